@@ -1,0 +1,96 @@
+//! The one error type of the Store API. Every variant maps to an errno for the C and FUSE
+//! front ends ([`Error::errno`]).
+
+/// Errors of every engine and front end.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("not found: {0}")]
+    NotFound(String),
+    #[error("already exists: {0}")]
+    Exists(String),
+    #[error("not a directory: {0}")]
+    NotDir(String),
+    #[error("is a directory: {0}")]
+    IsDir(String),
+    #[error("directory not empty: {0}")]
+    NotEmpty(String),
+    #[error("name too long ({len} bytes, limit {max})")]
+    NameTooLong { len: usize, max: usize },
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    #[error("bad file handle {0}")]
+    BadHandle(u64),
+    #[error("file handle {0} is not open for {1}")]
+    BadMode(u64, &'static str),
+    #[error("no space left: {0}")]
+    NoSpace(String),
+    #[error("log full: {0}")]
+    LogFull(String),
+    #[error("file is bound to transaction {0} already")]
+    FileInTransaction(u64),
+    #[error("no such transaction {0} (never begun, or already committed or aborted)")]
+    NoSuchTransaction(u64),
+    #[error("too many {what} (limit {max})")]
+    TooMany { what: &'static str, max: u64 },
+    #[error("file too large: {0}")]
+    FileTooLarge(String),
+    #[error("permission denied: {0}")]
+    PermissionDenied(String),
+    #[error("resource busy: {0}")]
+    Busy(String),
+    #[error("cross-device or cross-store operation: {0}")]
+    CrossStore(String),
+    #[error("operation not supported: {0}")]
+    Unsupported(String),
+    #[error("store is closed")]
+    Closed,
+    #[error("not an atomfs store: {0}")]
+    BadMagic(String),
+    #[error("unsupported format version {found} (this build reads version {supported}): {what}")]
+    UnsupportedVersion { what: String, found: u32, supported: u32 },
+    #[error("corrupt store: {what} at offset {offset:#x}")]
+    Corrupt { what: String, offset: u64 },
+    #[error("{path}: {op}: {source}")]
+    Io {
+        path: String,
+        op: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Result of every Store call.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// The errno a POSIX front end reports for this error.
+    pub fn errno(&self) -> i32 {
+        use Error::*;
+        match self {
+            NotFound(_) => libc::ENOENT,
+            Exists(_) => libc::EEXIST,
+            NotDir(_) => libc::ENOTDIR,
+            IsDir(_) => libc::EISDIR,
+            NotEmpty(_) => libc::ENOTEMPTY,
+            NameTooLong { .. } => libc::ENAMETOOLONG,
+            InvalidArgument(_) => libc::EINVAL,
+            BadHandle(_) | BadMode(..) => libc::EBADF,
+            NoSpace(_) | LogFull(_) => libc::ENOSPC,
+            FileInTransaction(_) | Busy(_) => libc::EBUSY,
+            NoSuchTransaction(_) => libc::EINVAL,
+            TooMany { .. } => libc::EMFILE,
+            FileTooLarge(_) => libc::EFBIG,
+            PermissionDenied(_) => libc::EACCES,
+            CrossStore(_) => libc::EXDEV,
+            Unsupported(_) => libc::EOPNOTSUPP,
+            Closed => libc::EBADF,
+            BadMagic(_) | UnsupportedVersion { .. } | Corrupt { .. } => libc::EUCLEAN,
+            Io { source, .. } => source.raw_os_error().unwrap_or(libc::EIO),
+        }
+    }
+
+    /// Shorthand for a corruption found at `offset`.
+    pub fn corrupt(what: impl Into<String>, offset: u64) -> Self {
+        Error::Corrupt { what: what.into(), offset }
+    }
+}

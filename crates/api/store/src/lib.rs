@@ -1,0 +1,125 @@
+//! The engine-neutral Store API of atomfs.
+//!
+//! Every engine (`pool`, `mmio`, `journal`, `remap`, `cache`) implements [`Store`]; every front
+//! end (Rust API, C API, SQLite VFS, FUSE, CLI) and every test suite talks only to [`Store`].
+//! The trait is inode-based, like a FUSE low-level file system: namespace operations take a
+//! parent inode and a name; file I/O goes through open file handles ([`Fh`]). Path-based helpers
+//! ([`resolve`], [`OpenOptions`], ...) are built on top, in [`path`].
+//!
+//! # Transactions
+//! A transaction ([`TxId`]) binds a set of open files (`tx_begin`, `tx_add`). Every write and
+//! `set_len` through a bound file belongs to the transaction; namespace operations take an
+//! optional transaction and then belong to it too. `tx_commit` makes all of it durable at
+//! once; `tx_abort` (or a crash before the commit point) makes none of it visible. A file is
+//! bound to at most one open transaction at a time ([`Error::FileInTransaction`]).
+//! Calls outside any transaction are each their own transaction: durable and atomic when they
+//! return. Isolation between transactions is the application's (AD-transactions, as in FCFS).
+//!
+//! # O_ATOMIC
+//! A file opened with [`OpenFlags::atomic`] (or switched by `set_atomic`) collects its writes
+//! since the last `fsync`; `fsync` commits them atomically, `syncv` commits several such files
+//! together, `abortv` drops their pending writes.
+
+mod error;
+pub mod path;
+mod types;
+
+pub use error::{Error, Result};
+pub use path::{resolve, resolve_parent, split_path, OpenOptions};
+pub use types::*;
+
+use std::any::Any;
+
+/// The operations every engine provides. Object safe: front ends hold an `Arc<dyn Store>`.
+pub trait Store: Send + Sync {
+    /// Short engine name ("pool", "mmio", ...), with its mode where it has several.
+    fn engine_name(&self) -> String;
+
+    // ----- namespace -----
+
+    /// The entry `name` in directory `parent`.
+    fn lookup(&self, parent: Ino, name: &[u8]) -> Result<Metadata>;
+    /// Attributes of an inode.
+    fn getattr(&self, ino: Ino) -> Result<Metadata>;
+    /// Change permissions, owner or times.
+    fn setattr(&self, ino: Ino, attr: &SetAttr, tx: Option<TxId>) -> Result<Metadata>;
+    /// Create an empty regular file; [`Error::Exists`] when the name is taken.
+    fn create(&self, parent: Ino, name: &[u8], perm: u32, tx: Option<TxId>) -> Result<Metadata>;
+    /// Create a directory; [`Error::Exists`] when the name is taken.
+    fn mkdir(&self, parent: Ino, name: &[u8], perm: u32, tx: Option<TxId>) -> Result<Metadata>;
+    /// Create a symbolic link (engines without symlinks return [`Error::Unsupported`]).
+    fn symlink(&self, parent: Ino, name: &[u8], target: &[u8], tx: Option<TxId>) -> Result<Metadata> {
+        let _ = (parent, name, target, tx);
+        Err(Error::Unsupported("symlink".into()))
+    }
+    /// Target of a symbolic link.
+    fn readlink(&self, ino: Ino) -> Result<Vec<u8>> {
+        let _ = ino;
+        Err(Error::Unsupported("readlink".into()))
+    }
+    /// Remove a name of a non-directory. The inode lives on while it has names or open handles.
+    fn unlink(&self, parent: Ino, name: &[u8], tx: Option<TxId>) -> Result<()>;
+    /// Remove an empty directory.
+    fn rmdir(&self, parent: Ino, name: &[u8], tx: Option<TxId>) -> Result<()>;
+    /// Rename, replacing an existing target as POSIX rename(2) does (a file replaces a file,
+    /// a directory replaces an empty directory), atomically.
+    fn rename(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        new_parent: Ino,
+        new_name: &[u8],
+        tx: Option<TxId>,
+    ) -> Result<()>;
+    /// Add a hard link to a non-directory.
+    fn link(&self, ino: Ino, new_parent: Ino, new_name: &[u8], tx: Option<TxId>) -> Result<Metadata>;
+    /// Every entry of a directory ("." and ".." excluded), in engine order.
+    fn read_dir(&self, ino: Ino) -> Result<Vec<DirEntry>>;
+
+    // ----- open files -----
+
+    /// Open a regular file.
+    fn open(&self, ino: Ino, flags: OpenFlags) -> Result<Fh>;
+    /// Close a handle. Pending O_ATOMIC writes not yet fsynced are dropped (as a crash would).
+    fn release(&self, fh: Fh) -> Result<()>;
+    /// Read at `off`; returns the bytes read (0 at or past end of file). Holes read as zeros.
+    fn read(&self, fh: Fh, off: u64, buf: &mut [u8]) -> Result<usize>;
+    /// Write at `off` (at the end of file for append handles); returns `data.len()`.
+    fn write(&self, fh: Fh, off: u64, data: &[u8]) -> Result<usize>;
+    /// Truncate or extend (with a hole) to `len` bytes.
+    fn set_len(&self, fh: Fh, len: u64) -> Result<()>;
+    /// Make the file durable. For an O_ATOMIC file: commit its pending writes atomically.
+    fn fsync(&self, fh: Fh, datasync: bool) -> Result<()>;
+    /// Attributes of an open file.
+    fn fstat(&self, fh: Fh) -> Result<Metadata>;
+    /// Switch a handle's file in or out of O_ATOMIC mode. Switching out commits pending writes.
+    fn set_atomic(&self, fh: Fh, atomic: bool) -> Result<()>;
+    /// Commit the pending O_ATOMIC writes of several files as one atomic unit.
+    fn syncv(&self, fhs: &[Fh]) -> Result<()>;
+    /// Drop the pending O_ATOMIC writes of several files.
+    fn abortv(&self, fhs: &[Fh]) -> Result<()>;
+
+    // ----- transactions -----
+
+    /// Begin a transaction bound to `files` (possibly none yet).
+    fn tx_begin(&self, files: &[Fh]) -> Result<TxId>;
+    /// Bind one more open file to a running transaction.
+    fn tx_add(&self, tx: TxId, fh: Fh) -> Result<()>;
+    /// Make every change of the transaction durable, atomically. The files stay open, unbound.
+    fn tx_commit(&self, tx: TxId) -> Result<()>;
+    /// Undo every change of the transaction. The files stay open, unbound.
+    fn tx_abort(&self, tx: TxId) -> Result<()>;
+
+    // ----- the store -----
+
+    /// Capacity and usage.
+    fn statfs(&self) -> Result<StatFs>;
+    /// Engine statistics as named counters (log occupancy, checkpoints, bytes written...).
+    fn stats(&self) -> Vec<(String, u64)>;
+    /// Check the store's on-media structures. Never modifies anything.
+    fn fsck(&self) -> Result<FsckReport>;
+    /// Checkpoint everything and close. Later calls fail with [`Error::Closed`].
+    fn unmount(&self) -> Result<()>;
+    /// For tools that need an engine's own interface (inspect, bench): downcast target.
+    fn as_any(&self) -> &dyn Any;
+}

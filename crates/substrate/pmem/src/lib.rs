@@ -1,0 +1,110 @@
+//! `pmem` — the persistent-memory substrate of atomfs.
+//!
+//! Every persistent byte an engine writes to persistent memory goes through the [`Region`]
+//! trait: `write` (a cached store), `flush` (write the cache lines back: clwb, clflushopt or
+//! clflush, chosen at run time), `fence` (sfence: order and complete the flushes), `persist`
+//! (= flush + fence), `write_nt` (non-temporal copy for large writes, durable at the next
+//! fence) and `store_u64` (an aligned 8-byte store, which the hardware makes atomic).
+//! A persistence point is always a flush followed by a fence.
+//!
+//! Implementations:
+//! - [`DramRegion`]: plain heap memory, volatile; flush and fence only count. For unit tests and
+//!   for the no-consistency baselines that must not pay for persistence.
+//!
+//! Engines are generic over `R: Region` so that the mapped fast path is monomorphised and pays
+//! nothing for the simulator.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod dram;
+mod error;
+
+pub use dram::DramRegion;
+pub use error::{PmError, PmResult};
+
+/// Size of a CPU cache line, the unit of flushing and of the crash simulator.
+pub const CACHE_LINE: u64 = 64;
+
+/// A byte range with persistent-memory semantics.
+///
+/// Offsets are relative to the start of the region. Every method asserts that the range lies
+/// inside the region (an out-of-range access is a bug in the caller: engines validate every
+/// pointer they read from media before using it). Concurrent calls on *disjoint* byte ranges are
+/// allowed from many threads; callers serialise conflicting accesses to the same bytes.
+pub trait Region: Send + Sync + 'static {
+    /// Length of the region in bytes.
+    fn len(&self) -> u64;
+
+    /// True when the region has no bytes.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Copy `buf.len()` bytes at `off` into `buf` (a load; sees the latest stores).
+    fn read(&self, off: u64, buf: &mut [u8]);
+
+    /// Store `data` at `off` through the CPU cache. Not durable until flushed and fenced.
+    fn write(&self, off: u64, data: &[u8]);
+
+    /// Fill `len` bytes at `off` with `byte` through the CPU cache.
+    fn fill(&self, off: u64, len: u64, byte: u8);
+
+    /// Non-temporal copy of `data` to `off`: bypasses the cache, durable at the next
+    /// [`fence`](Region::fence) without a flush. Used for large writes.
+    fn write_nt(&self, off: u64, data: &[u8]);
+
+    /// Aligned 8-byte load. `off` must be 8-byte aligned.
+    fn load_u64(&self, off: u64) -> u64;
+
+    /// Aligned 8-byte store, atomic with respect to crashes (it is never torn).
+    /// Not durable until flushed and fenced. `off` must be 8-byte aligned.
+    fn store_u64(&self, off: u64, value: u64);
+
+    /// Write back every cache line overlapping `[off, off + len)`.
+    fn flush(&self, off: u64, len: u64);
+
+    /// Store fence: every flush and non-temporal store issued before it is durable after it.
+    fn fence(&self);
+
+    /// flush + fence: `[off, off + len)` is durable when this returns.
+    fn persist(&self, off: u64, len: u64) {
+        self.flush(off, len);
+        self.fence();
+    }
+
+    /// Counters of stores, flushes and fences (see [`Accounting`](crate)).
+    fn stats(&self) -> RegionStats;
+}
+
+/// Counters every region keeps (cheap relaxed atomics).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RegionStats {
+    /// Bytes stored with `write`, `fill`, `write_nt` and `store_u64`.
+    pub bytes_stored: u64,
+    /// Cache lines written back by `flush` (plus lines written by `write_nt`).
+    pub lines_flushed: u64,
+    /// Fences issued.
+    pub fences: u64,
+}
+
+/// Panics with a clear message when `[off, off+len)` is not inside a region of `region_len`
+/// bytes. This is an invariant check (callers validate untrusted offsets first).
+#[inline]
+pub fn check_range(region_len: u64, off: u64, len: u64) {
+    let end = off.checked_add(len);
+    assert!(
+        matches!(end, Some(e) if e <= region_len),
+        "pmem: access [{off}, {off}+{len}) outside region of {region_len} bytes"
+    );
+}
+
+/// Number of cache lines overlapping `[off, off + len)`.
+#[inline]
+pub fn lines_in(off: u64, len: u64) -> u64 {
+    if len == 0 {
+        return 0;
+    }
+    let first = off / CACHE_LINE;
+    let last = (off + len - 1) / CACHE_LINE;
+    last - first + 1
+}

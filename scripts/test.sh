@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The whole test suite: installs missing packages (as root), builds everything, runs every
+# test, and ends with one line "atomfs tests: N passed, N failed". Exits non-zero when a test
+# fails or when no test ran.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+cargo test --workspace --all-targets --no-fail-fast 2>&1 | tee "$log" || status=$?
+
+passed=$(grep -E '^test result:' "$log" | sed -E 's/.* ([0-9]+) passed.*/\1/' | awk '{s+=$1} END {print s+0}')
+failed=$(grep -E '^test result:' "$log" | sed -E 's/.* ([0-9]+) failed.*/\1/' | awk '{s+=$1} END {print s+0}')
+echo "atomfs tests: $passed passed, $failed failed"
+if [ "$status" -ne 0 ] || [ "$failed" -ne 0 ]; then
+    echo "atomfs tests: FAILED" >&2
+    exit 1
+fi
+if [ "$passed" -eq 0 ]; then
+    echo "atomfs tests: no test ran — treating as failure" >&2
+    exit 1
+fi
