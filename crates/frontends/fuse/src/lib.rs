@@ -1,1 +1,236 @@
+//! `atomfs-fuse`: mount any atomfs [`Store`] as a Linux file system with FUSE.
+//!
+//! Every program can then use the store. Each write outside a transaction is durable and
+//! atomic when it returns (the engine makes every call its own transaction). On top of POSIX:
+//! - per-file atomic mode (O_ATOMIC): the `user.atomfs.atomic` extended attribute ("1"/"0")
+//!   or the [`IOC_SET_ATOMIC`] ioctl; writes collect until `fsync` or `close`, which commit
+//!   them as one unit;
+//! - multi-file transactions by ioctl ([`IOC_TX_BEGIN`], [`IOC_TX_ADD`], [`IOC_TX_COMMIT`],
+//!   [`IOC_TX_ABORT`]), defined for C in `include/atomfs_fuse.h`.
+//!
+//! The mount uses fuser's own mount code (through `fusermount3`): no libfuse is linked.
 
+mod fs;
+mod ioctl;
+
+pub use fs::AtomFuse;
+pub use ioctl::*;
+
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use store::Store;
+
+/// How to mount.
+#[derive(Clone, Debug)]
+pub struct MountOptions {
+    /// Name shown as the source in /proc/mounts (`fsname=`).
+    pub fsname: String,
+    /// Mount read-only.
+    pub read_only: bool,
+    /// Let other users than the mounting one in (`allow_other`, needs `user_allow_other` in
+    /// /etc/fuse.conf unless root).
+    pub allow_other: bool,
+    /// Further options passed to the kernel as they are (`-o noatime`, ...).
+    pub extra: Vec<String>,
+    /// Threads serving requests.
+    pub threads: usize,
+    /// How long the kernel may cache attributes and names.
+    pub ttl: Duration,
+}
+
+impl Default for MountOptions {
+    fn default() -> Self {
+        MountOptions {
+            fsname: "atomfs".into(),
+            read_only: false,
+            allow_other: false,
+            extra: Vec::new(),
+            threads: 4,
+            ttl: Duration::from_secs(1),
+        }
+    }
+}
+
+impl MountOptions {
+    /// Parse a comma-separated `-o` string: `ro`, `rw`, `allow_other`, `fsname=NAME`,
+    /// `threads=N`, anything else passed to the kernel.
+    pub fn parse_into(&mut self, list: &str) -> Result<(), String> {
+        for opt in list.split(',').map(str::trim).filter(|o| !o.is_empty()) {
+            match opt {
+                "ro" => self.read_only = true,
+                "rw" => self.read_only = false,
+                "allow_other" => self.allow_other = true,
+                _ if opt.starts_with("fsname=") => self.fsname = opt["fsname=".len()..].to_string(),
+                _ if opt.starts_with("threads=") => {
+                    self.threads = opt["threads=".len()..]
+                        .parse()
+                        .ok()
+                        .filter(|n| (1..=64).contains(n))
+                        .ok_or_else(|| format!("bad mount option {opt}: threads must be 1..64"))?;
+                }
+                _ => self.extra.push(opt.to_string()),
+            }
+        }
+        Ok(())
+    }
+
+    fn fuser_config(&self) -> fuser::Config {
+        use fuser::MountOption as M;
+        let mut cfg = fuser::Config::default();
+        cfg.mount_options = vec![
+            M::FSName(self.fsname.clone()),
+            M::Subtype("atomfs".into()),
+            M::DefaultPermissions,
+            if self.read_only { M::RO } else { M::RW },
+        ];
+        cfg.mount_options.extend(self.extra.iter().map(|o| M::CUSTOM(o.clone())));
+        if self.allow_other {
+            cfg.acl = fuser::SessionACL::All;
+        }
+        cfg.n_threads = Some(self.threads.max(1));
+        cfg
+    }
+}
+
+/// A mounted file system served by background threads. Unmount with [`Mount::unmount`];
+/// dropping it unmounts too but cannot report errors nor checkpoint the store.
+pub struct Mount {
+    session: fuser::BackgroundSession,
+    store: Arc<dyn Store>,
+}
+
+impl std::fmt::Debug for Mount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mount").field("engine", &self.store.engine_name()).finish()
+    }
+}
+
+/// Mount `store` at `mountpoint` and serve it from background threads.
+///
+/// Fails with a clear message when the mount point is missing, not a directory, or already
+/// a mount point, and when FUSE is not available (no /dev/fuse, no fusermount3).
+pub fn spawn_mount(store: Arc<dyn Store>, mountpoint: &Path, opts: &MountOptions) -> io::Result<Mount> {
+    check_mountpoint(mountpoint)?;
+    let fs = AtomFuse::new(store.clone(), opts.ttl);
+    let notifier_slot = fs.notifier_slot();
+    let session = fuser::Session::new(fs, mountpoint, &opts.fuser_config())
+        .map_err(|e| mount_error(mountpoint, e))?;
+    let _ = notifier_slot.set(session.notifier());
+    let session = session.spawn()?;
+    Ok(Mount { session, store })
+}
+
+impl Mount {
+    /// True once the kernel ended the session (an external `fusermount3 -u`, or the mount
+    /// was aborted).
+    pub fn is_finished(&self) -> bool {
+        self.session.guard.is_finished()
+    }
+
+    /// Unmount (when still mounted), wait for the serving threads, then checkpoint and close
+    /// the store.
+    pub fn unmount(self) -> io::Result<()> {
+        let served = if self.session.guard.is_finished() {
+            self.session.join()
+        } else {
+            self.session.umount_and_join()
+        };
+        let closed = self.store.unmount().map_err(|e| io::Error::other(format!("closing the store: {e}")));
+        served.and(closed)
+    }
+}
+
+/// Refuse a mount point that is missing, not a directory, or already mounted on.
+pub fn check_mountpoint(mountpoint: &Path) -> io::Result<()> {
+    let meta = std::fs::metadata(mountpoint).map_err(|e| {
+        io::Error::new(e.kind(), format!("mount point {}: {e}", mountpoint.display()))
+    })?;
+    if !meta.is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("mount point {} is not a directory", mountpoint.display()),
+        ));
+    }
+    if is_mount_point(mountpoint)? {
+        return Err(io::Error::new(
+            io::ErrorKind::ResourceBusy,
+            format!("mount point {} is busy: something is already mounted there", mountpoint.display()),
+        ));
+    }
+    Ok(())
+}
+
+/// True when `path` is listed as a mount point in /proc/self/mountinfo.
+pub fn is_mount_point(path: &Path) -> io::Result<bool> {
+    let canonical = std::fs::canonicalize(path)?;
+    let info = std::fs::read_to_string("/proc/self/mountinfo")?;
+    Ok(info
+        .lines()
+        .filter_map(|line| line.split(' ').nth(4))
+        .any(|mp| unescape_mountinfo(mp) == canonical.as_os_str().to_string_lossy()))
+}
+
+fn unescape_mountinfo(field: &str) -> String {
+    field.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n").replace("\\134", "\\")
+}
+
+fn mount_error(mountpoint: &Path, e: io::Error) -> io::Error {
+    let hint = if !Path::new("/dev/fuse").exists() {
+        " (/dev/fuse is missing: load the fuse module or run with --device /dev/fuse)"
+    } else if e.kind() == io::ErrorKind::NotFound {
+        " (fusermount3 not found: install the fuse3 package)"
+    } else {
+        ""
+    };
+    io::Error::new(e.kind(), format!("cannot mount on {}: {e}{hint}", mountpoint.display()))
+}
+
+/// Serve `store` at `mountpoint` in the calling thread until SIGINT, SIGTERM or SIGHUP
+/// arrives or the file system is unmounted from outside; then unmount and checkpoint.
+/// `ready` is called once the mount is up (to signal a waiting parent).
+pub fn serve_until_signal(
+    store: Arc<dyn Store>,
+    mountpoint: &Path,
+    opts: &MountOptions,
+    ready: impl FnOnce(),
+) -> io::Result<()> {
+    let signals = block_signals()?;
+    let mount = spawn_mount(store, mountpoint, opts)?;
+    ready();
+    while !mount.is_finished() {
+        if wait_signal(&signals, Duration::from_millis(200)).is_some() {
+            break;
+        }
+    }
+    mount.unmount()
+}
+
+/// Block the termination signals in this thread (and in the threads it starts afterwards),
+/// so that they can be waited for with [`wait_signal`].
+fn block_signals() -> io::Result<libc::sigset_t> {
+    // SAFETY: sigset_t is plain data; sigemptyset/sigaddset initialise it fully before use,
+    // and pthread_sigmask only reads it. No Rust invariants are involved.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::sigaddset(&mut set, sig);
+        }
+        let rc = libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        if rc != 0 {
+            return Err(io::Error::from_raw_os_error(rc));
+        }
+        Ok(set)
+    }
+}
+
+/// Wait up to `timeout` for one of the blocked signals; returns its number.
+fn wait_signal(set: &libc::sigset_t, timeout: Duration) -> Option<i32> {
+    let ts = libc::timespec { tv_sec: timeout.as_secs() as libc::time_t, tv_nsec: timeout.subsec_nanos() as _ };
+    // SAFETY: `set` is an initialised signal set and `ts` a valid timespec, both live for the
+    // call; a null siginfo pointer is allowed.
+    let sig = unsafe { libc::sigtimedwait(set, std::ptr::null_mut(), &ts) };
+    (sig > 0).then_some(sig)
+}
