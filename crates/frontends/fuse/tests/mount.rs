@@ -34,6 +34,7 @@ fn posix_basics_through_the_kernel() {
     f.set_len(10).expect("ftruncate");
     f.sync_all().expect("fsync");
     assert_eq!(fs::metadata(d.join("big")).expect("stat").len(), 10);
+    drop(f);
 
     fs::rename(d.join("a/b/f"), d.join("a/g")).expect("rename");
     fs::hard_link(d.join("a/g"), d.join("a/h")).expect("link");
