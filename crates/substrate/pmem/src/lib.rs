@@ -10,6 +10,8 @@
 //! Implementations:
 //! - [`DramRegion`]: plain heap memory, volatile; flush and fence only count. For unit tests and
 //!   for the no-consistency baselines that must not pay for persistence.
+//! - [`MappedRegion`]: a `mmap`ed pool file with an honest [`Durability`] mode (flush + fence
+//!   on DAX and tmpfs, plus `msync` elsewhere), run-time choice of clwb/clflushopt/clflush.
 //! - [`SimRegion`]: the crash simulator (persistent and cache images, torn unflushed lines,
 //!   crash images at every fence), see [`sim`].
 //!
@@ -20,10 +22,12 @@
 
 mod dram;
 mod error;
+pub mod mapped;
 pub mod sim;
 
 pub use dram::DramRegion;
 pub use error::{PmError, PmResult};
+pub use mapped::{Durability, FlushInstruction, MappedRegion};
 pub use sim::{CrashConfig, CrashPoint, SimRegion};
 
 /// Size of a CPU cache line, the unit of flushing and of the crash simulator.
