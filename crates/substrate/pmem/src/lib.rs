@@ -15,17 +15,26 @@
 //! - [`SimRegion`]: the crash simulator (persistent and cache images, torn unflushed lines,
 //!   crash images at every fence), see [`sim`].
 //!
+//! Wrappers, each a [`Region`] over any region, costing nothing when not used:
+//! - [`Emulated`]: the NVMM emulator (extra latency per flushed line, write-bandwidth cap).
+//! - [`Accounted`]: bytes stored, lines flushed and fences per named area
+//!   ([`Region::define_area`]) and lines flushed per block (wear).
+//!
 //! Engines are generic over `R: Region` so that the mapped fast path is monomorphised and pays
 //! nothing for the simulator.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod account;
 mod dram;
+pub mod emulate;
 mod error;
 pub mod mapped;
 pub mod sim;
 
+pub use account::{Accounted, AccountingReport, AreaReport};
 pub use dram::DramRegion;
+pub use emulate::{Emulated, EmulatorConfig};
 pub use error::{PmError, PmResult};
 pub use mapped::{Durability, FlushInstruction, MappedRegion};
 pub use sim::{CrashConfig, CrashPoint, SimRegion};
