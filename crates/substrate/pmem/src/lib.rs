@@ -29,6 +29,7 @@ pub mod account;
 mod dram;
 pub mod emulate;
 mod error;
+pub mod floor;
 pub mod mapped;
 pub mod sim;
 

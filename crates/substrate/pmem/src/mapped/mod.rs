@@ -102,6 +102,23 @@ pub fn page_size() -> u64 {
     }
 }
 
+/// A directory for scratch pools: `/dev/shm` when it is a writable tmpfs directory (the
+/// emulated NVMM), else the system temporary directory.
+pub fn scratch_dir() -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    let usable = File::open(shm)
+        .and_then(|dir| is_tmpfs(&dir))
+        .unwrap_or(false)
+        && std::fs::metadata(shm)
+            .map(|m| !m.permissions().readonly())
+            .unwrap_or(false);
+    if usable {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    }
+}
+
 impl MappedRegion {
     /// Create a new pool file of `len` bytes (it must not exist yet) and map it.
     pub fn create(path: impl AsRef<Path>, len: u64) -> PmResult<Self> {

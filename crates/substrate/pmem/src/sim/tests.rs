@@ -404,3 +404,25 @@ proptest! {
         prop_assert_eq!(&images[0], &region.persistent_image());
     }
 }
+
+/// The simulator must catch an ordering bug: a commit word persisted in the same fence as the
+/// record it exposes can reach the media while the record does not.
+#[test]
+fn missing_fence_between_record_and_commit_is_caught() {
+    let region = SimRegion::new(1024);
+    region.write(64, &[7; 100]);
+    region.store_u64(0, 1);
+    region.flush(64, 100);
+    region.flush(0, 8);
+    let point = region.crash_point();
+    let mut torn = 0;
+    point.for_each_image(|_, image| {
+        if image[0] == 1 && image[64..164] != [7; 100] {
+            torn += 1;
+        }
+    });
+    // Commit word: 2 choices; record lines 1 (8 words), 2 (5 words): 9 × 6 = 54 record states,
+    // of which 53 are not the whole record.
+    assert_eq!(point.state_count(), 2 * 9 * 6);
+    assert_eq!(torn, 53);
+}
