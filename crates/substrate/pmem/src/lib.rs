@@ -90,7 +90,7 @@ pub trait Region: Send + Sync + 'static {
         self.fence();
     }
 
-    /// Counters of stores, flushes and fences (see [`Accounting`](crate)).
+    /// Counters of stores, flushes and fences (per-area counts: [`Accounted`]).
     fn stats(&self) -> RegionStats;
 
     /// Name the area `[off, off + len)` (metadata log, data log, inode table, data blocks...)
@@ -98,6 +98,50 @@ pub trait Region: Send + Sync + 'static {
     /// ignore it.
     fn define_area(&self, name: &'static str, off: u64, len: u64) {
         let _ = (name, off, len);
+    }
+}
+
+/// A shared region is a region: the crash harness keeps an `Arc<SimRegion>` (to install fence
+/// hooks and take crash images) while the engine owns another handle.
+impl<R: Region + ?Sized> Region for std::sync::Arc<R>
+where
+    std::sync::Arc<R>: Send + Sync,
+{
+    fn len(&self) -> u64 {
+        (**self).len()
+    }
+    fn read(&self, off: u64, buf: &mut [u8]) {
+        (**self).read(off, buf)
+    }
+    fn write(&self, off: u64, data: &[u8]) {
+        (**self).write(off, data)
+    }
+    fn fill(&self, off: u64, len: u64, byte: u8) {
+        (**self).fill(off, len, byte)
+    }
+    fn write_nt(&self, off: u64, data: &[u8]) {
+        (**self).write_nt(off, data)
+    }
+    fn load_u64(&self, off: u64) -> u64 {
+        (**self).load_u64(off)
+    }
+    fn store_u64(&self, off: u64, value: u64) {
+        (**self).store_u64(off, value)
+    }
+    fn flush(&self, off: u64, len: u64) {
+        (**self).flush(off, len)
+    }
+    fn fence(&self) {
+        (**self).fence()
+    }
+    fn persist(&self, off: u64, len: u64) {
+        (**self).persist(off, len)
+    }
+    fn stats(&self) -> RegionStats {
+        (**self).stats()
+    }
+    fn define_area(&self, name: &'static str, off: u64, len: u64) {
+        (**self).define_area(name, off, len)
     }
 }
 

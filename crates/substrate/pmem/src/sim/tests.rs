@@ -426,3 +426,18 @@ fn missing_fence_between_record_and_commit_is_caught() {
     assert_eq!(point.state_count(), 2 * 9 * 6);
     assert_eq!(torn, 53);
 }
+
+/// An engine generic over `R: Region` can own an `Arc<SimRegion>` while the harness keeps
+/// another handle to take crash images.
+#[test]
+fn shared_handle_is_a_region() {
+    fn engine_commit<R: Region>(region: &R) {
+        region.write(0, b"commit");
+        region.persist(0, 6);
+    }
+    let harness = Arc::new(SimRegion::new(128));
+    let engine = Arc::clone(&harness);
+    engine_commit(&engine);
+    assert_eq!(&harness.persistent_image()[..6], b"commit");
+    assert_eq!(Region::stats(&engine).fences, 1);
+}
