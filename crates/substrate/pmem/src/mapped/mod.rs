@@ -238,8 +238,13 @@ impl MappedRegion {
     }
 
     /// msync every page range flushed since the last fence.
+    ///
+    /// The dirty list stays locked until the msyncs are done: a fence on another thread that
+    /// finds the list empty because this one took its pages must not return before they are
+    /// durable, so it waits here.
     fn sync_dirty(&self) {
-        let mut ranges = std::mem::take(&mut *self.dirty.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut dirty = self.dirty.lock().unwrap_or_else(|e| e.into_inner());
+        let mut ranges = std::mem::take(&mut *dirty);
         ranges.sort_unstable();
         let mut merged: DirtyPages = Vec::with_capacity(ranges.len());
         for (first, end) in ranges {
@@ -264,6 +269,7 @@ impl MappedRegion {
                 slot.get_or_insert(std::io::Error::last_os_error());
             }
         }
+        drop(dirty);
     }
 }
 
