@@ -12,7 +12,8 @@
 //! - A pending line that was not flushed may reach the persistent image, whole, at *any* of its
 //!   intermediate contents, or not at all.
 //! - [`flush`](Region::flush) marks a line as flushed with its current content; the next
-//!   [`fence`](Region::fence) makes that content durable. Until that fence the line may still
+//!   [`fence`](Region::fence) *by the same thread* makes that content durable (as on the CPU,
+//!   where `sfence` orders only its own thread's flushes). Until that fence the line may still
 //!   persist at any of its intermediate contents (or not at all). A store after the flush but
 //!   before the fence adds to the line's history: after the fence the flushed content is
 //!   durable and the later contents remain possible.
@@ -35,6 +36,7 @@ use crate::{check_range, Region, RegionStats, CACHE_LINE};
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
+use std::thread::ThreadId;
 
 const LINE: usize = CACHE_LINE as usize;
 
@@ -50,9 +52,9 @@ struct PendingState {
     /// Contents the line had since it was last durable, oldest first (consecutive duplicates
     /// are not recorded twice).
     history: Vec<Line>,
-    /// Index in `history` of the content the line had when it was last flushed, if it was
-    /// flushed since the last fence.
-    flushed_at: Option<usize>,
+    /// For each thread that flushed the line since its own last fence: the index in
+    /// `history` of the content the line had at that thread's last flush.
+    flushes: Vec<(ThreadId, usize)>,
 }
 
 struct Inner {
@@ -194,9 +196,14 @@ impl SimRegion {
         if len == 0 {
             return;
         }
+        let me = std::thread::current().id();
         for line in off / CACHE_LINE..=(off + len - 1) / CACHE_LINE {
             if let Some(state) = inner.pending.get_mut(&line) {
-                state.flushed_at = Some(state.history.len() - 1);
+                let index = state.history.len() - 1;
+                match state.flushes.iter_mut().find(|(thread, _)| *thread == me) {
+                    Some(flush) => flush.1 = index,
+                    None => state.flushes.push((me, index)),
+                }
             }
         }
         inner.lines_flushed += crate::lines_in(off, len);
@@ -229,20 +236,25 @@ fn pending_lines(inner: &Inner) -> Vec<PendingLine> {
         .collect()
 }
 
-/// Apply a fence: flushed lines become durable at their flushed content.
-fn apply_fence(inner: &mut Inner) {
+/// Apply a fence issued by thread `me`: the lines it flushed become durable at the content
+/// they had at its flush (flushes by other threads of older contents are then complete too).
+fn apply_fence(inner: &mut Inner, me: ThreadId) {
     let Inner {
         pending,
         persistent,
         ..
     } = inner;
     pending.retain(|&line, state| {
-        let Some(index) = state.flushed_at.take() else {
+        let Some(&(_, index)) = state.flushes.iter().find(|(thread, _)| *thread == me) else {
             return true;
         };
         let start = (line * CACHE_LINE) as usize;
         persistent[start..start + LINE].copy_from_slice(&state.history[index]);
         state.history.drain(..=index);
+        state.flushes.retain(|&(_, other)| other > index);
+        for flush in &mut state.flushes {
+            flush.1 -= index + 1;
+        }
         !state.history.is_empty()
     });
     inner.fences += 1;
@@ -314,7 +326,7 @@ impl Region for SimRegion {
             drop(point);
             inner.hook = Some(hook);
         }
-        apply_fence(&mut inner);
+        apply_fence(&mut inner, std::thread::current().id());
     }
 
     fn stats(&self) -> RegionStats {

@@ -441,3 +441,52 @@ fn shared_handle_is_a_region() {
     assert_eq!(&harness.persistent_image()[..6], b"commit");
     assert_eq!(Region::stats(&engine).fences, 1);
 }
+
+/// A fence completes only the calling thread's flushes.
+#[test]
+fn fence_completes_only_its_own_threads_flushes() {
+    let region = Arc::new(SimRegion::new(256));
+    region.write(0, &[1; 8]);
+    let other = Arc::clone(&region);
+    std::thread::spawn(move || other.flush(0, 8))
+        .join()
+        .expect("flusher");
+    region.fence();
+    assert_eq!(
+        region.persistent_image()[..8],
+        [0; 8],
+        "another thread's flush is not fenced"
+    );
+    assert_eq!(region.pending_line_count(), 1);
+    let other = Arc::clone(&region);
+    std::thread::spawn(move || {
+        other.flush(0, 8);
+        other.fence();
+    })
+    .join()
+    .expect("flusher");
+    assert_eq!(region.persistent_image()[..8], [1; 8]);
+    assert_eq!(region.pending_line_count(), 0);
+
+    // Two threads flush different contents of one line; the older thread's fence makes only
+    // its content durable, the newer one stays pending until its own fence.
+    region.write(64, &[2; 8]);
+    region.flush(64, 8);
+    let other = Arc::clone(&region);
+    let (to_main, from_thread) = std::sync::mpsc::channel();
+    let (to_thread, from_main) = std::sync::mpsc::channel::<()>();
+    let handle = std::thread::spawn(move || {
+        other.write(72, &[3; 8]);
+        other.flush(64, 16);
+        to_main.send(()).expect("send");
+        from_main.recv().expect("recv");
+        other.fence();
+    });
+    from_thread.recv().expect("recv");
+    region.fence();
+    assert_eq!(region.persistent_image()[64..80], [[2; 8], [0; 8]].concat());
+    to_thread.send(()).expect("send");
+    handle.join().expect("thread");
+    assert_eq!(region.persistent_image()[64..80], [[2; 8], [3; 8]].concat());
+    assert_eq!(region.pending_line_count(), 0);
+}
