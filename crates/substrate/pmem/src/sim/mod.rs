@@ -33,7 +33,7 @@ mod crash;
 pub use crash::{CrashConfig, CrashPoint, PendingLine};
 
 use crate::{check_range, Region, RegionStats, CACHE_LINE};
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
 use std::thread::ThreadId;
@@ -70,8 +70,9 @@ struct Inner {
 }
 
 thread_local! {
-    /// Address of the SimRegion whose fence hook is running on this thread (0 when none).
-    static HOOK_OWNER: Cell<usize> = const { Cell::new(0) };
+    /// Addresses of the SimRegions whose fence hooks are running on this thread (hooks may
+    /// nest when a hook runs recovery on another SimRegion that has its own hook).
+    static HOOK_OWNERS: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
 }
 
 /// The crash-simulator region (see the module documentation).
@@ -165,7 +166,7 @@ impl SimRegion {
     fn lock(&self) -> MutexGuard<'_, Inner> {
         let me = self as *const SimRegion as usize;
         assert!(
-            HOOK_OWNER.with(|owner| owner.get()) != me,
+            !HOOK_OWNERS.with(|owners| owners.borrow().contains(&me)),
             "SimRegion: the fence hook must not touch the region that calls it"
         );
         // A panic in another thread while holding the lock leaves consistent state (every
@@ -319,8 +320,8 @@ impl Region for SimRegion {
                 inner.config,
             );
             let me = self as *const SimRegion as usize;
-            HOOK_OWNER.with(|owner| owner.set(me));
-            let guard = ResetHookOwner;
+            HOOK_OWNERS.with(|owners| owners.borrow_mut().push(me));
+            let guard = PopHookOwner;
             hook(&point);
             drop(guard);
             drop(point);
@@ -339,12 +340,12 @@ impl Region for SimRegion {
     }
 }
 
-/// Clears [`HOOK_OWNER`] when the hook returns or unwinds.
-struct ResetHookOwner;
+/// Pops [`HOOK_OWNERS`] when the hook returns or unwinds.
+struct PopHookOwner;
 
-impl Drop for ResetHookOwner {
+impl Drop for PopHookOwner {
     fn drop(&mut self) {
-        HOOK_OWNER.with(|owner| owner.set(0));
+        HOOK_OWNERS.with(|owners| owners.borrow_mut().pop());
     }
 }
 

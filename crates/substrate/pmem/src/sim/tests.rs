@@ -490,3 +490,31 @@ fn fence_completes_only_its_own_threads_flushes() {
     assert_eq!(region.persistent_image()[64..80], [[2; 8], [3; 8]].concat());
     assert_eq!(region.pending_line_count(), 0);
 }
+
+/// A hook may run recovery on another SimRegion with its own hook; after that nested fence
+/// the outer region is still protected against re-entry.
+#[test]
+fn hooks_nest_over_different_regions() {
+    let outer = Arc::new(SimRegion::new(64));
+    let outer_in_hook = Arc::clone(&outer);
+    let nested_points = Arc::new(Mutex::new(0u64));
+    let counter = Arc::clone(&nested_points);
+    outer.set_fence_hook(Box::new(move |point| {
+        let recovered = SimRegion::from_image(point.image(0));
+        let counter = Arc::clone(&counter);
+        recovered.set_fence_hook(Box::new(move |_| {
+            *counter.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        }));
+        recovered.persist(0, 8);
+        // Still inside the outer hook: touching the outer region must be refused.
+        let reentry =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| outer_in_hook.fence_count()));
+        assert!(
+            reentry.is_err(),
+            "re-entry after a nested hook must still panic"
+        );
+    }));
+    outer.fence();
+    assert_eq!(*nested_points.lock().unwrap_or_else(|e| e.into_inner()), 1);
+    assert_eq!(outer.fence_count(), 1);
+}
