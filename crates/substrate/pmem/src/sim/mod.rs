@@ -177,17 +177,39 @@ impl SimRegion {
     }
 
     /// Store `bytes` at `off`, one aligned 8-byte word at a time, recording the history.
-    fn store(&self, inner: &mut Inner, off: u64, bytes: impl Fn(usize) -> u8, len: u64) {
+    fn store(&self, inner: &mut Inner, off: u64, source: Source<'_>) {
+        let len = source.len();
         check_range(self.len, off, len);
         let end = off + len;
-        let mut word_start = off;
-        while word_start < end {
-            let word_end = ((word_start / 8 + 1) * 8).min(end);
-            for pos in word_start..word_end {
-                inner.cache[pos as usize] = bytes((pos - off) as usize);
+        let Inner { cache, pending, .. } = inner;
+        let mut line_start = off;
+        while line_start < end {
+            let line = line_start / CACHE_LINE;
+            let line_end = ((line + 1) * CACHE_LINE).min(end);
+            let base = (line * CACHE_LINE) as usize;
+            let state = pending.entry(line).or_default();
+            state
+                .history
+                .reserve((line_end - line_start).div_ceil(8) as usize + 1);
+            let mut word_start = line_start;
+            while word_start < line_end {
+                let word_end = ((word_start / 8 + 1) * 8).min(line_end);
+                let target = &mut cache[word_start as usize..word_end as usize];
+                match source {
+                    Source::Bytes(data) => target.copy_from_slice(
+                        &data[(word_start - off) as usize..(word_end - off) as usize],
+                    ),
+                    Source::Fill(byte, _) => target.fill(byte),
+                }
+                let content = &cache[base..base + LINE];
+                if state.history.last().map(|last| &last[..]) != Some(content) {
+                    let mut copy = [0u8; LINE];
+                    copy.copy_from_slice(content);
+                    state.history.push(copy);
+                }
+                word_start = word_end;
             }
-            record(inner, word_start / CACHE_LINE);
-            word_start = word_end;
+            line_start = line_end;
         }
         inner.bytes_stored += len;
     }
@@ -211,14 +233,20 @@ impl SimRegion {
     }
 }
 
-/// Record the current cache content of `line` in its history.
-fn record(inner: &mut Inner, line: u64) {
-    let start = (line * CACHE_LINE) as usize;
-    let mut content = [0u8; LINE];
-    content.copy_from_slice(&inner.cache[start..start + LINE]);
-    let state = inner.pending.entry(line).or_default();
-    if state.history.last() != Some(&content) {
-        state.history.push(content);
+/// The bytes a store writes.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    Bytes(&'a [u8]),
+    /// A byte repeated `len` times.
+    Fill(u8, u64),
+}
+
+impl Source<'_> {
+    fn len(&self) -> u64 {
+        match self {
+            Source::Bytes(data) => data.len() as u64,
+            Source::Fill(_, len) => *len,
+        }
     }
 }
 
@@ -274,17 +302,17 @@ impl Region for SimRegion {
 
     fn write(&self, off: u64, data: &[u8]) {
         let mut inner = self.lock();
-        self.store(&mut inner, off, |i| data[i], data.len() as u64);
+        self.store(&mut inner, off, Source::Bytes(data));
     }
 
     fn fill(&self, off: u64, len: u64, byte: u8) {
         let mut inner = self.lock();
-        self.store(&mut inner, off, |_| byte, len);
+        self.store(&mut inner, off, Source::Fill(byte, len));
     }
 
     fn write_nt(&self, off: u64, data: &[u8]) {
         let mut inner = self.lock();
-        self.store(&mut inner, off, |i| data[i], data.len() as u64);
+        self.store(&mut inner, off, Source::Bytes(data));
         // Non-temporal stores: durable at the next fence, like a store followed by a flush.
         self.mark_flushed(&mut inner, off, data.len() as u64);
     }
@@ -301,7 +329,7 @@ impl Region for SimRegion {
         let word = value.to_le_bytes();
         let mut inner = self.lock();
         // Aligned and 8 bytes long: `store` records it as a single step (never torn).
-        self.store(&mut inner, off, |i| word[i], 8);
+        self.store(&mut inner, off, Source::Bytes(&word));
     }
 
     fn flush(&self, off: u64, len: u64) {
