@@ -105,7 +105,11 @@ impl Read for File {
 impl Write for File {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let n = self.write_at(buf, self.pos).map_err(io_error)?;
-        self.pos = if self.append { self.metadata().map_err(io_error)?.size } else { self.pos + n as u64 };
+        self.pos = if self.append {
+            self.metadata().map_err(io_error)?.size
+        } else {
+            self.pos + n as u64
+        };
         Ok(n)
     }
 
@@ -131,7 +135,10 @@ impl Seek for File {
                 self.pos = new;
                 Ok(new)
             }
-            None => Err(io::Error::new(io::ErrorKind::InvalidInput, "seek to a negative or overflowing offset")),
+            None => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "seek to a negative or overflowing offset",
+            )),
         }
     }
 }
@@ -146,7 +153,10 @@ pub struct OpenOptions<'fs> {
 
 impl<'fs> OpenOptions<'fs> {
     pub(crate) fn new(fs: &'fs Fs) -> Self {
-        OpenOptions { fs, opts: store::OpenOptions::new() }
+        OpenOptions {
+            fs,
+            opts: store::OpenOptions::new(),
+        }
     }
     /// Open for reading.
     pub fn read(&mut self, on: bool) -> &mut Self {
@@ -202,6 +212,12 @@ impl<'fs> OpenOptions<'fs> {
                 return Err(e);
             }
         };
-        Ok(File { shared: self.fs.shared.clone(), fh, ino, pos: 0, append: self.opts.append })
+        Ok(File {
+            shared: self.fs.shared.clone(),
+            fh,
+            ino,
+            pos: 0,
+            append: self.opts.append,
+        })
     }
 }

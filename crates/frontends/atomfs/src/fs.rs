@@ -1,5 +1,6 @@
 //! The file system handle and its namespace helpers.
 
+use crate::config::PoolLock;
 use crate::{DirEntry, File, FsckReport, Metadata, OpenOptions, Result, StatFs, Store, Tx};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -17,6 +18,8 @@ pub(crate) struct Shared {
     /// Unmount (checkpoint and close) the store when the last user goes away: true for a
     /// store this crate opened, false for one handed in by [`Fs::from_store`].
     unmount_on_drop: bool,
+    /// The pool file's lock, released after the unmount.
+    _lock: Option<PoolLock>,
 }
 
 impl Drop for Shared {
@@ -47,13 +50,29 @@ impl Fs {
     /// A file system over a store the caller opened. The store is not unmounted when the
     /// `Fs` goes away: call [`Fs::unmount`] (or `Store::unmount`) yourself.
     pub fn from_store(store: Arc<dyn Store>) -> Fs {
-        Fs { shared: Arc::new(Shared { store, unmount_on_drop: false }) }
+        Fs {
+            shared: Arc::new(Shared {
+                store,
+                unmount_on_drop: false,
+                _lock: None,
+            }),
+        }
     }
 
     /// A file system that unmounts its store when the last `Fs`, `File` or `Tx` using it goes
     /// away.
     pub fn owning(store: Arc<dyn Store>) -> Fs {
-        Fs { shared: Arc::new(Shared { store, unmount_on_drop: true }) }
+        Self::owning_locked(store, None)
+    }
+
+    pub(crate) fn owning_locked(store: Arc<dyn Store>, lock: Option<PoolLock>) -> Fs {
+        Fs {
+            shared: Arc::new(Shared {
+                store,
+                unmount_on_drop: true,
+                _lock: lock,
+            }),
+        }
     }
 
     /// The engine under this file system.
@@ -77,7 +96,11 @@ impl Fs {
 
     /// Create or truncate a file and open it for writing (like `std::fs::File::create`).
     pub fn create_file(&self, path: impl AsRef<Path>) -> Result<File> {
-        self.options().write(true).create(true).truncate(true).open(path)
+        self.options()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
     }
 
     /// Begin a transaction bound to `files`; more can join with [`Tx::add`].
@@ -144,7 +167,11 @@ impl Fs {
     }
 
     /// Add a hard link `link` to the file at `original`.
-    pub fn hard_link(&self, original: impl AsRef<Path>, link: impl AsRef<Path>) -> Result<Metadata> {
+    pub fn hard_link(
+        &self,
+        original: impl AsRef<Path>,
+        link: impl AsRef<Path>,
+    ) -> Result<Metadata> {
         let target = self.metadata(original)?;
         let (parent, name) = store::resolve_parent(self.st(), path_bytes(link.as_ref()))?;
         self.st().link(target.ino, parent, &name, None)
@@ -153,7 +180,8 @@ impl Fs {
     /// Create a symbolic link `link` pointing to `target` (where the engine has symlinks).
     pub fn symlink(&self, target: impl AsRef<Path>, link: impl AsRef<Path>) -> Result<Metadata> {
         let (parent, name) = store::resolve_parent(self.st(), path_bytes(link.as_ref()))?;
-        self.st().symlink(parent, &name, path_bytes(target.as_ref()), None)
+        self.st()
+            .symlink(parent, &name, path_bytes(target.as_ref()), None)
     }
 
     /// Entries of the directory at `path`, without `.` and `..`.
@@ -170,8 +198,9 @@ impl Fs {
     /// The whole content of a file as UTF-8 text.
     pub fn read_to_string(&self, path: impl AsRef<Path>) -> Result<String> {
         let bytes = self.read(path.as_ref())?;
-        String::from_utf8(bytes)
-            .map_err(|_| store::Error::InvalidArgument(format!("{} is not UTF-8", path.as_ref().display())))
+        String::from_utf8(bytes).map_err(|_| {
+            store::Error::InvalidArgument(format!("{} is not UTF-8", path.as_ref().display()))
+        })
     }
 
     /// Replace a whole file, atomically: the truncation and the write are one transaction.

@@ -28,12 +28,16 @@
 
 #![deny(unsafe_code)]
 
+mod config;
 mod file;
 mod fs;
 mod tx;
 
+pub use config::{Config, POOL_SIZE_DEFAULT};
 pub use file::{File, OpenOptions};
 pub use fs::Fs;
+/// The pool engine (FCFS), for its configuration types.
+pub use pool;
 pub use store::{DirEntry, Error, FileKind, FsckReport, Metadata, Result, StatFs, Store};
 pub use tx::Tx;
 

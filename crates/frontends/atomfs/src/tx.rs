@@ -23,7 +23,11 @@ pub struct Tx {
 
 impl Tx {
     pub(crate) fn new(shared: Arc<Shared>, id: TxId) -> Self {
-        Tx { shared, id, done: false }
+        Tx {
+            shared,
+            id,
+            done: false,
+        }
     }
 
     /// The engine's id of this transaction.
@@ -72,7 +76,12 @@ impl Tx {
 
     /// Replace a whole file (create or truncate, then write) as part of the transaction.
     pub fn write(&self, path: impl AsRef<Path>, data: &[u8]) -> Result<()> {
-        store::path::write_file(&*self.shared.store, path_bytes(path.as_ref()), data, Some(self.id))
+        store::path::write_file(
+            &*self.shared.store,
+            path_bytes(path.as_ref()),
+            data,
+            Some(self.id),
+        )
     }
 }
 

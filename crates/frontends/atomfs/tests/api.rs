@@ -12,11 +12,18 @@ fn fs() -> Fs {
 #[test]
 fn read_write_seek_and_positional_io() -> atomfs::Result<()> {
     let fs = fs();
-    let mut f = fs.options().read(true).write(true).create(true).open("/f")?;
-    f.write_all(b"hello world").map_err(|e| Error::InvalidArgument(e.to_string()))?;
+    let mut f = fs
+        .options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .open("/f")?;
+    f.write_all(b"hello world")
+        .map_err(|e| Error::InvalidArgument(e.to_string()))?;
     assert_eq!(f.seek(SeekFrom::End(-5)).ok(), Some(6));
     let mut tail = String::new();
-    f.read_to_string(&mut tail).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+    f.read_to_string(&mut tail)
+        .map_err(|e| Error::InvalidArgument(e.to_string()))?;
     assert_eq!(tail, "world");
     f.write_at(b"W", 6)?;
     let mut buf = [0u8; 5];
@@ -35,8 +42,10 @@ fn append_moves_the_cursor_to_the_end() -> atomfs::Result<()> {
     let fs = fs();
     fs.write("/log", b"one\n")?;
     let mut f = fs.options().append(true).open("/log")?;
-    f.write_all(b"two\n").map_err(|e| Error::InvalidArgument(e.to_string()))?;
-    f.write_all(b"three\n").map_err(|e| Error::InvalidArgument(e.to_string()))?;
+    f.write_all(b"two\n")
+        .map_err(|e| Error::InvalidArgument(e.to_string()))?;
+    f.write_all(b"three\n")
+        .map_err(|e| Error::InvalidArgument(e.to_string()))?;
     assert_eq!(fs.read_to_string("/log")?, "one\ntwo\nthree\n");
     Ok(())
 }
@@ -54,14 +63,20 @@ fn transaction_commit_abort_and_drop() -> atomfs::Result<()> {
     a.write_at(b"A1", 0)?;
     b.write_at(b"B1", 0)?;
     tx.commit()?;
-    assert_eq!((fs.read("/a")?, fs.read("/b")?), (b"A1".to_vec(), b"B1".to_vec()));
+    assert_eq!(
+        (fs.read("/a")?, fs.read("/b")?),
+        (b"A1".to_vec(), b"B1".to_vec())
+    );
 
     let tx = fs.begin(&[&a, &b])?;
     a.write_at(b"A2", 0)?;
     b.write_at(b"B2", 0)?;
     tx.create_dir("/d")?;
     tx.abort()?;
-    assert_eq!((fs.read("/a")?, fs.read("/b")?), (b"A1".to_vec(), b"B1".to_vec()));
+    assert_eq!(
+        (fs.read("/a")?, fs.read("/b")?),
+        (b"A1".to_vec(), b"B1".to_vec())
+    );
     assert!(!fs.exists("/d")?);
 
     {
@@ -71,7 +86,7 @@ fn transaction_commit_abort_and_drop() -> atomfs::Result<()> {
     assert_eq!(fs.read("/a")?, b"A1");
 
     let tx = fs.begin(&[&a])?;
-    let err = fs.begin(&[&a]).unwrap_err();
+    let err = fs.begin(&[&a]).expect_err("a file is bound to one transaction");
     assert!(matches!(err, Error::FileInTransaction(id) if id == tx.id().0));
     tx.commit()?;
     Ok(())
@@ -82,13 +97,30 @@ fn atomic_files_commit_together_with_syncv() -> atomfs::Result<()> {
     let fs = fs();
     fs.write("/x", b"x0")?;
     fs.write("/y", b"y0")?;
-    let x = fs.options().read(true).write(true).atomic(true).open("/x")?;
-    let y = fs.options().read(true).write(true).atomic(true).open("/y")?;
+    let x = fs
+        .options()
+        .read(true)
+        .write(true)
+        .atomic(true)
+        .open("/x")?;
+    let y = fs
+        .options()
+        .read(true)
+        .write(true)
+        .atomic(true)
+        .open("/y")?;
     x.write_at(b"X1", 0)?;
     y.write_at(b"Y1", 0)?;
-    assert_eq!(fs.read("/x")?, b"x0", "pending atomic writes are not visible to others");
+    assert_eq!(
+        fs.read("/x")?,
+        b"x0",
+        "pending atomic writes are not visible to others"
+    );
     fs.syncv(&[&x, &y])?;
-    assert_eq!((fs.read("/x")?, fs.read("/y")?), (b"X1".to_vec(), b"Y1".to_vec()));
+    assert_eq!(
+        (fs.read("/x")?, fs.read("/y")?),
+        (b"X1".to_vec(), b"Y1".to_vec())
+    );
     x.write_at(b"X2", 0)?;
     fs.abortv(&[&x])?;
     drop(x);
@@ -107,8 +139,11 @@ fn namespace_helpers() -> atomfs::Result<()> {
     fs.rename("/a/b/c/f", "/a/g")?;
     fs.hard_link("/a/g", "/a/h")?;
     assert_eq!(fs.metadata("/a/h")?.nlink, 2);
-    let mut names: Vec<String> =
-        fs.read_dir("/a")?.into_iter().map(|e| String::from_utf8_lossy(&e.name).into_owned()).collect();
+    let mut names: Vec<String> = fs
+        .read_dir("/a")?
+        .into_iter()
+        .map(|e| String::from_utf8_lossy(&e.name).into_owned())
+        .collect();
     names.sort();
     assert_eq!(names, ["b", "g", "h"]);
     assert!(matches!(fs.remove_dir("/a/b"), Err(Error::NotEmpty(_))));
@@ -129,8 +164,11 @@ fn io_errors_carry_the_errno() {
         Err(e) => panic!("create: {e}"),
     };
     let mut buf = [0u8; 4];
-    let err = f.read(&mut buf).unwrap_err();
+    let err = f.read(&mut buf).expect_err("write-only file");
     assert_eq!(err.raw_os_error(), None);
-    assert_eq!(err.kind(), std::io::Error::from_raw_os_error(libc::EBADF).kind());
+    assert_eq!(
+        err.kind(),
+        std::io::Error::from_raw_os_error(libc::EBADF).kind()
+    );
     assert!(err.to_string().contains("not open for reading"), "{err}");
 }

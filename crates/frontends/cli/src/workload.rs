@@ -45,8 +45,13 @@ pub fn decode_stamp(word: u64) -> Option<(u64, u32)> {
 /// Fill `buf`, which lands at file offset `offset`, with the stamp of `txn`.
 pub fn fill_stamp(buf: &mut [u8], offset: u64, txn: u64, file: u32) {
     let word = stamp_word(txn, file).to_le_bytes();
-    for (i, b) in buf.iter_mut().enumerate() {
-        *b = word[((offset + i as u64) % 8) as usize];
+    let mut pattern = [0u8; 16];
+    pattern[..8].copy_from_slice(&word);
+    pattern[8..].copy_from_slice(&word);
+    let start = (offset % 8) as usize;
+    for chunk in buf.chunks_mut(8) {
+        let len = chunk.len();
+        chunk.copy_from_slice(&pattern[start..start + len]);
     }
 }
 
@@ -81,14 +86,24 @@ impl Workload {
 
     /// Open every file for writing.
     pub fn open_files(&self, fs: &Fs) -> atomfs::Result<Vec<File>> {
-        (0..self.files).map(|i| fs.options().read(true).write(true).open(Self::path(i))).collect()
+        (0..self.files)
+            .map(|i| fs.options().read(true).write(true).open(Self::path(i)))
+            .collect()
     }
 
     /// Run transaction `txn` through `files`; `buf` is scratch space.
-    pub fn run_tx(&self, fs: &Fs, files: &[File], txn: u64, buf: &mut Vec<u8>) -> atomfs::Result<()> {
+    pub fn run_tx(
+        &self,
+        fs: &Fs,
+        files: &[File],
+        txn: u64,
+        buf: &mut Vec<u8>,
+    ) -> atomfs::Result<()> {
         let writes = self.writes(txn);
         let file = |w: &Write| {
-            files.get(w.file as usize).ok_or_else(|| atomfs::Error::InvalidArgument(format!("no file {}", w.file)))
+            files
+                .get(w.file as usize)
+                .ok_or_else(|| atomfs::Error::InvalidArgument(format!("no file {}", w.file)))
         };
         let tx = fs.begin(&[file(&writes[0])?, file(&writes[1])?])?;
         for w in &writes {
@@ -119,7 +134,11 @@ impl Model {
                 f
             })
             .collect();
-        Model { work, files, applied: 0 }
+        Model {
+            work,
+            files,
+            applied: 0,
+        }
     }
 
     /// Apply the next transaction.
@@ -127,7 +146,12 @@ impl Model {
         let txn = self.applied + 1;
         for w in self.work.writes(txn) {
             let (start, end) = (w.offset as usize, (w.offset + w.len) as usize);
-            fill_stamp(&mut self.files[w.file as usize][start..end], w.offset, txn, w.file);
+            fill_stamp(
+                &mut self.files[w.file as usize][start..end],
+                w.offset,
+                txn,
+                w.file,
+            );
         }
         self.applied = txn;
     }
@@ -154,7 +178,11 @@ mod tests {
 
     #[test]
     fn writes_are_deterministic_and_in_bounds() {
-        let w = Workload { files: 8, file_size: 64 << 10, seed: 42 };
+        let w = Workload {
+            files: 8,
+            file_size: 64 << 10,
+            seed: 42,
+        };
         for txn in 1..2000 {
             let ws = w.writes(txn);
             assert_eq!(ws, w.writes(txn));
@@ -170,13 +198,22 @@ mod tests {
         let mut buf = vec![0u8; 40];
         fill_stamp(&mut buf, 13, 77, 5);
         // file offset 16 is at buf[3]; the word at file offsets 16..24 is buf[3..11]
-        assert_eq!(decode_stamp(u64::from_le_bytes(buf[3..11].try_into().unwrap_or_default())), Some((77, 5)));
+        assert_eq!(
+            decode_stamp(u64::from_le_bytes(
+                buf[3..11].try_into().unwrap_or_default()
+            )),
+            Some((77, 5))
+        );
     }
 
     #[test]
     fn run_on_a_store_matches_the_model() -> atomfs::Result<()> {
         let fs = Fs::from_store(Arc::new(memstore::MemStore::new()));
-        let work = Workload { files: 4, file_size: 32 << 10, seed: 7 };
+        let work = Workload {
+            files: 4,
+            file_size: 32 << 10,
+            seed: 7,
+        };
         work.create_files(&fs)?;
         let files = work.open_files(&fs)?;
         let mut buf = Vec::new();

@@ -2,9 +2,10 @@
 
 use crate::ioctl::*;
 use fuser::{
-    Errno, FileAttr, FileHandle, FileType, FopenFlags, Generation, INodeNo, KernelConfig, Notifier, OpenFlags,
-    RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry,
-    ReplyIoctl, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow,
+    Errno, FileAttr, FileHandle, FileType, FopenFlags, Generation, INodeNo, KernelConfig, Notifier,
+    OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus,
+    ReplyEmpty, ReplyEntry, ReplyIoctl, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request,
+    TimeOrNow,
 };
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
@@ -57,7 +58,9 @@ fn time(ns: u64) -> SystemTime {
 }
 
 fn ns(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
 }
 
 fn time_or_now(t: TimeOrNow) -> u64 {
@@ -87,7 +90,12 @@ fn arg_i32(data: &[u8]) -> Option<i32> {
 impl AtomFuse {
     /// A file system over `store`; the kernel may cache attributes and names for `ttl`.
     pub fn new(store: Arc<dyn Store>, ttl: Duration) -> Self {
-        AtomFuse { store, ttl, notifier: Arc::new(OnceLock::new()), state: Mutex::new(State::default()) }
+        AtomFuse {
+            store,
+            ttl,
+            notifier: Arc::new(OnceLock::new()),
+            state: Mutex::new(State::default()),
+        }
     }
 
     /// Where the mount code leaves the kernel notifier (used to drop cached pages of files
@@ -129,7 +137,11 @@ impl AtomFuse {
         if meta.uid == req.uid() && meta.gid == req.gid() {
             return Ok(meta);
         }
-        let attr = SetAttr { uid: Some(req.uid()), gid: Some(req.gid()), ..SetAttr::default() };
+        let attr = SetAttr {
+            uid: Some(req.uid()),
+            gid: Some(req.gid()),
+            ..SetAttr::default()
+        };
         self.store.setattr(meta.ino, &attr, None)
     }
 
@@ -143,7 +155,14 @@ impl AtomFuse {
             atomic,
         };
         let fh = self.store.open(ino, oflags)?;
-        self.state.lock().files.insert(fh.0, OpenFile { ino, atomic, tx: None });
+        self.state.lock().files.insert(
+            fh.0,
+            OpenFile {
+                ino,
+                atomic,
+                tx: None,
+            },
+        );
         Ok((fh.0, atomic))
     }
 
@@ -200,8 +219,12 @@ impl AtomFuse {
                 }
                 Ok(Vec::new())
             }
-            IOC_TX_COMMIT => self.commit_tx(arg_u64(data).ok_or_else(bad)?).map(|_| Vec::new()),
-            IOC_TX_ABORT => self.abort_tx(arg_u64(data).ok_or_else(bad)?).map(|_| Vec::new()),
+            IOC_TX_COMMIT => self
+                .commit_tx(arg_u64(data).ok_or_else(bad)?)
+                .map(|_| Vec::new()),
+            IOC_TX_ABORT => self
+                .abort_tx(arg_u64(data).ok_or_else(bad)?)
+                .map(|_| Vec::new()),
             IOC_SET_ATOMIC => {
                 let on = arg_i32(data).ok_or_else(bad)? != 0;
                 self.store.set_atomic(Fh(fh), on)?;
@@ -228,14 +251,23 @@ impl AtomFuse {
                 return self.store.set_len(Fh(fh.0), size);
             }
         }
-        let flags = store::OpenFlags { write: true, ..Default::default() };
+        let flags = store::OpenFlags {
+            write: true,
+            ..Default::default()
+        };
         let tmp = self.store.open(ino, flags)?;
         let result = self.store.set_len(tmp, size);
         self.store.release(tmp)?;
         result
     }
 
-    fn exchange(&self, parent: Ino, name: &[u8], new_parent: Ino, new_name: &[u8]) -> Result<(), Error> {
+    fn exchange(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        new_parent: Ino,
+        new_name: &[u8],
+    ) -> Result<(), Error> {
         self.store.lookup(parent, name)?;
         self.store.lookup(new_parent, new_name)?;
         let tmp = format!(".atomfs-exchange-{}", store::now_ns()).into_bytes();
@@ -243,8 +275,14 @@ impl AtomFuse {
         let steps = self
             .store
             .rename(parent, name, parent, &tmp, Some(tx))
-            .and_then(|_| self.store.rename(new_parent, new_name, parent, name, Some(tx)))
-            .and_then(|_| self.store.rename(parent, &tmp, new_parent, new_name, Some(tx)));
+            .and_then(|_| {
+                self.store
+                    .rename(new_parent, new_name, parent, name, Some(tx))
+            })
+            .and_then(|_| {
+                self.store
+                    .rename(parent, &tmp, new_parent, new_name, Some(tx))
+            });
         match steps {
             Ok(()) => self.store.tx_commit(tx),
             Err(e) => {
@@ -349,8 +387,18 @@ impl fuser::Filesystem for AtomFuse {
         }
     }
 
-    fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
-        let result = self.store.mkdir(parent.0, name.as_bytes(), mode & !umask & 0o7777, None);
+    fn mkdir(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        reply: ReplyEntry,
+    ) {
+        let result = self
+            .store
+            .mkdir(parent.0, name.as_bytes(), mode & !umask & 0o7777, None);
         match result.and_then(|m| self.own(req, m)) {
             Ok(m) => reply.entry(&self.ttl, &self.attr(&m), GENERATION),
             Err(e) => reply.error(errno(&e)),
@@ -371,8 +419,20 @@ impl fuser::Filesystem for AtomFuse {
         }
     }
 
-    fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &Path, reply: ReplyEntry) {
-        let result = self.store.symlink(parent.0, link_name.as_bytes(), target.as_os_str().as_bytes(), None);
+    fn symlink(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        link_name: &OsStr,
+        target: &Path,
+        reply: ReplyEntry,
+    ) {
+        let result = self.store.symlink(
+            parent.0,
+            link_name.as_bytes(),
+            target.as_os_str().as_bytes(),
+            None,
+        );
         match result.and_then(|m| self.own(req, m)) {
             Ok(m) => reply.entry(&self.ttl, &self.attr(&m), GENERATION),
             Err(e) => reply.error(errno(&e)),
@@ -399,7 +459,8 @@ impl fuser::Filesystem for AtomFuse {
         } else if flags.contains(RenameFlags::RENAME_WHITEOUT) {
             Err(Error::InvalidArgument("RENAME_WHITEOUT".into()))
         } else {
-            self.store.rename(parent.0, name, newparent.0, newname, None)
+            self.store
+                .rename(parent.0, name, newparent.0, newname, None)
         };
         match result {
             Ok(()) => reply.ok(),
@@ -407,8 +468,18 @@ impl fuser::Filesystem for AtomFuse {
         }
     }
 
-    fn link(&self, _req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
-        match self.store.link(ino.0, newparent.0, newname.as_bytes(), None) {
+    fn link(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        newparent: INodeNo,
+        newname: &OsStr,
+        reply: ReplyEntry,
+    ) {
+        match self
+            .store
+            .link(ino.0, newparent.0, newname.as_bytes(), None)
+        {
             Ok(m) => reply.entry(&self.ttl, &self.attr(&m), GENERATION),
             Err(e) => reply.error(errno(&e)),
         }
@@ -435,7 +506,10 @@ impl fuser::Filesystem for AtomFuse {
         let mut buf = vec![0u8; size as usize];
         let mut done = 0;
         while done < buf.len() {
-            match self.store.read(Fh(fh.0), offset + done as u64, &mut buf[done..]) {
+            match self
+                .store
+                .read(Fh(fh.0), offset + done as u64, &mut buf[done..])
+            {
                 Ok(0) => break,
                 Ok(n) => done += n,
                 Err(e) => return reply.error(errno(&e)),
@@ -464,8 +538,20 @@ impl fuser::Filesystem for AtomFuse {
 
     /// Called at every close(): an atomic-mode descriptor commits its pending writes here,
     /// so that close() reports a failed commit.
-    fn flush(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _owner: fuser::LockOwner, reply: ReplyEmpty) {
-        let atomic = self.state.lock().files.get(&fh.0).is_some_and(|f| f.atomic && f.tx.is_none());
+    fn flush(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _owner: fuser::LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        let atomic = self
+            .state
+            .lock()
+            .files
+            .get(&fh.0)
+            .is_some_and(|f| f.atomic && f.tx.is_none());
         if atomic {
             if let Err(e) = self.store.fsync(Fh(fh.0), false) {
                 return reply.error(errno(&e));
@@ -497,7 +583,14 @@ impl fuser::Filesystem for AtomFuse {
         }
     }
 
-    fn fsync(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, datasync: bool, reply: ReplyEmpty) {
+    fn fsync(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        datasync: bool,
+        reply: ReplyEmpty,
+    ) {
         match self.store.fsync(Fh(fh.0), datasync) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(errno(&e)),
@@ -506,9 +599,21 @@ impl fuser::Filesystem for AtomFuse {
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         let listing = self.store.getattr(ino.0).and_then(|dir| {
-            let parent = self.store.lookup(ino.0, b"..").map(|m| m.ino).unwrap_or(dir.ino);
-            let mut out = vec![(b".".to_vec(), dir.ino, FileKind::Dir), (b"..".to_vec(), parent, FileKind::Dir)];
-            out.extend(self.store.read_dir(ino.0)?.into_iter().map(|e| (e.name, e.ino, e.kind)));
+            let parent = self
+                .store
+                .lookup(ino.0, b"..")
+                .map(|m| m.ino)
+                .unwrap_or(dir.ino);
+            let mut out = vec![
+                (b".".to_vec(), dir.ino, FileKind::Dir),
+                (b"..".to_vec(), parent, FileKind::Dir),
+            ];
+            out.extend(
+                self.store
+                    .read_dir(ino.0)?
+                    .into_iter()
+                    .map(|e| (e.name, e.ino, e.kind)),
+            );
             Ok(out)
         });
         match listing {
@@ -523,39 +628,87 @@ impl fuser::Filesystem for AtomFuse {
         }
     }
 
-    fn readdir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+    fn readdir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
         let st = self.state.lock();
-        let Some(list) = st.dirs.get(&fh.0) else { return reply.error(Errno::EBADF) };
+        let Some(list) = st.dirs.get(&fh.0) else {
+            return reply.error(Errno::EBADF);
+        };
         for (i, (name, ino, kind)) in list.iter().enumerate().skip(offset as usize) {
-            if reply.add(INodeNo(*ino), i as u64 + 1, file_type(*kind), OsStr::from_bytes(name)) {
+            if reply.add(
+                INodeNo(*ino),
+                i as u64 + 1,
+                file_type(*kind),
+                OsStr::from_bytes(name),
+            ) {
                 break;
             }
         }
         reply.ok();
     }
 
-    fn readdirplus(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
+    fn readdirplus(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectoryPlus,
+    ) {
         let list = match self.state.lock().dirs.get(&fh.0) {
-            Some(list) => list.iter().skip(offset as usize).cloned().collect::<Vec<_>>(),
+            Some(list) => list
+                .iter()
+                .skip(offset as usize)
+                .cloned()
+                .collect::<Vec<_>>(),
             None => return reply.error(Errno::EBADF),
         };
         for (i, (name, ino, _)) in list.iter().enumerate() {
-            let Ok(meta) = self.store.getattr(*ino) else { continue };
+            let Ok(meta) = self.store.getattr(*ino) else {
+                continue;
+            };
             let next = offset + i as u64 + 1;
-            if reply.add(INodeNo(*ino), next, OsStr::from_bytes(name), &self.ttl, &self.attr(&meta), GENERATION) {
+            if reply.add(
+                INodeNo(*ino),
+                next,
+                OsStr::from_bytes(name),
+                &self.ttl,
+                &self.attr(&meta),
+                GENERATION,
+            ) {
                 break;
             }
         }
         reply.ok();
     }
 
-    fn releasedir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _flags: OpenFlags, reply: ReplyEmpty) {
+    fn releasedir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        reply: ReplyEmpty,
+    ) {
         self.state.lock().dirs.remove(&fh.0);
         reply.ok();
     }
 
     /// Namespace operations are durable when they return: nothing to do.
-    fn fsyncdir(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+    fn fsyncdir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
         reply.ok();
     }
 
@@ -606,7 +759,11 @@ impl fuser::Filesystem for AtomFuse {
         if name.as_bytes() != XATTR_ATOMIC.as_bytes() {
             return reply.error(Errno::from_i32(libc::ENODATA));
         }
-        let value: &[u8] = if self.state.lock().atomic_inodes.contains(&ino.0) { b"1" } else { b"0" };
+        let value: &[u8] = if self.state.lock().atomic_inodes.contains(&ino.0) {
+            b"1"
+        } else {
+            b"0"
+        };
         if size == 0 {
             reply.size(value.len() as u32);
         } else if (size as usize) < value.len() {
@@ -643,13 +800,21 @@ impl fuser::Filesystem for AtomFuse {
         flags: i32,
         reply: ReplyCreate,
     ) {
-        let created = self.store.create(parent.0, name.as_bytes(), mode & !umask & 0o7777, None);
+        let created = self
+            .store
+            .create(parent.0, name.as_bytes(), mode & !umask & 0o7777, None);
         let result = created.and_then(|m| self.own(req, m)).and_then(|m| {
             let (fh, _) = self.open_handle(m.ino, flags)?;
             Ok((m, fh))
         });
         match result {
-            Ok((m, fh)) => reply.created(&self.ttl, &self.attr(&m), GENERATION, FileHandle(fh), FopenFlags::empty()),
+            Ok((m, fh)) => reply.created(
+                &self.ttl,
+                &self.attr(&m),
+                GENERATION,
+                FileHandle(fh),
+                FopenFlags::empty(),
+            ),
             Err(e) => reply.error(errno(&e)),
         }
     }

@@ -85,7 +85,8 @@ impl MountOptions {
             M::DefaultPermissions,
             if self.read_only { M::RO } else { M::RW },
         ];
-        cfg.mount_options.extend(self.extra.iter().map(|o| M::CUSTOM(o.clone())));
+        cfg.mount_options
+            .extend(self.extra.iter().map(|o| M::CUSTOM(o.clone())));
         if self.allow_other {
             cfg.acl = fuser::SessionACL::All;
         }
@@ -103,7 +104,9 @@ pub struct Mount {
 
 impl std::fmt::Debug for Mount {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Mount").field("engine", &self.store.engine_name()).finish()
+        f.debug_struct("Mount")
+            .field("engine", &self.store.engine_name())
+            .finish()
     }
 }
 
@@ -111,7 +114,11 @@ impl std::fmt::Debug for Mount {
 ///
 /// Fails with a clear message when the mount point is missing, not a directory, or already
 /// a mount point, and when FUSE is not available (no /dev/fuse, no fusermount3).
-pub fn spawn_mount(store: Arc<dyn Store>, mountpoint: &Path, opts: &MountOptions) -> io::Result<Mount> {
+pub fn spawn_mount(
+    store: Arc<dyn Store>,
+    mountpoint: &Path,
+    opts: &MountOptions,
+) -> io::Result<Mount> {
     check_mountpoint(mountpoint)?;
     let fs = AtomFuse::new(store.clone(), opts.ttl);
     let notifier_slot = fs.notifier_slot();
@@ -137,7 +144,10 @@ impl Mount {
         } else {
             self.session.umount_and_join()
         };
-        let closed = self.store.unmount().map_err(|e| io::Error::other(format!("closing the store: {e}")));
+        let closed = self
+            .store
+            .unmount()
+            .map_err(|e| io::Error::other(format!("closing the store: {e}")));
         served.and(closed)
     }
 }
@@ -145,7 +155,15 @@ impl Mount {
 /// Refuse a mount point that is missing, not a directory, or already mounted on.
 pub fn check_mountpoint(mountpoint: &Path) -> io::Result<()> {
     let meta = std::fs::metadata(mountpoint).map_err(|e| {
-        io::Error::new(e.kind(), format!("mount point {}: {e}", mountpoint.display()))
+        let hint = if e.raw_os_error() == Some(libc::ENOTCONN) {
+            " (the file system served there has died: run `atomfs umount` on it first)"
+        } else {
+            ""
+        };
+        io::Error::new(
+            e.kind(),
+            format!("mount point {}: {e}{hint}", mountpoint.display()),
+        )
     })?;
     if !meta.is_dir() {
         return Err(io::Error::new(
@@ -156,7 +174,10 @@ pub fn check_mountpoint(mountpoint: &Path) -> io::Result<()> {
     if is_mount_point(mountpoint)? {
         return Err(io::Error::new(
             io::ErrorKind::ResourceBusy,
-            format!("mount point {} is busy: something is already mounted there", mountpoint.display()),
+            format!(
+                "mount point {} is busy: something is already mounted there",
+                mountpoint.display()
+            ),
         ));
     }
     Ok(())
@@ -164,7 +185,12 @@ pub fn check_mountpoint(mountpoint: &Path) -> io::Result<()> {
 
 /// True when `path` is listed as a mount point in /proc/self/mountinfo.
 pub fn is_mount_point(path: &Path) -> io::Result<bool> {
-    let canonical = std::fs::canonicalize(path)?;
+    // Canonicalize the parent only: stat of a mount point whose server died fails (ENOTCONN).
+    let absolute = std::path::absolute(path)?;
+    let canonical = match (absolute.parent(), absolute.file_name()) {
+        (Some(parent), Some(name)) => std::fs::canonicalize(parent)?.join(name),
+        _ => absolute,
+    };
     let info = std::fs::read_to_string("/proc/self/mountinfo")?;
     Ok(info
         .lines()
@@ -173,7 +199,11 @@ pub fn is_mount_point(path: &Path) -> io::Result<bool> {
 }
 
 fn unescape_mountinfo(field: &str) -> String {
-    field.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n").replace("\\134", "\\")
+    field
+        .replace("\\040", " ")
+        .replace("\\011", "\t")
+        .replace("\\012", "\n")
+        .replace("\\134", "\\")
 }
 
 fn mount_error(mountpoint: &Path, e: io::Error) -> io::Error {
@@ -184,7 +214,10 @@ fn mount_error(mountpoint: &Path, e: io::Error) -> io::Error {
     } else {
         ""
     };
-    io::Error::new(e.kind(), format!("cannot mount on {}: {e}{hint}", mountpoint.display()))
+    io::Error::new(
+        e.kind(),
+        format!("cannot mount on {}: {e}{hint}", mountpoint.display()),
+    )
 }
 
 /// Serve `store` at `mountpoint` in the calling thread until SIGINT, SIGTERM or SIGHUP
@@ -196,7 +229,7 @@ pub fn serve_until_signal(
     opts: &MountOptions,
     ready: impl FnOnce(),
 ) -> io::Result<()> {
-    let signals = block_signals()?;
+    let signals = block_termination_signals()?;
     let mount = spawn_mount(store, mountpoint, opts)?;
     ready();
     while !mount.is_finished() {
@@ -207,9 +240,10 @@ pub fn serve_until_signal(
     mount.unmount()
 }
 
-/// Block the termination signals in this thread (and in the threads it starts afterwards),
-/// so that they can be waited for with [`wait_signal`].
-fn block_signals() -> io::Result<libc::sigset_t> {
+/// Block SIGINT, SIGTERM and SIGHUP in this thread and in the threads it starts afterwards,
+/// so that [`serve_until_signal`] can wait for them. Call it before starting any thread (an
+/// engine's checkpoint threads, say) when serving from the main thread.
+pub fn block_termination_signals() -> io::Result<libc::sigset_t> {
     // SAFETY: sigset_t is plain data; sigemptyset/sigaddset initialise it fully before use,
     // and pthread_sigmask only reads it. No Rust invariants are involved.
     unsafe {
@@ -228,7 +262,10 @@ fn block_signals() -> io::Result<libc::sigset_t> {
 
 /// Wait up to `timeout` for one of the blocked signals; returns its number.
 fn wait_signal(set: &libc::sigset_t, timeout: Duration) -> Option<i32> {
-    let ts = libc::timespec { tv_sec: timeout.as_secs() as libc::time_t, tv_nsec: timeout.subsec_nanos() as _ };
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as _,
+    };
     // SAFETY: `set` is an initialised signal set and `ts` a valid timespec, both live for the
     // call; a null siginfo pointer is allowed.
     let sig = unsafe { libc::sigtimedwait(set, std::ptr::null_mut(), &ts) };

@@ -9,8 +9,8 @@ use parking_lot::Mutex;
 use std::any::Any;
 use std::collections::{BTreeMap, HashMap};
 use store::{
-    now_ns, path::check_name, DirEntry, Error, Fh, FileKind, FsckReport, Ino, Metadata, OpenFlags, Result, SetAttr,
-    StatFs, Store, TxId, NAME_MAX, ROOT_INO,
+    now_ns, path::check_name, DirEntry, Error, Fh, FileKind, FsckReport, Ino, Metadata, OpenFlags,
+    Result, SetAttr, StatFs, Store, TxId, NAME_MAX, ROOT_INO,
 };
 
 /// Size of the accounting unit: file data occupies whole blocks of this size.
@@ -19,7 +19,10 @@ pub const BLOCK_SIZE: u64 = 4096;
 #[derive(Clone, Debug)]
 enum Body {
     File(Vec<u8>),
-    Dir { entries: BTreeMap<Vec<u8>, Ino>, parent: Ino },
+    Dir {
+        entries: BTreeMap<Vec<u8>, Ino>,
+        parent: Ino,
+    },
     Link(Vec<u8>),
 }
 
@@ -114,7 +117,10 @@ impl MemStore {
         let mut nodes = HashMap::new();
         let root = Node {
             meta: new_meta(ROOT_INO, FileKind::Dir, 0o755),
-            body: Body::Dir { entries: BTreeMap::new(), parent: ROOT_INO },
+            body: Body::Dir {
+                entries: BTreeMap::new(),
+                parent: ROOT_INO,
+            },
         };
         nodes.insert(ROOT_INO, root);
         MemStore {
@@ -144,11 +150,15 @@ impl Inner {
     }
 
     fn node(&self, ino: Ino) -> Result<&Node> {
-        self.nodes.get(&ino).ok_or_else(|| Error::NotFound(format!("inode {ino}")))
+        self.nodes
+            .get(&ino)
+            .ok_or_else(|| Error::NotFound(format!("inode {ino}")))
     }
 
     fn node_mut(&mut self, ino: Ino) -> Result<&mut Node> {
-        self.nodes.get_mut(&ino).ok_or_else(|| Error::NotFound(format!("inode {ino}")))
+        self.nodes
+            .get_mut(&ino)
+            .ok_or_else(|| Error::NotFound(format!("inode {ino}")))
     }
 
     fn entries(&self, dir: Ino) -> Result<&BTreeMap<Vec<u8>, Ino>> {
@@ -170,7 +180,9 @@ impl Inner {
     }
 
     fn tx_mut(&mut self, tx: TxId) -> Result<&mut Tx> {
-        self.txs.get_mut(&tx.0).ok_or(Error::NoSuchTransaction(tx.0))
+        self.txs
+            .get_mut(&tx.0)
+            .ok_or(Error::NoSuchTransaction(tx.0))
     }
 
     /// Save the image of `ino` in `tx` before its first change in that transaction.
@@ -233,7 +245,14 @@ impl Inner {
         }
     }
 
-    fn new_node(&mut self, parent: Ino, name: &[u8], node_of: impl FnOnce(Ino) -> Node, tx: Option<TxId>, inodes_max: u64) -> Result<Metadata> {
+    fn new_node(
+        &mut self,
+        parent: Ino,
+        name: &[u8],
+        node_of: impl FnOnce(Ino) -> Node,
+        tx: Option<TxId>,
+        inodes_max: u64,
+    ) -> Result<Metadata> {
         check_name(name)?;
         if self.entries(parent)?.contains_key(name) {
             return Err(Error::Exists(name_str(name)));
@@ -273,14 +292,21 @@ impl Inner {
 
     /// Remove the entry `name` of `parent` (already checked), dropping one link of its inode.
     fn remove_entry(&mut self, parent: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
-        let ino = *self.entries(parent)?.get(name).ok_or_else(|| Error::NotFound(name_str(name)))?;
+        let ino = *self
+            .entries(parent)?
+            .get(name)
+            .ok_or_else(|| Error::NotFound(name_str(name)))?;
         self.save(tx, parent)?;
         self.save(tx, ino)?;
         self.entries_mut(parent)?.remove(name);
         let now = now_ns();
         let child = self.node_mut(ino)?;
         let was_dir = child.meta.is_dir();
-        child.meta.nlink = if was_dir { 0 } else { child.meta.nlink.saturating_sub(1) };
+        child.meta.nlink = if was_dir {
+            0
+        } else {
+            child.meta.nlink.saturating_sub(1)
+        };
         child.meta.ctime = now;
         let dir = self.node_mut(parent)?;
         if was_dir {
@@ -292,13 +318,26 @@ impl Inner {
         Ok(())
     }
 
-    fn rename(&mut self, parent: Ino, name: &[u8], new_parent: Ino, new_name: &[u8], tx: Option<TxId>) -> Result<()> {
+    fn rename(
+        &mut self,
+        parent: Ino,
+        name: &[u8],
+        new_parent: Ino,
+        new_name: &[u8],
+        tx: Option<TxId>,
+    ) -> Result<()> {
         check_name(new_name)?;
-        let ino = *self.entries(parent)?.get(name).ok_or_else(|| Error::NotFound(name_str(name)))?;
+        let ino = *self
+            .entries(parent)?
+            .get(name)
+            .ok_or_else(|| Error::NotFound(name_str(name)))?;
         self.entries(new_parent)?;
         let moving_dir = self.node(ino)?.meta.is_dir();
         if moving_dir && self.is_ancestor(ino, new_parent) {
-            return Err(Error::InvalidArgument(format!("cannot move {} into itself", name_str(name))));
+            return Err(Error::InvalidArgument(format!(
+                "cannot move {} into itself",
+                name_str(name)
+            )));
         }
         if let Some(&target) = self.entries(new_parent)?.get(new_name) {
             if target == ino {
@@ -308,7 +347,9 @@ impl Inner {
             match (moving_dir, target_node.meta.is_dir()) {
                 (false, true) => return Err(Error::IsDir(name_str(new_name))),
                 (true, false) => return Err(Error::NotDir(name_str(new_name))),
-                (true, true) if !self.entries(target)?.is_empty() => return Err(Error::NotEmpty(name_str(new_name))),
+                (true, true) if !self.entries(target)?.is_empty() => {
+                    return Err(Error::NotEmpty(name_str(new_name)))
+                }
                 _ => {}
             }
             self.remove_entry(new_parent, new_name, tx)?;
@@ -376,7 +417,9 @@ impl MemStore {
             change(&mut data, append);
             let new_blocks = (data.len() as u64).div_ceil(BLOCK_SIZE);
             let old_blocks = s.node(ino)?.blocks();
-            if new_blocks > old_blocks && s.used_blocks - old_blocks + new_blocks > self.capacity_blocks {
+            if new_blocks > old_blocks
+                && s.used_blocks - old_blocks + new_blocks > self.capacity_blocks
+            {
                 return Err(Error::NoSpace(format!("inode {ino}")));
             }
             if let Some(h) = s.handles.get_mut(&fh.0) {
@@ -400,7 +443,10 @@ impl Store for MemStore {
         let s = self.inner.lock();
         s.check_open()?;
         if name.len() > NAME_MAX {
-            return Err(Error::NameTooLong { len: name.len(), max: NAME_MAX });
+            return Err(Error::NameTooLong {
+                len: name.len(),
+                max: NAME_MAX,
+            });
         }
         let ino = match name {
             b"." => parent,
@@ -408,7 +454,10 @@ impl Store for MemStore {
                 Body::Dir { parent, .. } => *parent,
                 _ => return Err(Error::NotDir(format!("inode {parent}"))),
             },
-            _ => *s.entries(parent)?.get(name).ok_or_else(|| Error::NotFound(name_str(name)))?,
+            _ => *s
+                .entries(parent)?
+                .get(name)
+                .ok_or_else(|| Error::NotFound(name_str(name)))?,
         };
         Ok(s.node(ino)?.meta)
     }
@@ -447,7 +496,10 @@ impl Store for MemStore {
     fn create(&self, parent: Ino, name: &[u8], perm: u32, tx: Option<TxId>) -> Result<Metadata> {
         let mut s = self.inner.lock();
         s.check_open()?;
-        let node_of = |ino| Node { meta: new_meta(ino, FileKind::File, perm), body: Body::File(Vec::new()) };
+        let node_of = |ino| Node {
+            meta: new_meta(ino, FileKind::File, perm),
+            body: Body::File(Vec::new()),
+        };
         s.new_node(parent, name, node_of, tx, self.inodes_max)
     }
 
@@ -456,18 +508,30 @@ impl Store for MemStore {
         s.check_open()?;
         let node_of = |ino| Node {
             meta: new_meta(ino, FileKind::Dir, perm),
-            body: Body::Dir { entries: BTreeMap::new(), parent },
+            body: Body::Dir {
+                entries: BTreeMap::new(),
+                parent,
+            },
         };
         s.new_node(parent, name, node_of, tx, self.inodes_max)
     }
 
-    fn symlink(&self, parent: Ino, name: &[u8], target: &[u8], tx: Option<TxId>) -> Result<Metadata> {
+    fn symlink(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        target: &[u8],
+        tx: Option<TxId>,
+    ) -> Result<Metadata> {
         let mut s = self.inner.lock();
         s.check_open()?;
         let node_of = |ino| {
             let mut meta = new_meta(ino, FileKind::Symlink, 0o777);
             meta.size = target.len() as u64;
-            Node { meta, body: Body::Link(target.to_vec()) }
+            Node {
+                meta,
+                body: Body::Link(target.to_vec()),
+            }
         };
         s.new_node(parent, name, node_of, tx, self.inodes_max)
     }
@@ -477,14 +541,19 @@ impl Store for MemStore {
         s.check_open()?;
         match &s.node(ino)?.body {
             Body::Link(target) => Ok(target.clone()),
-            _ => Err(Error::InvalidArgument(format!("inode {ino} is not a symlink"))),
+            _ => Err(Error::InvalidArgument(format!(
+                "inode {ino} is not a symlink"
+            ))),
         }
     }
 
     fn unlink(&self, parent: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
         let mut s = self.inner.lock();
         s.check_open()?;
-        let ino = *s.entries(parent)?.get(name).ok_or_else(|| Error::NotFound(name_str(name)))?;
+        let ino = *s
+            .entries(parent)?
+            .get(name)
+            .ok_or_else(|| Error::NotFound(name_str(name)))?;
         if s.node(ino)?.meta.is_dir() {
             return Err(Error::IsDir(name_str(name)));
         }
@@ -494,7 +563,10 @@ impl Store for MemStore {
     fn rmdir(&self, parent: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
         let mut s = self.inner.lock();
         s.check_open()?;
-        let ino = *s.entries(parent)?.get(name).ok_or_else(|| Error::NotFound(name_str(name)))?;
+        let ino = *s
+            .entries(parent)?
+            .get(name)
+            .ok_or_else(|| Error::NotFound(name_str(name)))?;
         if !s.node(ino)?.meta.is_dir() {
             return Err(Error::NotDir(name_str(name)));
         }
@@ -504,13 +576,26 @@ impl Store for MemStore {
         s.remove_entry(parent, name, tx)
     }
 
-    fn rename(&self, parent: Ino, name: &[u8], new_parent: Ino, new_name: &[u8], tx: Option<TxId>) -> Result<()> {
+    fn rename(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        new_parent: Ino,
+        new_name: &[u8],
+        tx: Option<TxId>,
+    ) -> Result<()> {
         let mut s = self.inner.lock();
         s.check_open()?;
         s.rename(parent, name, new_parent, new_name, tx)
     }
 
-    fn link(&self, ino: Ino, new_parent: Ino, new_name: &[u8], tx: Option<TxId>) -> Result<Metadata> {
+    fn link(
+        &self,
+        ino: Ino,
+        new_parent: Ino,
+        new_name: &[u8],
+        tx: Option<TxId>,
+    ) -> Result<Metadata> {
         let mut s = self.inner.lock();
         s.check_open()?;
         check_name(new_name)?;
@@ -534,7 +619,11 @@ impl Store for MemStore {
         s.check_open()?;
         let mut out = Vec::new();
         for (name, child) in s.entries(ino)? {
-            out.push(DirEntry { name: name.clone(), ino: *child, kind: s.node(*child)?.meta.kind });
+            out.push(DirEntry {
+                name: name.clone(),
+                ino: *child,
+                kind: s.node(*child)?.meta.kind,
+            });
         }
         Ok(out)
     }
@@ -545,7 +634,16 @@ impl Store for MemStore {
         s.file_data(ino)?;
         let fh = s.next_fh;
         s.next_fh += 1;
-        s.handles.insert(fh, Handle { ino, flags, atomic: flags.atomic, shadow: None, tx: None });
+        s.handles.insert(
+            fh,
+            Handle {
+                ino,
+                flags,
+                atomic: flags.atomic,
+                shadow: None,
+                tx: None,
+            },
+        );
         Ok(Fh(fh))
     }
 
@@ -570,7 +668,9 @@ impl Store for MemStore {
     }
 
     fn write(&self, fh: Fh, off: u64, data: &[u8]) -> Result<usize> {
-        let end = off.checked_add(data.len() as u64).ok_or_else(|| Error::FileTooLarge(format!("offset {off}")))?;
+        let end = off
+            .checked_add(data.len() as u64)
+            .ok_or_else(|| Error::FileTooLarge(format!("offset {off}")))?;
         if end > (1 << 40) {
             return Err(Error::FileTooLarge(format!("write ending at {end}")));
         }
@@ -614,7 +714,10 @@ impl Store for MemStore {
         if !atomic {
             s.install_shadow(fh, self.capacity_blocks)?;
         }
-        s.handles.get_mut(&fh.0).ok_or(Error::BadHandle(fh.0))?.atomic = atomic;
+        s.handles
+            .get_mut(&fh.0)
+            .ok_or(Error::BadHandle(fh.0))?
+            .atomic = atomic;
         Ok(())
     }
 
@@ -634,7 +737,10 @@ impl Store for MemStore {
         let mut s = self.inner.lock();
         s.check_open()?;
         for fh in fhs {
-            s.handles.get_mut(&fh.0).ok_or(Error::BadHandle(fh.0))?.shadow = None;
+            s.handles
+                .get_mut(&fh.0)
+                .ok_or(Error::BadHandle(fh.0))?
+                .shadow = None;
         }
         Ok(())
     }
@@ -723,21 +829,38 @@ impl Store for MemStore {
                 for (name, child) in entries {
                     *links.entry(*child).or_default() += 1;
                     if !s.nodes.contains_key(child) {
-                        report.problem(format!("entry {} points to missing inode {child}", name_str(name)), format!("inode {ino}"));
+                        report.problem(
+                            format!("entry {} points to missing inode {child}", name_str(name)),
+                            format!("inode {ino}"),
+                        );
                     }
                 }
             }
         }
         for (ino, node) in &s.nodes {
             let names = links.get(ino).copied().unwrap_or(0);
-            let expected = if node.meta.is_dir() { names.min(1) } else { names };
-            let actual = if node.meta.is_dir() { node.meta.nlink.min(1) } else { node.meta.nlink };
+            let expected = if node.meta.is_dir() {
+                names.min(1)
+            } else {
+                names
+            };
+            let actual = if node.meta.is_dir() {
+                node.meta.nlink.min(1)
+            } else {
+                node.meta.nlink
+            };
             if *ino != ROOT_INO && expected != actual {
-                report.problem(format!("nlink {} but {names} names", node.meta.nlink), format!("inode {ino}"));
+                report.problem(
+                    format!("nlink {} but {names} names", node.meta.nlink),
+                    format!("inode {ino}"),
+                );
             }
         }
         if blocks != s.used_blocks {
-            report.problem(format!("used blocks {} but files hold {blocks}", s.used_blocks), "store");
+            report.problem(
+                format!("used blocks {} but files hold {blocks}", s.used_blocks),
+                "store",
+            );
         }
         report.checked.push(("inodes".into(), s.nodes.len() as u64));
         report.checked.push(("blocks".into(), blocks));
@@ -782,7 +905,11 @@ mod tests {
     fn atomic_handle_shadows_until_fsync() -> Result<()> {
         let st = MemStore::new();
         write_file(&st, "/a", b"1111", None)?;
-        let fh = OpenOptions::new().read(true).write(true).atomic(true).open(&st, "/a", None)?;
+        let fh = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .atomic(true)
+            .open(&st, "/a", None)?;
         st.write(fh, 0, b"22")?;
         assert_eq!(read_file(&st, "/a")?, b"1111");
         st.fsync(fh, false)?;
@@ -797,7 +924,7 @@ mod tests {
     #[test]
     fn no_space_is_reported_and_store_stays_clean() -> Result<()> {
         let st = MemStore::with_capacity(8 * BLOCK_SIZE, 100);
-        let err = write_file(&st, "/big", &vec![1u8; 9 * BLOCK_SIZE as usize], None).unwrap_err();
+        let err = write_file(&st, "/big", &vec![1u8; 9 * BLOCK_SIZE as usize], None).expect_err("must not fit");
         assert_eq!(err.errno(), libc_enospc());
         assert!(st.fsck()?.is_clean());
         Ok(())

@@ -14,7 +14,11 @@ pub fn fuse_unavailable() -> Option<String> {
     if !Path::new("/dev/fuse").exists() {
         return Some("no /dev/fuse".into());
     }
-    if Command::new("fusermount3").arg("--version").output().is_err() {
+    if Command::new("fusermount3")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
         return Some("no fusermount3 (package fuse3)".into());
     }
     None
@@ -22,7 +26,9 @@ pub fn fuse_unavailable() -> Option<String> {
 
 /// A scratch directory under the target's temporary directory, emptied first.
 pub fn scratch(name: &str) -> PathBuf {
-    let base = option_env!("CARGO_TARGET_TMPDIR").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
+    let base = option_env!("CARGO_TARGET_TMPDIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
     let dir = base.join(format!("atomfs-fuse-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("create scratch directory");
@@ -64,9 +70,15 @@ pub fn mounted(name: &str, store: Arc<dyn Store>) -> Option<Mounted> {
         return None;
     }
     let dir = scratch(name);
-    let opts = atomfs_fuse::MountOptions { fsname: format!("atomfs-test-{name}"), ..Default::default() };
+    let opts = atomfs_fuse::MountOptions {
+        fsname: format!("atomfs-test-{name}"),
+        ..Default::default()
+    };
     let mount = atomfs_fuse::spawn_mount(store, &dir, &opts).expect("mount");
-    Some(Mounted { dir, mount: Some(mount) })
+    Some(Mounted {
+        dir,
+        mount: Some(mount),
+    })
 }
 
 /// Compile `examples/NAME.c` with cc against include/; None (with a message) without cc.
@@ -94,7 +106,11 @@ pub fn build_c_example(name: &str) -> Option<PathBuf> {
 
 /// Run a program, panicking with its output unless it succeeds; returns its stdout.
 pub fn run(prog: impl AsRef<OsStr>, args: &[&OsStr], cwd: &Path) -> String {
-    let out = Command::new(prog.as_ref()).args(args).current_dir(cwd).output().expect("spawn program");
+    let out = Command::new(prog.as_ref())
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("spawn program");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
@@ -116,7 +132,15 @@ pub fn set_xattr(path: &Path, name: &str, value: &[u8]) -> std::io::Result<()> {
     let (p, n) = (cpath(path), CString::new(name).expect("name"));
     // SAFETY: both strings are NUL-terminated and live across the call; value is a valid
     // buffer of value.len() bytes.
-    let rc = unsafe { libc::setxattr(p.as_ptr(), n.as_ptr(), value.as_ptr().cast(), value.len(), 0) };
+    let rc = unsafe {
+        libc::setxattr(
+            p.as_ptr(),
+            n.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
     if rc == 0 {
         Ok(())
     } else {

@@ -1,0 +1,442 @@
+//! `atomfs demo`: the seed's atomic two-file update, timed against no-consistency mode, then
+//! crashed with SIGKILL in a child process, recovered and verified.
+
+use crate::size::human;
+use crate::workload::{writer_at, Model, Workload};
+use crate::{CmdResult, Failure};
+use atomfs::pool::Mode;
+use atomfs::{Config, Fs};
+use indicatif::{ProgressBar, ProgressStyle};
+use rand::Rng;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct DemoArgs {
+    /// Number of files.
+    #[arg(long, default_value_t = 64)]
+    pub files: u32,
+    /// Size of each file (K, M, G suffixes).
+    #[arg(long, default_value = "1M")]
+    pub file_size: String,
+    /// Seconds of each timed run (FCFS, then no-consistency); the crash run lasts about as long.
+    #[arg(long, default_value_t = 3.0)]
+    pub seconds: f64,
+    /// Directory for the pool files (default /dev/shm, else the temporary directory).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Seed of the workload (random when not given).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Keep the pool files afterwards.
+    #[arg(long)]
+    pub keep: bool,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ChildArgs {
+    #[arg(long)]
+    pool: PathBuf,
+    #[arg(long)]
+    files: u32,
+    #[arg(long)]
+    file_size: u64,
+    #[arg(long)]
+    seed: u64,
+    /// First transaction number to run.
+    #[arg(long)]
+    start: u64,
+}
+
+/// What one timed run measured.
+struct RunStats {
+    txs: u64,
+    elapsed: Duration,
+    nvmm_bytes: Option<u64>,
+}
+
+impl RunStats {
+    fn mean_latency(&self) -> Duration {
+        self.elapsed / self.txs.max(1) as u32
+    }
+    fn bytes_per_tx(&self) -> Option<u64> {
+        self.nvmm_bytes.map(|b| b / self.txs.max(1))
+    }
+}
+
+fn bar(seconds: f64, prefix: &str) -> ProgressBar {
+    let pb = ProgressBar::new((seconds * 1000.0) as u64);
+    let style = ProgressStyle::with_template("{prefix:>22} [{bar:30.cyan/blue}] {msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
+    pb.set_style(style);
+    pb.set_prefix(prefix.to_string());
+    pb
+}
+
+/// Run transactions first_txn.. for `seconds` on `fs`, with a progress bar.
+fn timed_run(
+    fs: &Fs,
+    work: &Workload,
+    first_txn: u64,
+    seconds: f64,
+    label: &str,
+) -> Result<RunStats, Failure> {
+    let files = work.open_files(fs)?;
+    let pb = bar(seconds, label);
+    let before = crate::poolview::nvmm_bytes(&**fs.store());
+    let deadline = Duration::from_secs_f64(seconds);
+    let started = Instant::now();
+    let mut buf = Vec::with_capacity(crate::workload::WRITE_MAX as usize);
+    let mut txs = 0u64;
+    loop {
+        work.run_tx(fs, &files, first_txn + txs, &mut buf)?;
+        txs += 1;
+        if txs.is_multiple_of(64) {
+            let elapsed = started.elapsed();
+            if elapsed >= deadline {
+                break;
+            }
+            pb.set_position(elapsed.as_millis() as u64);
+            pb.set_message(format!(
+                "{txs} transactions, {:.1} µs each",
+                elapsed.as_secs_f64() * 1e6 / txs as f64
+            ));
+        }
+    }
+    let elapsed = started.elapsed();
+    let after = crate::poolview::nvmm_bytes(&**fs.store());
+    pb.finish_with_message(format!(
+        "{txs} transactions, {:.1} µs each",
+        elapsed.as_secs_f64() * 1e6 / txs as f64
+    ));
+    drop(files);
+    Ok(RunStats {
+        txs,
+        elapsed,
+        nvmm_bytes: before.zip(after).map(|(b, a)| a.saturating_sub(b)),
+    })
+}
+
+fn demo_dir(arg: &Option<PathBuf>) -> PathBuf {
+    match arg {
+        Some(d) => d.clone(),
+        None if Path::new("/dev/shm").is_dir() => PathBuf::from("/dev/shm"),
+        None => std::env::temp_dir(),
+    }
+}
+
+/// Pool size for a workload: the files, room for pending versions, and slack.
+fn pool_size(work: &Workload) -> u64 {
+    (work.files as u64 * work.file_size * 2 + (64 << 20)).next_multiple_of(1 << 20)
+}
+
+/// The outcome of the crash run.
+struct CrashOutcome {
+    acked: u64,
+    killed_after: Duration,
+    recovery: Duration,
+    recovery_report: Option<serde_json::Value>,
+    verdict: Result<String, String>,
+    fsck_clean: bool,
+}
+
+pub fn run(args: DemoArgs) -> CmdResult {
+    let file_size = crate::size::parse_size(&args.file_size).map_err(Failure::new)?;
+    if args.files < 2 || file_size < 4096 || !(0.1..=600.0).contains(&args.seconds) {
+        return Err(Failure::new(
+            "need --files ≥ 2, --file-size ≥ 4K and --seconds between 0.1 and 600",
+        ));
+    }
+    let seed = args.seed.unwrap_or_else(|| rand::thread_rng().gen());
+    let work = Workload {
+        files: args.files,
+        file_size,
+        seed,
+    };
+    let dir = demo_dir(&args.dir);
+    let fcfs_pool = dir.join(format!("atomfs-demo-{}.pool", std::process::id()));
+    let nc_pool = dir.join(format!("atomfs-demo-{}-nc.pool", std::process::id()));
+    println!(
+        "atomfs demo: {} files of {}; each transaction writes a random 0–16 KiB range in two of them (seed {seed})",
+        work.files,
+        human(file_size)
+    );
+    println!("pools in {} ({})\n", dir.display(), human(pool_size(&work)));
+    let result = demo_phases(&args, &work, &fcfs_pool, &nc_pool);
+    if !args.keep {
+        let _ = std::fs::remove_file(&fcfs_pool);
+        let _ = std::fs::remove_file(&nc_pool);
+    } else {
+        println!("pools kept: {} {}", fcfs_pool.display(), nc_pool.display());
+    }
+    let (fcfs, nc, crash) = result?;
+    print_table(&work, &fcfs, &nc, &crash);
+    Ok(if crash.verdict.is_ok() && crash.fsck_clean {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn demo_phases(
+    args: &DemoArgs,
+    work: &Workload,
+    fcfs_pool: &Path,
+    nc_pool: &Path,
+) -> Result<(RunStats, RunStats, CrashOutcome), Failure> {
+    let size = pool_size(work);
+    // 1. FCFS, timed.
+    let fs = Fs::create(fcfs_pool, Config::pool(size))?;
+    work.create_files(&fs)?;
+    let fcfs = timed_run(&fs, work, 1, args.seconds, "FCFS (atomic)")?;
+    fs.unmount()?;
+    drop(fs);
+    // 2. The same workload without consistency, timed.
+    let nc_fs = Fs::create(nc_pool, Config::pool(size).with_pool_mode(Mode::Nc))?;
+    work.create_files(&nc_fs)?;
+    let nc = timed_run(&nc_fs, work, 1, args.seconds, "NC (no consistency)")?;
+    nc_fs.unmount()?;
+    drop(nc_fs);
+    let _ = std::fs::remove_file(nc_pool);
+    // 3. Crash: a child continues the FCFS run and is killed; recover and verify.
+    let crash = crash_run(args, work, fcfs_pool, fcfs.txs)?;
+    Ok((fcfs, nc, crash))
+}
+
+fn crash_run(
+    args: &DemoArgs,
+    work: &Workload,
+    pool: &Path,
+    done: u64,
+) -> Result<CrashOutcome, Failure> {
+    let exe = std::env::current_exe()?;
+    let mut child = Command::new(exe)
+        .arg("demo-child")
+        .arg("--pool")
+        .arg(pool)
+        .args([
+            "--files",
+            &work.files.to_string(),
+            "--file-size",
+            &work.file_size.to_string(),
+        ])
+        .args([
+            "--seed",
+            &work.seed.to_string(),
+            "--start",
+            &(done + 1).to_string(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let mut out = child
+        .stdout
+        .take()
+        .ok_or_else(|| Failure::new("no pipe from the child"))?;
+    let kill_at = Duration::from_secs_f64(args.seconds * rand::thread_rng().gen_range(0.5..1.0));
+    let pb = bar(kill_at.as_secs_f64(), "crash run (child)");
+    let reader = std::thread::spawn(move || {
+        // Acknowledgements: the child writes each committed transaction number, 8 bytes LE.
+        let mut last = 0u64;
+        let mut word = [0u8; 8];
+        while out.read_exact(&mut word).is_ok() {
+            last = u64::from_le_bytes(word);
+        }
+        last
+    });
+    let started = Instant::now();
+    while started.elapsed() < kill_at {
+        std::thread::sleep(Duration::from_millis(50));
+        pb.set_position(started.elapsed().as_millis() as u64);
+        if let Some(status) = child.try_wait()? {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = e.read_to_string(&mut err);
+            }
+            return Err(Failure::new(format!(
+                "the demo child exited early ({status}): {}",
+                err.trim()
+            )));
+        }
+    }
+    child.kill()?; // SIGKILL
+    let killed_after = started.elapsed();
+    let _ = child.wait()?;
+    let last_ack = reader
+        .join()
+        .map_err(|_| Failure::new("ack reader panicked"))?;
+    let acked = last_ack.saturating_sub(done);
+    pb.finish_with_message(format!(
+        "SIGKILL after {:.2} s, {acked} transactions acknowledged",
+        killed_after.as_secs_f64()
+    ));
+
+    let started = Instant::now();
+    let fs = Fs::open(pool, crate::engine::config())
+        .map_err(|e| crate::engine::open_failure(pool, e))?;
+    let recovery = started.elapsed();
+    let recovery_report = crate::poolview::pool_recovery(&**fs.store());
+    let verdict = verify(&fs, work, last_ack);
+    let fsck_clean = fs.fsck()?.is_clean();
+    fs.unmount()?;
+    Ok(CrashOutcome {
+        acked,
+        killed_after,
+        recovery,
+        recovery_report,
+        verdict,
+        fsck_clean,
+    })
+}
+
+/// Check that the files hold exactly the effects of transactions 1..=acked, or of
+/// 1..=acked+1 (the transaction in flight may have committed before its acknowledgement was
+/// sent), and never part of one.
+fn verify(fs: &Fs, work: &Workload, acked: u64) -> Result<String, String> {
+    let mut model = Model::new(*work);
+    model.advance_to(acked);
+    let mut next = model.clone();
+    next.step();
+    let mut present = Vec::new();
+    let mut absent = Vec::new();
+    for i in 0..work.files {
+        let data = fs
+            .read(Workload::path(i))
+            .map_err(|e| format!("reading {}: {e}", Workload::path(i)))?;
+        let (old, new) = (&model.files[i as usize], &next.files[i as usize]);
+        if &data == old {
+            if old != new {
+                absent.push(i);
+            }
+            continue;
+        }
+        if &data == new {
+            present.push(i);
+            continue;
+        }
+        let at = data
+            .iter()
+            .zip(old)
+            .position(|(a, b)| a != b)
+            .unwrap_or(data.len().min(old.len()));
+        let writer = writer_at(&data, at)
+            .map(|t| format!("transaction {t}"))
+            .unwrap_or_else(|| "no transaction".into());
+        return Err(format!(
+            "{}: byte {at} differs from the expected state (it holds the stamp of {writer}; {} bytes, expected {})",
+            Workload::path(i),
+            data.len(),
+            old.len()
+        ));
+    }
+    match (present.is_empty(), absent.is_empty()) {
+        (true, _) => Ok(format!("transaction {} (in flight) is fully absent", acked + 1)),
+        (false, true) => Ok(format!("transaction {} (in flight) is fully present: it committed just before the kill", acked + 1)),
+        (false, false) => Err(format!(
+            "transaction {} is torn: its writes are present in files {present:?} but absent from {absent:?}",
+            acked + 1
+        )),
+    }
+}
+
+fn micros(d: Duration) -> String {
+    let us = d.as_secs_f64() * 1e6;
+    if us >= 10_000.0 {
+        format!("{:.1} ms", us / 1000.0)
+    } else {
+        format!("{us:.1} µs")
+    }
+}
+
+fn print_table(work: &Workload, fcfs: &RunStats, nc: &RunStats, crash: &CrashOutcome) {
+    let per_tx = |r: &RunStats| r.bytes_per_tx().map(human).unwrap_or_else(|| "n/a".into());
+    println!();
+    println!(
+        "{:<34} {:>16} {:>22}",
+        "", "FCFS (atomic)", "NC (no consistency)"
+    );
+    println!("{:<34} {:>16} {:>22}", "transactions", fcfs.txs, nc.txs);
+    println!(
+        "{:<34} {:>16} {:>22}",
+        "mean latency per transaction",
+        micros(fcfs.mean_latency()),
+        micros(nc.mean_latency())
+    );
+    println!(
+        "{:<34} {:>16} {:>22}",
+        "NVMM bytes written per transaction",
+        per_tx(fcfs),
+        per_tx(nc)
+    );
+    let overhead = fcfs.mean_latency().as_secs_f64() / nc.mean_latency().as_secs_f64().max(1e-12);
+    println!(
+        "{:<34} {:>16}",
+        "cost of atomicity (FCFS / NC)",
+        format!("{overhead:.2}x")
+    );
+    println!();
+    println!(
+        "{:<34} {:>16}",
+        "crash: SIGKILL after",
+        format!(
+            "{:.2} s, {} txs acked",
+            crash.killed_after.as_secs_f64(),
+            crash.acked
+        )
+    );
+    let detail = crash
+        .recovery_report
+        .as_ref()
+        .map(crate::poolview::recovery_summary)
+        .unwrap_or_default();
+    println!(
+        "{:<34} {:>16} {detail}",
+        "recovery time (open + recover)",
+        micros(crash.recovery)
+    );
+    println!(
+        "{:<34} {:>16}",
+        "fsck after recovery",
+        if crash.fsck_clean {
+            "clean"
+        } else {
+            "PROBLEMS"
+        }
+    );
+    println!();
+    let files = work.files;
+    match (&crash.verdict, crash.fsck_clean) {
+        (Ok(what), true) => println!(
+            "PASS: all {} acknowledged transactions survived the crash intact in all {files} files, and {what} — no update was torn.",
+            crash.acked
+        ),
+        (Ok(_), false) => println!("FAIL: the data is right but fsck found problems in the recovered pool."),
+        (Err(why), _) => println!("FAIL: {why}"),
+    }
+}
+
+/// The crash victim: run transactions from `start` on, acknowledging each on stdout, until
+/// killed.
+pub fn child(args: ChildArgs) -> CmdResult {
+    let work = Workload {
+        files: args.files,
+        file_size: args.file_size,
+        seed: args.seed,
+    };
+    let fs = Fs::open(&args.pool, crate::engine::config())
+        .map_err(|e| crate::engine::open_failure(&args.pool, e))?;
+    let files = work.open_files(&fs)?;
+    let mut buf = Vec::new();
+    let mut out = std::io::stdout().lock();
+    for txn in args.start.. {
+        work.run_tx(&fs, &files, txn, &mut buf)?;
+        // The commit returned: the transaction is durable. Acknowledge it.
+        out.write_all(&txn.to_le_bytes())?;
+        out.flush()?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
