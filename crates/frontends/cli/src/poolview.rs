@@ -6,32 +6,68 @@ use atomfs::Fs;
 use serde_json::{json, Value};
 use store::Store;
 
+type MappedPool = pool::PoolStore<pmem::MappedRegion>;
+
+fn as_pool(store: &dyn Store) -> Option<&MappedPool> {
+    store.as_any().downcast_ref::<MappedPool>()
+}
+
+fn to_json<T: serde::Serialize>(value: T) -> Value {
+    serde_json::to_value(value).unwrap_or_else(|e| json!({ "error": e.to_string() }))
+}
+
 /// Pool-specific details for `info`, when the store is a pool.
-pub fn pool_details(_store: &dyn Store) -> Option<Value> {
-    None
+pub fn pool_details(store: &dyn Store) -> Option<Value> {
+    let p = as_pool(store)?;
+    let region = p.region();
+    Some(json!({
+        "superblock": to_json(p.superblock()),
+        "log": to_json(p.log_occupancy()),
+        "durability": format!("{:?}", region.durability()),
+        "flush_instruction": format!("{:?}", region.flush_instruction()),
+    }))
 }
 
 /// What `recover` reports: the report of the recovery run when the pool was opened.
-pub fn pool_recovery(_store: &dyn Store) -> Option<Value> {
-    None
+pub fn pool_recovery(store: &dyn Store) -> Option<Value> {
+    as_pool(store).map(|p| to_json(p.last_recovery()))
 }
 
 /// The `inspect` views.
 pub fn pool_inspect(fs: &Fs, what: Option<&InspectWhat>) -> Result<Value, crate::Failure> {
     let store = &**fs.store();
-    match what {
-        None => crate::engine::describe(store).map_err(Into::into),
+    let Some(p) = as_pool(store) else {
+        return match what {
+            None => crate::engine::describe(store).map_err(Into::into),
+            Some(_) => Err(crate::Failure::new(format!(
+                "inspect: not available for engine {}",
+                store.engine_name()
+            ))),
+        };
+    };
+    Ok(match what {
+        None => json!({
+            "superblock": to_json(p.superblock()),
+            "log": to_json(p.log_occupancy()),
+            "counters": Value::Object(store.stats().into_iter().map(|(k, v)| (k, json!(v))).collect()),
+        }),
+        Some(InspectWhat::Log) => json!({
+            "occupancy": to_json(p.log_occupancy()),
+            "entries": to_json(p.log_entries()),
+        }),
         Some(InspectWhat::File { path }) => {
             let meta = fs.metadata(path)?;
-            Ok(
-                json!({"path": path, "ino": meta.ino, "size": meta.size, "allocated": meta.allocated, "nlink": meta.nlink}),
-            )
+            json!({
+                "path": path,
+                "ino": meta.ino,
+                "size": meta.size,
+                "nlink": meta.nlink,
+                "block_map": to_json(p.block_map(meta.ino)?),
+                "pending": to_json(p.pending_lists(Some(meta.ino))?),
+            })
         }
-        Some(other) => Err(crate::Failure::new(format!(
-            "inspect {other:?}: not available for engine {}",
-            store.engine_name()
-        ))),
-    }
+        Some(InspectWhat::Pending) => json!({ "pending": to_json(p.pending_lists(None)?) }),
+    })
 }
 
 /// Bytes written to (emulated) NVMM so far, when the engine counts them.
