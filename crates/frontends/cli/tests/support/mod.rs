@@ -1,0 +1,132 @@
+//! Helpers of the CLI tests: run the built `atomfs`, scratch pools and mount points.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub const ATOMFS: &str = env!("CARGO_BIN_EXE_atomfs");
+
+/// Output of a command, with its text.
+pub struct Ran {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Ran {
+    pub fn ok(&self) -> bool {
+        self.code == Some(0)
+    }
+}
+
+impl From<Output> for Ran {
+    fn from(o: Output) -> Self {
+        Ran {
+            code: o.status.code(),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+}
+
+/// Run `atomfs ARGS`.
+pub fn atomfs(args: &[&str]) -> Ran {
+    Command::new(ATOMFS).args(args).output().expect("run atomfs").into()
+}
+
+/// Run `atomfs ARGS` and insist on success.
+pub fn atomfs_ok(args: &[&str]) -> String {
+    let r = atomfs(args);
+    assert!(r.ok(), "atomfs {args:?} failed ({:?}):\n{}\n{}", r.code, r.stdout, r.stderr);
+    r.stdout
+}
+
+/// A fresh scratch directory (in /dev/shm when there is one: the pools' emulated NVMM).
+pub fn scratch(name: &str) -> PathBuf {
+    let base = if Path::new("/dev/shm").is_dir() { PathBuf::from("/dev/shm") } else { std::env::temp_dir() };
+    let dir = base.join(format!("atomfs-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+/// Why FUSE cannot mount here, if it cannot.
+pub fn fuse_unavailable() -> Option<String> {
+    if !Path::new("/dev/fuse").exists() {
+        return Some("no /dev/fuse".into());
+    }
+    if Command::new("fusermount3").arg("--version").output().is_err() {
+        return Some("no fusermount3 (package fuse3)".into());
+    }
+    None
+}
+
+pub fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// A pool mounted by `atomfs mount` in the background; unmounted on drop.
+pub struct Mounted {
+    pub pool: PathBuf,
+    pub dir: PathBuf,
+    pub pid: Option<i32>,
+}
+
+impl Mounted {
+    /// mkfs (when `size` is given) and mount; None with a message where FUSE is unavailable.
+    pub fn new(scratch: &Path, size: Option<&str>) -> Option<Mounted> {
+        if let Some(why) = fuse_unavailable() {
+            println!("SKIP: FUSE cannot mount here: {why}");
+            return None;
+        }
+        let pool = scratch.join("test.pool");
+        let dir = scratch.join("mnt");
+        std::fs::create_dir_all(&dir).expect("mkdir mnt");
+        if let Some(size) = size {
+            atomfs_ok(&["mkfs", s(&pool), "--size", size]);
+        }
+        let mut m = Mounted { pool, dir, pid: None };
+        m.mount();
+        Some(m)
+    }
+
+    pub fn mount(&mut self) {
+        let out = atomfs_ok(&["mount", s(&self.pool), s(&self.dir)]);
+        self.pid = out.split("server pid ").nth(1).and_then(|r| r.split(';').next()).and_then(|p| p.parse().ok());
+        assert!(self.pid.is_some(), "no server pid in {out:?}");
+    }
+
+    pub fn umount(&mut self) {
+        atomfs_ok(&["umount", s(&self.dir)]);
+        self.pid = None;
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        if self.pid.is_some() {
+            let _ = atomfs(&["umount", s(&self.dir)]);
+        }
+    }
+}
+
+/// Run a program in `cwd`, insisting on success; returns stdout.
+pub fn run(prog: &str, args: &[&str], cwd: &Path) -> String {
+    let out = Command::new(prog).args(args).current_dir(cwd).output().expect("spawn");
+    assert!(
+        out.status.success(),
+        "{prog} {args:?} failed ({}):\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn have(program: &str) -> bool {
+    let found = Command::new(program).arg("--version").output().is_ok();
+    if !found {
+        println!("SKIP: {program} is not installed");
+    }
+    found
+}
