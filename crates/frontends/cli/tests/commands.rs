@@ -20,28 +20,49 @@ fn mkfs_files_info_fsck_inspect_recover() {
     atomfs_ok(&["cp", p, "/docs/2026/in.txt", "/copy.txt"]);
     assert_eq!(atomfs_ok(&["cat", p, "/copy.txt"]), "payload\n");
     let listing = atomfs_ok(&["ls", p, "-l"]);
-    assert!(listing.contains("copy.txt") && listing.contains("docs"), "{listing}");
+    assert!(
+        listing.contains("copy.txt") && listing.contains("docs"),
+        "{listing}"
+    );
     let back = dir.join("out.txt");
     atomfs_ok(&["get", p, "/docs/2026/in.txt", s(&back)]);
     assert_eq!(fs::read(&back).expect("read back"), b"payload\n");
     let rm = atomfs(&["rm", p, "/docs"]);
-    assert!(!rm.ok() && rm.stderr.contains("is a directory"), "{}", rm.stderr);
+    assert!(
+        !rm.ok() && rm.stderr.contains("is a directory"),
+        "{}",
+        rm.stderr
+    );
     atomfs_ok(&["rm", p, "/docs", "-r"]);
     assert_eq!(atomfs_ok(&["ls", p]), "copy.txt\n");
 
-    let info: serde_json::Value = serde_json::from_str(&atomfs_ok(&["info", p, "--json"])).expect("info json");
+    let info: serde_json::Value =
+        serde_json::from_str(&atomfs_ok(&["info", p, "--json"])).expect("info json");
     assert_eq!(info["engine"], "pool");
-    assert_eq!(info["pool_engine"]["superblock"]["geometry"]["inode_count"], 500, "{info}");
-    assert!(info["statfs"]["blocks_total"].as_u64().unwrap_or(0) > 1000, "{info}");
-    let fsck: serde_json::Value = serde_json::from_str(&atomfs_ok(&["fsck", p, "--json"])).expect("fsck json");
+    assert_eq!(
+        info["pool_engine"]["superblock"]["geometry"]["inode_count"], 500,
+        "{info}"
+    );
+    assert!(
+        info["statfs"]["blocks_total"].as_u64().unwrap_or(0) > 1000,
+        "{info}"
+    );
+    let fsck: serde_json::Value =
+        serde_json::from_str(&atomfs_ok(&["fsck", p, "--json"])).expect("fsck json");
     assert_eq!(fsck["clean"], true, "{fsck}");
-    for view in [&["inspect", p, "--json"][..], &["inspect", p, "log", "--json"], &["inspect", p, "pending", "--json"], &["inspect", p, "file", "/copy.txt", "--json"]] {
+    for view in [
+        &["inspect", p, "--json"][..],
+        &["inspect", p, "log", "--json"],
+        &["inspect", p, "pending", "--json"],
+        &["inspect", p, "file", "/copy.txt", "--json"],
+    ] {
         let v: serde_json::Value = serde_json::from_str(&atomfs_ok(view)).expect("inspect json");
         assert!(v.is_object(), "{view:?}: {v}");
     }
     let text = atomfs_ok(&["inspect", p, "file", "/copy.txt"]);
     assert!(text.contains("block_map"), "{text}");
-    let rec: serde_json::Value = serde_json::from_str(&atomfs_ok(&["recover", p, "--json"])).expect("recover json");
+    let rec: serde_json::Value =
+        serde_json::from_str(&atomfs_ok(&["recover", p, "--json"])).expect("recover json");
     assert_eq!(rec["fsck_clean"], true);
     assert!(rec["recovery"].is_object(), "{rec}");
     let _ = fs::remove_dir_all(dir);
@@ -57,24 +78,41 @@ fn bad_input_gives_clear_errors() {
         (vec!["mkfs", p, "--size", "1M"], "too small"),
         (vec!["mkfs", p, "--size", "64T"], "exceeds"),
         (vec!["info", p], "no such pool file"),
-        (vec!["mkfs", "/nonexistent-dir/x.pool", "--size", "16M"], "does not exist"),
+        (
+            vec!["mkfs", "/nonexistent-dir/x.pool", "--size", "16M"],
+            "does not exist",
+        ),
     ] {
         let r = atomfs(&args);
         assert_eq!(r.code, Some(1), "{args:?}: {}", r.stderr);
-        assert!(r.stderr.contains(needle), "{args:?}: expected {needle:?} in {:?}", r.stderr);
+        assert!(
+            r.stderr.contains(needle),
+            "{args:?}: expected {needle:?} in {:?}",
+            r.stderr
+        );
     }
     atomfs_ok(&["mkfs", p, "--size", "16M"]);
     let r = atomfs(&["mkfs", p, "--size", "16M"]);
     assert!(r.stderr.contains("exists"), "{}", r.stderr);
     let r = atomfs(&["cat", p, "/missing"]);
-    assert!(r.code == Some(1) && r.stderr.contains("not found"), "{}", r.stderr);
+    assert!(
+        r.code == Some(1) && r.stderr.contains("not found"),
+        "{}",
+        r.stderr
+    );
     let notpool = dir.join("not.pool");
     fs::write(&notpool, vec![0x5Au8; 16 << 20]).expect("write junk");
     let r = atomfs(&["info", s(&notpool)]);
     assert_eq!(r.code, Some(1));
     assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
     let r = atomfs(&["fsck", s(&notpool)]);
-    assert_eq!(r.code, Some(1), "fsck of junk must report problems: {} {}", r.stdout, r.stderr);
+    assert_eq!(
+        r.code,
+        Some(1),
+        "fsck of junk must report problems: {} {}",
+        r.stdout,
+        r.stderr
+    );
     let _ = fs::remove_dir_all(dir);
 }
 
@@ -92,16 +130,30 @@ fn corrupted_pool_fails_fsck_with_a_report() {
     let r = atomfs(&["fsck", p]);
     assert_eq!(r.code, Some(1), "{} {}", r.stdout, r.stderr);
     assert!(r.stdout.contains("problem"), "{}", r.stdout);
-    let v: serde_json::Value = serde_json::from_str(&atomfs(&["fsck", p, "--json"]).stdout).expect("json");
+    let v: serde_json::Value =
+        serde_json::from_str(&atomfs(&["fsck", p, "--json"]).stdout).expect("json");
     assert_eq!(v["clean"], false);
-    assert!(!v["problems"].as_array().map(Vec::is_empty).unwrap_or(true), "{v}");
+    assert!(
+        !v["problems"].as_array().map(Vec::is_empty).unwrap_or(true),
+        "{v}"
+    );
     let _ = fs::remove_dir_all(dir);
 }
 
 #[test]
 fn short_demo_passes() {
     let dir = scratch("demo");
-    let r = atomfs(&["demo", "--seconds", "0.4", "--files", "8", "--file-size", "64K", "--dir", s(&dir)]);
+    let r = atomfs(&[
+        "demo",
+        "--seconds",
+        "0.4",
+        "--files",
+        "8",
+        "--file-size",
+        "64K",
+        "--dir",
+        s(&dir),
+    ]);
     assert!(r.ok(), "demo failed:\n{}\n{}", r.stdout, r.stderr);
     assert!(r.stdout.contains("PASS"), "{}", r.stdout);
     assert!(r.stdout.contains("recovery time"), "{}", r.stdout);

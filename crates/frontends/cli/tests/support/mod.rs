@@ -31,19 +31,33 @@ impl From<Output> for Ran {
 
 /// Run `atomfs ARGS`.
 pub fn atomfs(args: &[&str]) -> Ran {
-    Command::new(ATOMFS).args(args).output().expect("run atomfs").into()
+    Command::new(ATOMFS)
+        .args(args)
+        .output()
+        .expect("run atomfs")
+        .into()
 }
 
 /// Run `atomfs ARGS` and insist on success.
 pub fn atomfs_ok(args: &[&str]) -> String {
     let r = atomfs(args);
-    assert!(r.ok(), "atomfs {args:?} failed ({:?}):\n{}\n{}", r.code, r.stdout, r.stderr);
+    assert!(
+        r.ok(),
+        "atomfs {args:?} failed ({:?}):\n{}\n{}",
+        r.code,
+        r.stdout,
+        r.stderr
+    );
     r.stdout
 }
 
 /// A fresh scratch directory (in /dev/shm when there is one: the pools' emulated NVMM).
 pub fn scratch(name: &str) -> PathBuf {
-    let base = if Path::new("/dev/shm").is_dir() { PathBuf::from("/dev/shm") } else { std::env::temp_dir() };
+    let base = if Path::new("/dev/shm").is_dir() {
+        PathBuf::from("/dev/shm")
+    } else {
+        std::env::temp_dir()
+    };
     let dir = base.join(format!("atomfs-cli-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("scratch dir");
@@ -55,7 +69,11 @@ pub fn fuse_unavailable() -> Option<String> {
     if !Path::new("/dev/fuse").exists() {
         return Some("no /dev/fuse".into());
     }
-    if Command::new("fusermount3").arg("--version").output().is_err() {
+    if Command::new("fusermount3")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
         return Some("no fusermount3 (package fuse3)".into());
     }
     None
@@ -85,14 +103,22 @@ impl Mounted {
         if let Some(size) = size {
             atomfs_ok(&["mkfs", s(&pool), "--size", size]);
         }
-        let mut m = Mounted { pool, dir, pid: None };
+        let mut m = Mounted {
+            pool,
+            dir,
+            pid: None,
+        };
         m.mount();
         Some(m)
     }
 
     pub fn mount(&mut self) {
         let out = atomfs_ok(&["mount", s(&self.pool), s(&self.dir)]);
-        self.pid = out.split("server pid ").nth(1).and_then(|r| r.split(';').next()).and_then(|p| p.parse().ok());
+        self.pid = out
+            .split("server pid ")
+            .nth(1)
+            .and_then(|r| r.split(';').next())
+            .and_then(|p| p.parse().ok());
         assert!(self.pid.is_some(), "no server pid in {out:?}");
     }
 
@@ -112,7 +138,11 @@ impl Drop for Mounted {
 
 /// Run a program in `cwd`, insisting on success; returns stdout.
 pub fn run(prog: &str, args: &[&str], cwd: &Path) -> String {
-    let out = Command::new(prog).args(args).current_dir(cwd).output().expect("spawn");
+    let out = Command::new(prog)
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("spawn");
     assert!(
         out.status.success(),
         "{prog} {args:?} failed ({}):\n{}\n{}",
