@@ -7,20 +7,23 @@
 //! ([`Tx::abort`], drop, or a crash before the commit).
 //!
 //! ```
-//! # use std::sync::Arc;
-//! # use std::io::Write;
+//! use atomfs::{Config, Fs};
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! # let fs = atomfs::Fs::from_store(Arc::new(memstore::MemStore::new()));
-//! // let fs = atomfs::Fs::create("/dev/shm/my.pool", atomfs::Config::default())?;
-//! fs.write("/from", b"100")?;
-//! fs.write("/to", b"0")?;
-//! let mut from = fs.options().write(true).truncate(true).open("/from")?;
-//! let mut to = fs.options().write(true).truncate(true).open("/to")?;
+//! # let path = std::env::temp_dir().join(format!("atomfs-doc-{}.pool", std::process::id()));
+//! let fs = Fs::create(&path, Config::pool(64 << 20))?;   // or Fs::open(&path, Config::default())
+//! fs.write("/from", "100")?;
+//! fs.write("/to", "0")?;
+//! let from = fs.options().write(true).open("/from")?;
+//! let to = fs.options().write(true).open("/to")?;
 //! let tx = fs.begin(&[&from, &to])?;
-//! from.write_all(b"70")?;     // both writes belong to `tx` ...
-//! to.write_all(b"30")?;
-//! tx.commit()?;               // ... and become durable together, or not at all
+//! from.set_len(0)?;                 // everything through `from` and `to` belongs to `tx` ...
+//! from.write_at(b"70", 0)?;
+//! to.set_len(0)?;
+//! to.write_at(b"30", 0)?;
+//! tx.commit()?;                     // ... and becomes durable at once, or not at all
 //! assert_eq!(fs.read("/to")?, b"30");
+//! # drop((from, to, fs));
+//! # std::fs::remove_file(&path)?;
 //! # Ok(()) }
 //! ```
 //!

@@ -86,7 +86,9 @@ fn transaction_commit_abort_and_drop() -> atomfs::Result<()> {
     assert_eq!(fs.read("/a")?, b"A1");
 
     let tx = fs.begin(&[&a])?;
-    let err = fs.begin(&[&a]).expect_err("a file is bound to one transaction");
+    let err = fs
+        .begin(&[&a])
+        .expect_err("a file is bound to one transaction");
     assert!(matches!(err, Error::FileInTransaction(id) if id == tx.id().0));
     tx.commit()?;
     Ok(())
