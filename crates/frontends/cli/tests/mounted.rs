@@ -328,7 +328,51 @@ fn mount_refuses_bad_pools_and_mount_points() {
         "{}",
         r.stderr
     );
-    let mounted_over = fs::read_to_string("/proc/self/mountinfo").expect("mountinfo").contains(s(&mnt));
+    let mounted_over = fs::read_to_string("/proc/self/mountinfo")
+        .expect("mountinfo")
+        .contains(s(&mnt));
     assert!(!mounted_over, "a refused mount leaves nothing mounted");
+    let _ = fs::remove_dir_all(dir);
+}
+
+#[test]
+fn c_program_updates_two_files_atomically_through_the_ioctls() {
+    if !have("cc") {
+        return;
+    }
+    let dir = scratch("ioctl");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuse");
+    let prog = dir.join("two_files");
+    run(
+        "cc",
+        &[
+            "-Wall",
+            "-Werror",
+            "-I",
+            s(&root.join("include")),
+            "-o",
+            s(&prog),
+            s(&root.join("examples/two_files.c")),
+        ],
+        &dir,
+    );
+    let Some(mut m) = Mounted::new(&dir, Some("32M")) else {
+        return;
+    };
+    let (a, b) = (m.dir.join("a"), m.dir.join("b"));
+    fs::write(&a, b"old a").expect("write");
+    fs::write(&b, b"old b").expect("write");
+    let out = run(s(&prog), &[s(&a), s(&b), "new text", "abort"], &dir);
+    assert!(out.contains("aborted"), "{out}");
+    assert_eq!(
+        (fs::read(&a).expect("read"), fs::read(&b).expect("read")),
+        (b"old a".to_vec(), b"old b".to_vec())
+    );
+    let out = run(s(&prog), &[s(&a), s(&b), "new text"], &dir);
+    assert!(out.contains("committed"), "{out}");
+    m.umount();
+    // Durable: the pool itself holds the new contents after the unmount.
+    assert_eq!(atomfs_ok(&["cat", s(&m.pool), "/a"]), "new text");
+    assert_eq!(atomfs_ok(&["cat", s(&m.pool), "/b"]), "new text");
     let _ = fs::remove_dir_all(dir);
 }
