@@ -198,3 +198,102 @@ fn pool_full_gives_enospc_and_the_store_stays_clean() {
     let report = store::Store::fsck(&*store).expect("fsck");
     assert!(report.is_clean(), "{:?}", report.problems);
 }
+
+fn ioctl_u64(f: &fs::File, cmd: u32, value: &mut u64) -> std::io::Result<()> {
+    use std::os::unix::io::AsRawFd;
+    // SAFETY: the descriptor is open; `value` is a valid u64 for the kernel to read or write.
+    let rc = unsafe { libc::ioctl(f.as_raw_fd(), cmd as _, value as *mut u64) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+#[test]
+fn transaction_ioctl_rules() {
+    let Some(m) = mounted("txrules", Arc::new(memstore::MemStore::new())) else {
+        return;
+    };
+    let d = m.dir();
+    fs::write(d.join("a"), b"aaaa").expect("write");
+    fs::write(d.join("b"), b"bbbb").expect("write");
+    let a = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(d.join("a"))
+        .expect("open");
+    let b = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(d.join("b"))
+        .expect("open");
+    let mut tx = 0u64;
+    ioctl_u64(&a, atomfs_fuse::IOC_TX_BEGIN, &mut tx).expect("begin");
+    assert!(tx != 0);
+    let mut other = 0u64;
+    let busy = ioctl_u64(&a, atomfs_fuse::IOC_TX_BEGIN, &mut other).expect_err("bound twice");
+    assert_eq!(busy.raw_os_error(), Some(libc::EBUSY));
+    let mut bogus = tx + 1000;
+    let inval = ioctl_u64(&a, atomfs_fuse::IOC_TX_COMMIT, &mut bogus).expect_err("unknown id");
+    assert_eq!(inval.raw_os_error(), Some(libc::EINVAL));
+    ioctl_u64(&b, atomfs_fuse::IOC_TX_ADD, &mut tx).expect("add");
+    a.write_at(b"AA", 0).expect("write");
+    b.write_at(b"BB", 0).expect("write");
+    drop(b); // closing a bound descriptor aborts the transaction
+             // The kernel sends RELEASE after close() returns: wait for the abort to land.
+    let start = std::time::Instant::now();
+    while fs::read(d.join("a")).expect("read") != b"aaaa" && start.elapsed().as_secs() < 5 {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(fs::read(d.join("a")).expect("read"), b"aaaa");
+    assert_eq!(fs::read(d.join("b")).expect("read"), b"bbbb");
+    let gone = ioctl_u64(&a, atomfs_fuse::IOC_TX_COMMIT, &mut tx).expect_err("already aborted");
+    assert_eq!(gone.raw_os_error(), Some(libc::EINVAL));
+    drop(a);
+    m.finish();
+}
+
+fn renameat2(dir: &std::path::Path, from: &str, to: &str, flags: u32) -> std::io::Result<()> {
+    let c = |name: &str| {
+        std::ffi::CString::new(dir.join(name).into_os_string().into_encoded_bytes()).expect("path")
+    };
+    let (f, t) = (c(from), c(to));
+    // SAFETY: both paths are NUL-terminated strings alive across the call.
+    let rc = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            f.as_ptr(),
+            libc::AT_FDCWD,
+            t.as_ptr(),
+            flags,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+#[test]
+fn rename_noreplace_and_exchange() {
+    let Some(m) = mounted("rename2", Arc::new(memstore::MemStore::new())) else {
+        return;
+    };
+    let d = m.dir();
+    fs::write(d.join("x"), b"x").expect("write");
+    fs::write(d.join("y"), b"y").expect("write");
+    let err = renameat2(&d, "x", "y", libc::RENAME_NOREPLACE).expect_err("target exists");
+    assert_eq!(err.raw_os_error(), Some(libc::EEXIST));
+    renameat2(&d, "x", "y", libc::RENAME_EXCHANGE).expect("exchange");
+    assert_eq!(fs::read(d.join("x")).expect("read"), b"y");
+    assert_eq!(fs::read(d.join("y")).expect("read"), b"x");
+    let names: Vec<_> = fs::read_dir(&d)
+        .expect("readdir")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(names.len(), 2, "no temporary name left behind: {names:?}");
+    renameat2(&d, "x", "z", libc::RENAME_NOREPLACE).expect("noreplace to a free name");
+    m.finish();
+}
