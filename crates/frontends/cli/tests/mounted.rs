@@ -376,3 +376,42 @@ fn c_program_updates_two_files_atomically_through_the_ioctls() {
     assert_eq!(atomfs_ok(&["cat", s(&m.pool), "/b"]), "new text");
     let _ = fs::remove_dir_all(dir);
 }
+
+#[test]
+fn foreground_server_unmounts_cleanly_on_sigterm() {
+    if support::fuse_unavailable().is_some() {
+        println!("SKIP: FUSE unavailable");
+        return;
+    }
+    let dir = scratch("sigterm");
+    let (pool, mnt) = (dir.join("f.pool"), dir.join("mnt"));
+    fs::create_dir(&mnt).expect("mkdir");
+    atomfs_ok(&["mkfs", s(&pool), "--size", "16M"]);
+    let mut server = Command::new(support::ATOMFS)
+        .args(["mount", s(&pool), s(&mnt), "-f"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn server");
+    let mounted = || {
+        fs::read_to_string("/proc/self/mountinfo")
+            .map(|m| m.contains(s(&mnt)))
+            .unwrap_or(false)
+    };
+    let start = std::time::Instant::now();
+    while !mounted() && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(mounted(), "the foreground server mounts");
+    fs::write(mnt.join("note"), b"written before SIGTERM").expect("write");
+    // SAFETY: signalling the child we spawned.
+    assert_eq!(unsafe { libc::kill(server.id() as i32, libc::SIGTERM) }, 0);
+    let status = server.wait().expect("wait");
+    assert!(status.success(), "clean exit on SIGTERM: {status}");
+    assert!(!mounted(), "unmounted on SIGTERM");
+    assert_eq!(
+        atomfs_ok(&["cat", s(&pool), "/note"]),
+        "written before SIGTERM"
+    );
+    let _ = fs::remove_dir_all(dir);
+}
