@@ -355,6 +355,7 @@ fn micros(d: Duration) -> String {
 fn print_table(work: &Workload, fcfs: &RunStats, nc: &RunStats, crash: &CrashOutcome) {
     let per_tx = |r: &RunStats| r.bytes_per_tx().map(human).unwrap_or_else(|| "n/a".into());
     println!();
+    println!();
     println!(
         "{:<34} {:>16} {:>22}",
         "", "FCFS (atomic)", "NC (no consistency)"
@@ -394,10 +395,13 @@ fn print_table(work: &Workload, fcfs: &RunStats, nc: &RunStats, crash: &CrashOut
         .map(crate::poolview::recovery_summary)
         .unwrap_or_default();
     println!(
-        "{:<34} {:>16} {detail}",
+        "{:<34} {:>16}",
         "recovery time (open + recover)",
         micros(crash.recovery)
     );
+    if !detail.is_empty() {
+        println!("  {detail}");
+    }
     println!(
         "{:<34} {:>16}",
         "fsck after recovery",

@@ -85,9 +85,16 @@ pub fn nvmm_bytes(store: &dyn Store) -> Option<u64> {
 
 /// One line out of a recovery report.
 pub fn recovery_summary(report: &Value) -> String {
-    let get = |k: &str| report.get(k).and_then(Value::as_u64);
-    match (get("undone_txs"), get("committed_txs")) {
-        (Some(u), Some(c)) => format!("({u} tx undone, {c} committed kept)"),
-        _ => String::new(),
+    let get = |k: &str| report.get(k).and_then(Value::as_u64).unwrap_or(0);
+    if report.get("committed_txs").is_none() {
+        return String::new();
     }
+    format!(
+        "(redo kept: {} entries of {} committed txs; undone: {} txs, {} data entries dropped, {} undo entries applied)",
+        get("redo_entries_kept"),
+        get("committed_txs"),
+        get("undone_txs"),
+        get("data_entries_dropped"),
+        get("undo_entries_applied")
+    )
 }
