@@ -444,3 +444,74 @@ pub fn child(args: ChildArgs) -> CmdResult {
     }
     Ok(ExitCode::SUCCESS)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::fill_stamp;
+    use std::sync::Arc;
+
+    fn setup(txs: u64) -> (Fs, Workload) {
+        let fs = Fs::from_store(Arc::new(memstore::MemStore::new()));
+        let work = Workload {
+            files: 4,
+            file_size: 32 << 10,
+            seed: 99,
+        };
+        work.create_files(&fs).expect("create");
+        let files = work.open_files(&fs).expect("open");
+        let mut buf = Vec::new();
+        for txn in 1..=txs {
+            work.run_tx(&fs, &files, txn, &mut buf).expect("tx");
+        }
+        (fs, work)
+    }
+
+    /// Apply only the first write of `txn`, outside any transaction: a torn update.
+    fn tear(fs: &Fs, work: &Workload, txn: u64) {
+        let w = work.writes(txn)[0];
+        let mut buf = vec![0u8; w.len as usize];
+        fill_stamp(&mut buf, w.offset, txn, w.file);
+        let f = fs
+            .options()
+            .write(true)
+            .open(Workload::path(w.file))
+            .expect("open");
+        f.write_at(&buf, w.offset).expect("write");
+    }
+
+    #[test]
+    fn verify_accepts_absent_and_present_in_flight_transactions() {
+        let (fs, work) = setup(20);
+        assert!(verify(&fs, &work, 20)
+            .expect("20 acked, 21 absent")
+            .contains("absent"));
+        assert!(verify(&fs, &work, 19)
+            .expect("19 acked, 20 present")
+            .contains("present"));
+    }
+
+    #[test]
+    fn verify_catches_torn_and_lost_transactions() {
+        // Find a transaction whose two writes both change something, then tear it.
+        let (fs, work) = setup(20);
+        let txn = (21..200)
+            .find(|t| work.writes(*t).iter().all(|w| w.len >= 8))
+            .expect("a transaction with two writes");
+        let (fs, work) = if txn == 21 {
+            (fs, work)
+        } else {
+            (setup(txn - 1).0, work)
+        };
+        tear(&fs, &work, txn);
+        let err = verify(&fs, &work, txn - 1).expect_err("a torn transaction must be caught");
+        assert!(err.contains("torn"), "{err}");
+        // A lost acknowledged transaction: `n` acknowledged, but only n-1 ran.
+        let n = (10..200)
+            .find(|t| work.writes(*t).iter().all(|w| w.len >= 8))
+            .expect("a transaction with two writes");
+        let (fs, work) = setup(n - 1);
+        let err = verify(&fs, &work, n).expect_err("acknowledged but absent");
+        assert!(err.contains("differs"), "{err}");
+    }
+}
