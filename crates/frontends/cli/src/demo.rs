@@ -33,6 +33,9 @@ pub struct DemoArgs {
     /// Keep the pool files afterwards.
     #[arg(long)]
     pub keep: bool,
+    /// Number of SIGKILL + recovery + verification rounds (the crash run is split among them).
+    #[arg(long, default_value_t = 1)]
+    pub crashes: u32,
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -133,11 +136,21 @@ fn pool_size(work: &Workload) -> u64 {
     (work.files as u64 * work.file_size * 2 + (64 << 20)).next_multiple_of(1 << 20)
 }
 
-/// The outcome of the crash run.
+/// Whether the transaction in flight at the kill turned out committed or not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum InFlight {
+    Absent,
+    Present,
+}
+
+/// The outcome of the crash rounds.
 struct CrashOutcome {
+    rounds: u32,
     acked: u64,
+    in_flight_present: u32,
     killed_after: Duration,
-    recovery: Duration,
+    recovery_total: Duration,
+    recovery_max: Duration,
     recovery_report: Option<serde_json::Value>,
     verdict: Result<String, String>,
     fsck_clean: bool,
@@ -145,9 +158,14 @@ struct CrashOutcome {
 
 pub fn run(args: DemoArgs) -> CmdResult {
     let file_size = crate::size::parse_size(&args.file_size).map_err(Failure::new)?;
-    if args.files < 2 || file_size < 4096 || !(0.1..=600.0).contains(&args.seconds) {
+    if args.files < 2
+        || file_size < 4096
+        || !(0.1..=600.0).contains(&args.seconds)
+        || args.crashes == 0
+        || args.crashes > 10_000
+    {
         return Err(Failure::new(
-            "need --files ≥ 2, --file-size ≥ 4K and --seconds between 0.1 and 600",
+            "need --files ≥ 2, --file-size ≥ 4K, --seconds between 0.1 and 600 and --crashes between 1 and 10000",
         ));
     }
     let seed = args.seed.unwrap_or_else(|| rand::thread_rng().gen());
@@ -202,16 +220,95 @@ fn demo_phases(
     drop(nc_fs);
     let _ = std::fs::remove_file(nc_pool);
     // 3. Crash: a child continues the FCFS run and is killed; recover and verify.
-    let crash = crash_run(args, work, fcfs_pool, fcfs.txs)?;
+    let crash = crash_rounds(args, work, fcfs_pool, fcfs.txs)?;
     Ok((fcfs, nc, crash))
 }
 
-fn crash_run(
+/// Run the crash rounds: each continues the workload in a child, kills it, recovers the pool
+/// and verifies it against the model, which advances with the run.
+fn crash_rounds(
     args: &DemoArgs,
     work: &Workload,
     pool: &Path,
     done: u64,
 ) -> Result<CrashOutcome, Failure> {
+    let mut model = Model::new(*work);
+    let mut next_txn = done + 1;
+    let mut out = CrashOutcome {
+        rounds: 0,
+        acked: 0,
+        in_flight_present: 0,
+        killed_after: Duration::ZERO,
+        recovery_total: Duration::ZERO,
+        recovery_max: Duration::ZERO,
+        recovery_report: None,
+        verdict: Ok(String::new()),
+        fsck_clean: true,
+    };
+    let round_seconds = args.seconds / args.crashes as f64;
+    let label = if args.crashes == 1 {
+        "crash run (child)".to_string()
+    } else {
+        format!("{} crash rounds", args.crashes)
+    };
+    let pb = bar(args.seconds, &label);
+    for round in 0..args.crashes {
+        let (last_ack, killed_after) = kill_round(work, pool, next_txn, round_seconds)?;
+        out.rounds += 1;
+        out.acked += last_ack + 1 - next_txn;
+        out.killed_after += killed_after;
+        let started = Instant::now();
+        let fs = Fs::open(pool, crate::engine::config())
+            .map_err(|e| crate::engine::open_failure(pool, e))?;
+        let recovery = started.elapsed();
+        out.recovery_total += recovery;
+        out.recovery_max = out.recovery_max.max(recovery);
+        out.recovery_report = crate::poolview::pool_recovery(&**fs.store());
+        let verdict = verify(&fs, &mut model, last_ack);
+        out.fsck_clean &= fs.fsck()?.is_clean();
+        fs.unmount()?;
+        drop(fs);
+        match verdict {
+            Ok((InFlight::Present, what)) => {
+                out.in_flight_present += 1;
+                model.step();
+                next_txn = last_ack + 2;
+                out.verdict = Ok(what);
+            }
+            Ok((InFlight::Absent, what)) => {
+                next_txn = last_ack + 1;
+                out.verdict = Ok(what);
+            }
+            Err(why) => {
+                out.verdict = Err(format!("round {}: {why}", round + 1));
+                break;
+            }
+        }
+        if !out.fsck_clean {
+            break;
+        }
+        pb.set_position((out.killed_after.as_secs_f64() * 1000.0) as u64);
+        pb.set_message(format!(
+            "{} rounds, {} transactions acknowledged",
+            out.rounds, out.acked
+        ));
+    }
+    pb.finish_with_message(format!(
+        "{} × SIGKILL, {} transactions acknowledged",
+        out.rounds, out.acked
+    ));
+    Ok(out)
+}
+
+/// One round: a child runs transactions from `start` on, acknowledging each on a pipe, and is
+/// SIGKILLed after a random part of `seconds`. Returns the last acknowledged transaction
+/// (`start - 1` when none) and when the kill came.
+fn kill_round(
+    work: &Workload,
+    pool: &Path,
+    start: u64,
+    seconds: f64,
+) -> Result<(u64, Duration), Failure> {
     let exe = std::env::current_exe()?;
     let mut child = Command::new(exe)
         .arg("demo-child")
@@ -227,7 +324,7 @@ fn crash_run(
             "--seed",
             &work.seed.to_string(),
             "--start",
-            &(done + 1).to_string(),
+            &start.to_string(),
         ])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -237,21 +334,19 @@ fn crash_run(
         .stdout
         .take()
         .ok_or_else(|| Failure::new("no pipe from the child"))?;
-    let kill_at = Duration::from_secs_f64(args.seconds * rand::thread_rng().gen_range(0.5..1.0));
-    let pb = bar(kill_at.as_secs_f64(), "crash run (child)");
     let reader = std::thread::spawn(move || {
         // Acknowledgements: the child writes each committed transaction number, 8 bytes LE.
-        let mut last = 0u64;
+        let mut last = None;
         let mut word = [0u8; 8];
         while out.read_exact(&mut word).is_ok() {
-            last = u64::from_le_bytes(word);
+            last = Some(u64::from_le_bytes(word));
         }
         last
     });
+    let kill_at = Duration::from_secs_f64(seconds * rand::thread_rng().gen_range(0.5..1.0));
     let started = Instant::now();
     while started.elapsed() < kill_at {
-        std::thread::sleep(Duration::from_millis(50));
-        pb.set_position(started.elapsed().as_millis() as u64);
+        std::thread::sleep(Duration::from_millis(5).min(kill_at.saturating_sub(started.elapsed())));
         if let Some(status) = child.try_wait()? {
             let mut err = String::new();
             if let Some(mut e) = child.stderr.take() {
@@ -266,38 +361,17 @@ fn crash_run(
     child.kill()?; // SIGKILL
     let killed_after = started.elapsed();
     let _ = child.wait()?;
-    let last_ack = reader
+    let last = reader
         .join()
         .map_err(|_| Failure::new("ack reader panicked"))?;
-    let acked = last_ack.saturating_sub(done);
-    pb.finish_with_message(format!(
-        "SIGKILL after {:.2} s, {acked} transactions acknowledged",
-        killed_after.as_secs_f64()
-    ));
-
-    let started = Instant::now();
-    let fs = Fs::open(pool, crate::engine::config())
-        .map_err(|e| crate::engine::open_failure(pool, e))?;
-    let recovery = started.elapsed();
-    let recovery_report = crate::poolview::pool_recovery(&**fs.store());
-    let verdict = verify(&fs, work, last_ack);
-    let fsck_clean = fs.fsck()?.is_clean();
-    fs.unmount()?;
-    Ok(CrashOutcome {
-        acked,
-        killed_after,
-        recovery,
-        recovery_report,
-        verdict,
-        fsck_clean,
-    })
+    Ok((last.unwrap_or(start - 1), killed_after))
 }
 
 /// Check that the files hold exactly the effects of transactions 1..=acked, or of
 /// 1..=acked+1 (the transaction in flight may have committed before its acknowledgement was
 /// sent), and never part of one.
-fn verify(fs: &Fs, work: &Workload, acked: u64) -> Result<String, String> {
-    let mut model = Model::new(*work);
+fn verify(fs: &Fs, model: &mut Model, acked: u64) -> Result<(InFlight, String), String> {
+    let work = model.work;
     model.advance_to(acked);
     let mut next = model.clone();
     next.step();
@@ -334,8 +408,11 @@ fn verify(fs: &Fs, work: &Workload, acked: u64) -> Result<String, String> {
         ));
     }
     match (present.is_empty(), absent.is_empty()) {
-        (true, _) => Ok(format!("transaction {} (in flight) is fully absent", acked + 1)),
-        (false, true) => Ok(format!("transaction {} (in flight) is fully present: it committed just before the kill", acked + 1)),
+        (true, _) => Ok((InFlight::Absent, format!("transaction {} (in flight) is fully absent", acked + 1))),
+        (false, true) => Ok((
+            InFlight::Present,
+            format!("transaction {} (in flight) is fully present: it committed just before the kill", acked + 1),
+        )),
         (false, false) => Err(format!(
             "transaction {} is torn: its writes are present in files {present:?} but absent from {absent:?}",
             acked + 1
@@ -380,27 +457,31 @@ fn print_table(work: &Workload, fcfs: &RunStats, nc: &RunStats, crash: &CrashOut
         format!("{overhead:.2}x")
     );
     println!();
-    println!(
-        "{:<34} {:>16}",
-        "crash: SIGKILL after",
+    let rounds = crash.rounds.max(1);
+    let kills = if rounds == 1 {
+        format!("SIGKILL after {:.2} s", crash.killed_after.as_secs_f64())
+    } else {
+        format!("{rounds} × SIGKILL")
+    };
+    println!("{:<34} {:>16}", "crash", kills);
+    println!("{:<34} {:>16}", "transactions acknowledged", crash.acked);
+    let recovery = if rounds == 1 {
+        micros(crash.recovery_total)
+    } else {
         format!(
-            "{:.2} s, {} txs acked",
-            crash.killed_after.as_secs_f64(),
-            crash.acked
+            "{} mean, {} max",
+            micros(crash.recovery_total / rounds),
+            micros(crash.recovery_max)
         )
-    );
+    };
+    println!("{:<34} {:>16}", "recovery time (open + recover)", recovery);
     let detail = crash
         .recovery_report
         .as_ref()
         .map(crate::poolview::recovery_summary)
         .unwrap_or_default();
-    println!(
-        "{:<34} {:>16}",
-        "recovery time (open + recover)",
-        micros(crash.recovery)
-    );
     if !detail.is_empty() {
-        println!("  {detail}");
+        println!("  {}{detail}", if rounds > 1 { "last round: " } else { "" });
     }
     println!(
         "{:<34} {:>16}",
@@ -414,9 +495,15 @@ fn print_table(work: &Workload, fcfs: &RunStats, nc: &RunStats, crash: &CrashOut
     println!();
     let files = work.files;
     match (&crash.verdict, crash.fsck_clean) {
-        (Ok(what), true) => println!(
+        (Ok(what), true) if rounds == 1 => println!(
             "PASS: all {} acknowledged transactions survived the crash intact in all {files} files, and {what} — no update was torn.",
             crash.acked
+        ),
+        (Ok(_), true) => println!(
+            "PASS: {rounds} crashes, and after each recovery all acknowledged transactions ({} in total) were intact in all {files} files and the one in flight was wholly there ({} times) or wholly gone ({} times) — no update was torn.",
+            crash.acked,
+            crash.in_flight_present,
+            rounds - crash.in_flight_present
         ),
         (Ok(_), false) => println!("FAIL: the data is right but fsck found problems in the recovered pool."),
         (Err(why), _) => println!("FAIL: {why}"),
@@ -504,14 +591,15 @@ mod tests {
             (setup(txn - 1).0, work)
         };
         tear(&fs, &work, txn);
-        let err = verify(&fs, &work, txn - 1).expect_err("a torn transaction must be caught");
+        let err = verify(&fs, &mut Model::new(work), txn - 1)
+            .expect_err("a torn transaction must be caught");
         assert!(err.contains("torn"), "{err}");
         // A lost acknowledged transaction: `n` acknowledged, but only n-1 ran.
         let n = (10..200)
             .find(|t| work.writes(*t).iter().all(|w| w.len >= 8))
             .expect("a transaction with two writes");
         let (fs, work) = setup(n - 1);
-        let err = verify(&fs, &work, n).expect_err("acknowledged but absent");
+        let err = verify(&fs, &mut Model::new(work), n).expect_err("acknowledged but absent");
         assert!(err.contains("differs"), "{err}");
     }
 }
