@@ -297,3 +297,18 @@ fn rename_noreplace_and_exchange() {
     renameat2(&d, "x", "z", libc::RENAME_NOREPLACE).expect("noreplace to a free name");
     m.finish();
 }
+
+#[test]
+fn a_one_megabyte_write_reaches_the_store_as_one_call() {
+    let store = Arc::new(memstore::MemStore::new());
+    let Some(m) = mounted("maxwrite", store.clone()) else { return };
+    let f = fs::File::create(m.dir().join("big")).expect("create");
+    let stat = |name: &str| store::Store::stats(&*store).into_iter().find(|(k, _)| k == name).map(|(_, v)| v);
+    let before = stat("writes").expect("writes counter");
+    f.write_at(&vec![3u8; 1 << 20], 0).expect("pwrite 1 MiB");
+    let calls = stat("writes").expect("writes counter") - before;
+    assert_eq!(calls, 1, "one 1 MiB write(2) is one atomic Store write (max_write = 1 MiB)");
+    assert_eq!(stat("write_max_bytes"), Some(1 << 20));
+    drop(f);
+    m.finish();
+}

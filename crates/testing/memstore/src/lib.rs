@@ -68,6 +68,9 @@ struct Inner {
     next_tx: u64,
     used_blocks: u64,
     closed: bool,
+    /// `write` calls served, and the largest one (bytes).
+    writes: u64,
+    write_max: u64,
 }
 
 /// The in-memory store. See the crate documentation.
@@ -133,6 +136,8 @@ impl MemStore {
                 next_tx: 1,
                 used_blocks: 0,
                 closed: false,
+                writes: 0,
+                write_max: 0,
             }),
             capacity_blocks: capacity_bytes / BLOCK_SIZE,
             inodes_max,
@@ -681,6 +686,9 @@ impl Store for MemStore {
             }
             file[start..start + data.len()].copy_from_slice(data);
         })?;
+        let mut s = self.inner.lock();
+        s.writes += 1;
+        s.write_max = s.write_max.max(data.len() as u64);
         Ok(data.len())
     }
 
@@ -815,6 +823,8 @@ impl Store for MemStore {
             ("used_blocks".into(), s.used_blocks),
             ("open_handles".into(), s.handles.len() as u64),
             ("open_transactions".into(), s.txs.len() as u64),
+            ("writes".into(), s.writes),
+            ("write_max_bytes".into(), s.write_max),
         ]
     }
 
