@@ -97,6 +97,10 @@ fn serve(
             lines.join("\n")
         )));
     }
+    if let Some(summary) = recovery_note(&**fs.store()) {
+        // On stdout: the background parent relays every line before "ready".
+        println!("{summary}");
+    }
     let pid_path = pid_file(dir);
     let ready = || {
         let _ = std::fs::write(&pid_path, std::process::id().to_string());
@@ -150,7 +154,14 @@ fn spawn_server(pool: &Path, dir: &Path, options: &[String]) -> CmdResult {
     let mut child = cmd.spawn()?;
     let mut line = String::new();
     if let Some(out) = child.stdout.take() {
-        let _ = BufReader::new(out).read_line(&mut line);
+        let mut reader = BufReader::new(out);
+        loop {
+            line.clear();
+            match reader.read_line(&mut line) {
+                Ok(n) if n > 0 && line.trim() != "ready" => print!("{line}"),
+                _ => break,
+            }
+        }
     }
     if line.trim() == "ready" {
         println!(
@@ -215,4 +226,24 @@ pub fn umount(dir: &Path) -> CmdResult {
     }
     println!("unmounted {}", dir.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// A line about the recovery the open ran, when it found anything to do.
+fn recovery_note(store: &dyn store::Store) -> Option<String> {
+    let report = crate::poolview::pool_recovery(store)?;
+    let get = |k: &str| {
+        report
+            .get(k)
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0)
+    };
+    let work =
+        get("committed_txs") + get("undone_txs") + get("torn_entries") + get("orphans_freed");
+    (work > 0).then(|| {
+        format!(
+            "recovered the pool in {} µs {}",
+            get("micros"),
+            crate::poolview::recovery_summary(&report)
+        )
+    })
 }

@@ -112,7 +112,8 @@ impl Mounted {
         Some(m)
     }
 
-    pub fn mount(&mut self) {
+    /// Mount in the background; returns what `atomfs mount` printed.
+    pub fn mount(&mut self) -> String {
         let out = atomfs_ok(&["mount", s(&self.pool), s(&self.dir)]);
         self.pid = out
             .split("server pid ")
@@ -120,6 +121,7 @@ impl Mounted {
             .and_then(|r| r.split(';').next())
             .and_then(|p| p.parse().ok());
         assert!(self.pid.is_some(), "no server pid in {out:?}");
+        out
     }
 
     pub fn umount(&mut self) {
