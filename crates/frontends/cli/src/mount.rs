@@ -1,7 +1,7 @@
 //! `atomfs mount` and `atomfs umount`.
 //!
 //! In the background, `mount` re-executes itself in the foreground (`-f --ready-notify`) in a
-//! new process group and waits for its "ready" line, so that every error (corrupt pool, busy
+//! new session and waits for its "ready" line, so that every error (corrupt pool, busy
 //! mount point) still reaches the terminal and the exit status.
 
 use crate::engine::{fsck_report, fsck_text, open};
@@ -149,8 +149,19 @@ fn spawn_server(pool: &Path, dir: &Path, options: &[String]) -> CmdResult {
     }
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+        .stderr(Stdio::piped());
+    // SAFETY: the closure runs in the forked child before exec and only calls setsid(2),
+    // which is async-signal-safe; it touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            // A new session without a controlling terminal: closing the terminal leaves the
+            // server running.
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
     let mut child = cmd.spawn()?;
     let mut line = String::new();
     if let Some(out) = child.stdout.take() {
