@@ -934,7 +934,8 @@ mod tests {
     #[test]
     fn no_space_is_reported_and_store_stays_clean() -> Result<()> {
         let st = MemStore::with_capacity(8 * BLOCK_SIZE, 100);
-        let err = write_file(&st, "/big", &vec![1u8; 9 * BLOCK_SIZE as usize], None).expect_err("must not fit");
+        let err = write_file(&st, "/big", &vec![1u8; 9 * BLOCK_SIZE as usize], None)
+            .expect_err("must not fit");
         assert_eq!(err.errno(), libc_enospc());
         assert!(st.fsck()?.is_clean());
         Ok(())
