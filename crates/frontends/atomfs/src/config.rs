@@ -25,12 +25,28 @@ impl Default for Config {
     }
 }
 
+/// The default pool configuration with its format-time geometry scaled to a pool of `size`
+/// bytes, so that small pools keep most of their space for file data: about 32 KiB of pool
+/// per inode, 1 KiB per metadata log entry and 8 KiB per data log entry (one pending block
+/// version each), each within a floor, with the defaults as ceiling for the logs and a million
+/// inodes at most.
+pub fn pool_config_for(size: u64) -> pool::PoolConfig {
+    let d = pool::PoolConfig::default();
+    pool::PoolConfig {
+        inode_count: (size / (32 << 10)).clamp(256, d.inode_count.max(1 << 20)),
+        metadata_log_entries: (size / 1024).clamp(4096, d.metadata_log_entries.max(4096)),
+        data_log_entries: (size / (8 << 10)).clamp(1024, d.data_log_entries.max(1024)),
+        ..d
+    }
+}
+
 impl Config {
-    /// A pool of `size` bytes with the default FCFS configuration.
+    /// A pool of `size` bytes with the default FCFS configuration, its geometry scaled to the
+    /// size ([`pool_config_for`]).
     pub fn pool(size: u64) -> Self {
         Config::Pool {
             size,
-            config: pool::PoolConfig::default(),
+            config: pool_config_for(size),
         }
     }
 

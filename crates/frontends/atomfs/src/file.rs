@@ -203,8 +203,18 @@ impl<'fs> OpenOptions<'fs> {
 
     /// Open the file at `path` (inside the file system) with these options.
     pub fn open(&self, path: impl AsRef<Path>) -> Result<File> {
+        self.open_with(path, None)
+    }
+
+    /// Open the file at `path` as part of the transaction `tx`: its creation and truncation
+    /// belong to `tx`, and the file is bound to it (every write through it too).
+    pub fn open_in(&self, tx: &crate::Tx, path: impl AsRef<Path>) -> Result<File> {
+        self.open_with(path, Some(tx.id()))
+    }
+
+    fn open_with(&self, path: impl AsRef<Path>, tx: Option<store::TxId>) -> Result<File> {
         let store = &*self.fs.shared.store;
-        let fh = self.opts.open(store, path_bytes(path.as_ref()), None)?;
+        let fh = self.opts.open(store, path_bytes(path.as_ref()), tx)?;
         let ino = match store.fstat(fh) {
             Ok(meta) => meta.ino,
             Err(e) => {

@@ -36,7 +36,7 @@ mod file;
 mod fs;
 mod tx;
 
-pub use config::{Config, POOL_SIZE_DEFAULT};
+pub use config::{pool_config_for, Config, POOL_SIZE_DEFAULT};
 pub use file::{File, OpenOptions};
 pub use fs::Fs;
 /// The pool engine (FCFS), for its configuration types.

@@ -174,3 +174,38 @@ fn io_errors_carry_the_errno() {
     );
     assert!(err.to_string().contains("not open for reading"), "{err}");
 }
+
+#[test]
+fn open_in_a_transaction_makes_creation_and_writes_one_unit() -> atomfs::Result<()> {
+    let fs = fs();
+    fs.write("/old", b"previous contents")?;
+    let tx = fs.begin(&[])?;
+    let f = fs
+        .options()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open_in(&tx, "/old")?;
+    f.write_at(b"new", 0)?;
+    let g = fs
+        .options()
+        .write(true)
+        .create_new(true)
+        .open_in(&tx, "/fresh")?;
+    g.write_at(b"fresh", 0)?;
+    drop((f, g));
+    tx.abort()?;
+    assert_eq!(fs.read("/old")?, b"previous contents", "truncation undone");
+    assert!(!fs.exists("/fresh")?, "creation undone");
+    let tx = fs.begin(&[])?;
+    let f = fs
+        .options()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open_in(&tx, "/old")?;
+    f.write_at(b"new", 0)?;
+    tx.commit()?;
+    assert_eq!(fs.read("/old")?, b"new");
+    Ok(())
+}

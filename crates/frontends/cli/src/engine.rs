@@ -80,7 +80,7 @@ pub fn mkfs(pool: &Path, size: &str, inodes: Option<u64>, force: bool) -> CmdRes
         }
         std::fs::remove_file(pool)?;
     }
-    let mut config = atomfs::pool::PoolConfig::default();
+    let mut config = atomfs::pool_config_for(bytes);
     if let Some(n) = inodes {
         if n < 2 {
             return Err(Failure::new(

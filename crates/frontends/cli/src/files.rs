@@ -81,12 +81,50 @@ pub fn cp(pool: &Path, src: &str, dst: &str) -> CmdResult {
     })
 }
 
+/// Chunk size of `put`; files larger than one chunk get a progress bar.
+const PUT_CHUNK: usize = 16 << 20;
+
 pub fn put(pool: &Path, host_file: &Path, path: &str) -> CmdResult {
-    let data = std::fs::read(host_file)
-        .map_err(|e| Failure::new(format!("{}: {e}", host_file.display())))?;
+    let host_err = |e: std::io::Error| Failure::new(format!("{}: {e}", host_file.display()));
+    let mut src = std::fs::File::open(host_file).map_err(host_err)?;
+    let len = src.metadata().map_err(host_err)?.len();
     with_pool(pool, |fs| {
-        fs.write(path, &data)?;
-        println!("{} -> {path}: {} bytes", host_file.display(), data.len());
+        // One transaction: after a crash the target is the old file or the whole new one.
+        let tx = fs.begin(&[])?;
+        let dst = fs
+            .options()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open_in(&tx, path)?;
+        let bar = (len > PUT_CHUNK as u64).then(|| {
+            let pb = indicatif::ProgressBar::new(len);
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "{bar:40.cyan/blue} {bytes}/{total_bytes} {bytes_per_sec}",
+            ) {
+                pb.set_style(style);
+            }
+            pb
+        });
+        let mut buf = vec![0u8; PUT_CHUNK.min(len as usize).max(1)];
+        let mut off = 0u64;
+        loop {
+            let n = std::io::Read::read(&mut src, &mut buf).map_err(host_err)?;
+            if n == 0 {
+                break;
+            }
+            dst.write_at(&buf[..n], off)?;
+            off += n as u64;
+            if let Some(pb) = &bar {
+                pb.set_position(off);
+            }
+        }
+        drop(dst);
+        tx.commit()?;
+        if let Some(pb) = bar {
+            pb.finish_and_clear();
+        }
+        println!("{} -> {path}: {off} bytes", host_file.display());
         Ok(())
     })
 }

@@ -161,3 +161,27 @@ fn short_demo_passes() {
     assert!(leftovers.is_empty(), "the demo removes its pools");
     let _ = fs::remove_dir_all(dir);
 }
+
+#[test]
+fn a_put_that_does_not_fit_leaves_the_old_file_whole() {
+    let dir = scratch("putfull");
+    let pool = dir.join("p.pool");
+    let p = s(&pool);
+    atomfs_ok(&["mkfs", p, "--size", "16M"]);
+    let small: Vec<u8> = (0..3_000_000u32).map(|i| (i % 253) as u8).collect();
+    let big = vec![9u8; 40 << 20];
+    let (small_path, big_path, back) = (dir.join("small"), dir.join("big"), dir.join("back"));
+    fs::write(&small_path, &small).expect("write");
+    fs::write(&big_path, &big).expect("write");
+    atomfs_ok(&["put", p, s(&small_path), "/f"]);
+    let r = atomfs(&["put", p, s(&big_path), "/f"]);
+    assert_eq!(r.code, Some(1));
+    assert!(r.stderr.contains("no space"), "{}", r.stderr);
+    atomfs_ok(&["get", p, "/f", s(&back)]);
+    assert!(
+        fs::read(&back).expect("read") == small,
+        "the old file is intact"
+    );
+    atomfs_ok(&["fsck", p]);
+    let _ = fs::remove_dir_all(dir);
+}
