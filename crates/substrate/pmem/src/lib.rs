@@ -10,6 +10,10 @@
 //! Implementations:
 //! - [`DramRegion`]: plain heap memory, volatile; flush and fence only count. For unit tests and
 //!   for the no-consistency baselines that must not pay for persistence.
+//! - [`MappedRegion`]: a `mmap`ed pool file with an honest [`Durability`] mode (flush + fence
+//!   on DAX and tmpfs, plus `msync` elsewhere), run-time choice of clwb/clflushopt/clflush.
+//! - [`SimRegion`]: the crash simulator (persistent and cache images, torn unflushed lines,
+//!   crash images at every fence), see [`sim`].
 //!
 //! Engines are generic over `R: Region` so that the mapped fast path is monomorphised and pays
 //! nothing for the simulator.
@@ -18,9 +22,13 @@
 
 mod dram;
 mod error;
+pub mod mapped;
+pub mod sim;
 
 pub use dram::DramRegion;
 pub use error::{PmError, PmResult};
+pub use mapped::{Durability, FlushInstruction, MappedRegion};
+pub use sim::{CrashConfig, CrashPoint, SimRegion};
 
 /// Size of a CPU cache line, the unit of flushing and of the crash simulator.
 pub const CACHE_LINE: u64 = 64;
@@ -74,6 +82,13 @@ pub trait Region: Send + Sync + 'static {
 
     /// Counters of stores, flushes and fences (see [`Accounting`](crate)).
     fn stats(&self) -> RegionStats;
+
+    /// Name the area `[off, off + len)` (metadata log, data log, inode table, data blocks...)
+    /// for accounting. Engines call it once per area at mount; regions that do not account
+    /// ignore it.
+    fn define_area(&self, name: &'static str, off: u64, len: u64) {
+        let _ = (name, off, len);
+    }
 }
 
 /// Counters every region keeps (cheap relaxed atomics).
