@@ -1,0 +1,628 @@
+//! The simulator driver: runs a workload on a [`SimRegion`], checks crash images at every
+//! fence against the oracle, and shrinks failures.
+//!
+//! Oracle: each thread works in its own directory `/tN` and has its own [`ModelStore`]. For
+//! each thread the driver keeps the set of trees a crash may show for its directory:
+//! `[before]` while a unit is running and before its commit call, `[before, after]` while the
+//! commit call (tx_commit, the legacy call itself, fsync/syncv) has not returned, `[after]`
+//! once it has. A crash image passes when recovery succeeds without panicking, every thread's
+//! directory equals one of its acceptable trees (whole-unit atomicity: no mix), nothing else
+//! is in the root, fsck is clean, and a second recovery of the recovered image shows the same
+//! tree.
+
+use crate::workload::{self, Handles, Unit, Workload, WorkloadConfig};
+use crate::{CrashReport, CrashTarget, Violation};
+use conformance::{snapshot, ModelStore, Node, Tree};
+use pmem::{CrashConfig, CrashPoint, SimRegion};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex, MutexGuard};
+use store::{Store, TxId};
+
+/// Budgets and switches of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DriverConfig {
+    /// Crash images checked at one fence at most (exhaustive below this many states).
+    pub images_per_fence: u64,
+    /// Crash images checked per workload at most (later fences are then skipped).
+    pub images_per_workload: u64,
+    /// Crash the recovery of every N-th checked image too (0: never).
+    pub recovery_crash_every: u64,
+    /// Images checked per fence of a crashed recovery.
+    pub recovery_images_per_fence: u64,
+    /// Recover each recovered image a second time and compare.
+    pub second_recovery: bool,
+    /// Stop a workload at its first violation (used when shrinking).
+    pub stop_at_first: bool,
+    /// Seed of the simulator's sampling of crash images.
+    pub sample_seed: u64,
+}
+
+impl Default for DriverConfig {
+    fn default() -> Self {
+        DriverConfig {
+            images_per_fence: 16,
+            images_per_workload: 2000,
+            recovery_crash_every: 16,
+            recovery_images_per_fence: 4,
+            second_recovery: true,
+            stop_at_first: false,
+            sample_seed: 0x5EED,
+        }
+    }
+}
+
+/// What a crash may show for one thread's directory.
+#[derive(Clone, Debug)]
+struct Partition {
+    acceptable: Vec<Tree>,
+    unit: usize,
+    phase: &'static str,
+}
+
+struct Shared {
+    parts: Vec<Partition>,
+    images: u64,
+    violations: Vec<Violation>,
+    stop: bool,
+}
+
+struct Ctx {
+    target: Arc<dyn CrashTarget>,
+    cfg: DriverConfig,
+    seed: u64,
+    repro: String,
+    shared: Mutex<Shared>,
+}
+
+impl Ctx {
+    fn lock(&self) -> MutexGuard<'_, Shared> {
+        self.shared.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn violation(&self, what: String, unit: Option<usize>, at: String) {
+        let mut sh = self.lock();
+        sh.violations.push(Violation {
+            engine: self.target.name(),
+            seed: self.seed,
+            unit,
+            at,
+            what,
+            repro: self.repro.clone(),
+        });
+        if self.cfg.stop_at_first {
+            sh.stop = true;
+        }
+    }
+
+    fn set(&self, t: usize, acceptable: Vec<Tree>, unit: usize, phase: &'static str) {
+        let mut sh = self.lock();
+        sh.parts[t] = Partition {
+            acceptable,
+            unit,
+            phase,
+        };
+    }
+}
+
+fn prefix(t: usize) -> String {
+    format!("/t{t}")
+}
+
+/// Split a recovered tree into thread directories; `Err` names an entry outside them.
+fn split(tree: &Tree, threads: usize) -> Result<Vec<Tree>, String> {
+    let mut parts = vec![Tree::new(); threads];
+    for (path, node) in tree {
+        let text = String::from_utf8_lossy(path).into_owned();
+        let (top, rest) = match text.split_once('/') {
+            Some((top, rest)) => (top.to_string(), Some(rest.to_string())),
+            None => (text.clone(), None),
+        };
+        let t = top
+            .strip_prefix('t')
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|&t| t < threads);
+        match (t, rest) {
+            (Some(t), Some(rest)) => {
+                parts[t].insert(rest.into_bytes(), node.clone());
+            }
+            (Some(_), None) if *node == Node::Dir => {}
+            _ => return Err(format!("unexpected entry {text} in the root")),
+        }
+    }
+    Ok(parts)
+}
+
+fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".into())
+}
+
+/// Recover `image` and read its tree, fsck included. Errors describe the violation.
+fn recover_tree(target: &dyn CrashTarget, region: Arc<SimRegion>) -> Result<Tree, String> {
+    let result = catch_unwind(AssertUnwindSafe(|| -> Result<Tree, String> {
+        let store = target
+            .recover(region)
+            .map_err(|e| format!("recovery failed: {e}"))?;
+        let tree = snapshot(store.as_ref())
+            .map_err(|e| format!("reading the recovered store failed: {e}"))?;
+        let report = store.fsck().map_err(|e| format!("fsck failed: {e}"))?;
+        if !report.is_clean() {
+            let problems: Vec<String> = report
+                .problems
+                .iter()
+                .take(5)
+                .map(|p| format!("{} at {}", p.what, p.location))
+                .collect();
+            return Err(format!("fsck: {}", problems.join("; ")));
+        }
+        Ok(tree)
+    }));
+    match result {
+        Ok(r) => r,
+        Err(p) => Err(format!("panic in recovery: {}", panic_text(p.as_ref()))),
+    }
+}
+
+/// Compare a recovered tree with the acceptable sets.
+fn judge(tree: &Tree, parts: &[Partition]) -> Result<(), String> {
+    let split = split(tree, parts.len())?;
+    for (t, (got, part)) in split.iter().zip(parts).enumerate() {
+        if part.acceptable.iter().any(|want| want == got) {
+            continue;
+        }
+        let mut why = Vec::new();
+        for (k, want) in part.acceptable.iter().enumerate() {
+            let label = if k == 0 {
+                "state before the unit"
+            } else {
+                "state after the unit"
+            };
+            why.push(format!(
+                "vs {label}: {}",
+                conformance::diff(want, got, 4).join(", ")
+            ));
+        }
+        return Err(format!(
+            "thread {t} unit {} ({}): recovered state matches no acceptable state; {}",
+            part.unit,
+            part.phase,
+            why.join(" | ")
+        ));
+    }
+    Ok(())
+}
+
+/// Check one crash image; `nested` is true for images of a crashed recovery.
+fn check_image(
+    ctx: &Ctx,
+    parts: &[Partition],
+    image: Vec<u8>,
+    at: &str,
+    nested: bool,
+    crash_recovery: bool,
+) {
+    let region = Arc::new(SimRegion::from_image(image));
+    if crash_recovery && !nested {
+        region.set_crash_config(CrashConfig {
+            exhaustive_limit: ctx.cfg.recovery_images_per_fence,
+            sample_count: ctx.cfg.recovery_images_per_fence,
+            seed: ctx.cfg.sample_seed,
+        });
+        let hook_parts = parts.to_vec();
+        let hook_at = at.to_string();
+        // The hook must be 'static: hand it a raw context pointer? No: clone what it needs.
+        let ctx_ptr = CtxRef::new(ctx);
+        region.set_fence_hook(Box::new(move |cp: &CrashPoint<'_>| {
+            let ctx = ctx_ptr.get();
+            for_each_chosen(cp, ctx.cfg.recovery_images_per_fence, |i, image| {
+                let where_ = format!("{hook_at}; recovery crashed, {}", cp.describe(i));
+                check_image(ctx, &hook_parts, image, &where_, true, false);
+            });
+        }));
+    }
+    ctx.lock().images += 1;
+    let unit = parts.iter().map(|p| p.unit).max();
+    let tree = match recover_tree(ctx.target.as_ref(), region.clone()) {
+        Ok(tree) => tree,
+        Err(what) => return ctx.violation(what, unit, at.to_string()),
+    };
+    let _ = region.take_fence_hook();
+    if let Err(what) = judge(&tree, parts) {
+        return ctx.violation(what, unit, at.to_string());
+    }
+    if ctx.cfg.second_recovery && !nested {
+        let again = Arc::new(SimRegion::from_image(region.persistent_image()));
+        match recover_tree(ctx.target.as_ref(), again) {
+            Ok(second) if second == tree => {}
+            Ok(second) => {
+                let d = conformance::diff(&tree, &second, 4).join(", ");
+                ctx.violation(
+                    format!("a second recovery changed the state: {d}"),
+                    unit,
+                    at.to_string(),
+                )
+            }
+            Err(what) => ctx.violation(format!("second recovery: {what}"), unit, at.to_string()),
+        }
+    }
+}
+
+/// A `'static` handle on the context for fence hooks. The driver removes every hook before the
+/// context is dropped (hooks only live inside `run_workload`).
+#[derive(Clone, Copy)]
+struct CtxRef(*const Ctx);
+// SAFETY: `Ctx` is Sync (a Mutex and Send+Sync fields); the pointer is only dereferenced while
+// `run_workload` keeps the context alive (hooks are removed before it returns).
+unsafe impl Send for CtxRef {}
+
+impl CtxRef {
+    fn new(ctx: &Ctx) -> Self {
+        CtxRef(ctx as *const Ctx)
+    }
+    fn get(&self) -> &Ctx {
+        // SAFETY: see the type's comment: the context outlives every hook holding this.
+        unsafe { &*self.0 }
+    }
+}
+
+/// Call `f` for at most `budget` images of `cp`, spread over its index range.
+fn for_each_chosen(cp: &CrashPoint<'_>, budget: u64, mut f: impl FnMut(u64, Vec<u8>)) {
+    let count = cp.image_count();
+    let n = count.min(budget);
+    for k in 0..n {
+        let i = if n == count { k } else { k * count / n };
+        f(i, cp.image(i));
+    }
+}
+
+/// The hook of the workload region: check the images of this fence.
+fn on_fence(ctx: &Ctx, cp: &CrashPoint<'_>) {
+    let (parts, left, checked) = {
+        let sh = ctx.lock();
+        if sh.stop {
+            return;
+        }
+        (
+            sh.parts.clone(),
+            ctx.cfg.images_per_workload.saturating_sub(sh.images),
+            sh.images,
+        )
+    };
+    let budget = left.min(ctx.cfg.images_per_fence);
+    let mut n = checked;
+    for_each_chosen(cp, budget, |i, image| {
+        n += 1;
+        let crash_recovery =
+            ctx.cfg.recovery_crash_every > 0 && n % ctx.cfg.recovery_crash_every == 0;
+        check_image(ctx, &parts, image, &cp.describe(i), false, crash_recovery);
+    });
+}
+
+fn model_tree(model: &ModelStore) -> Tree {
+    snapshot(&model.crash()).unwrap_or_default()
+}
+
+/// Run one thread's units on `s` (and on its model), updating the oracle around each commit.
+fn run_thread(ctx: &Ctx, s: &dyn Store, t: usize, units: &[Unit], model: &ModelStore) {
+    let pre = prefix(t);
+    let mut before = model_tree(model);
+    for (i, unit) in units.iter().enumerate() {
+        if ctx.lock().stop {
+            return;
+        }
+        ctx.set(t, vec![before.clone()], i, "running");
+        let mut mh = Handles::new();
+        let mut th = Handles::new();
+        let mut diverged = Vec::new();
+        let mut check = |what: &str, m: String, g: String| {
+            if m != g {
+                diverged.push(format!("{what}: model {m}, store {g}"));
+            }
+        };
+        match unit {
+            Unit::Tx { ops, end } => {
+                let (mt, tt) = match (model.tx_begin(&[]), s.tx_begin(&[])) {
+                    (Ok(mt), Ok(tt)) => (mt, tt),
+                    (m, g) => {
+                        let what = format!(
+                            "tx_begin: model {}, store {}",
+                            workload::outcome(&m),
+                            workload::outcome(&g)
+                        );
+                        return ctx.violation(what, Some(i), format!("thread {t}"));
+                    }
+                };
+                for op in ops {
+                    let m = workload::exec_op(model, "", op, Some(mt), &mut mh);
+                    let g = workload::exec_op(s, &pre, op, Some(tt), &mut th);
+                    check(&format!("{op:?} in tx"), m, g);
+                }
+                let (m, g) = finish_tx(ctx, s, model, t, i, *end, mt, tt, &before);
+                check(&format!("tx {end:?}"), m, g);
+            }
+            Unit::Legacy(op) => {
+                let m = workload::exec_op(model, "", op, None, &mut mh);
+                let after = model_tree(model);
+                ctx.set(t, vec![before.clone(), after], i, "legacy call in flight");
+                let g = workload::exec_op(s, &pre, op, None, &mut th);
+                check(&format!("{op:?}"), m, g);
+            }
+            Unit::Atomic { writes, end } => {
+                let m = workload::exec_atomic_writes(model, "", writes, &mut mh);
+                let g = workload::exec_atomic_writes(s, &pre, writes, &mut th);
+                check("O_ATOMIC writes", m.join(","), g.join(","));
+                let m = workload::exec_atomic_end(model, *end, &mh);
+                let after = model_tree(model);
+                ctx.set(
+                    t,
+                    vec![before.clone(), after],
+                    i,
+                    "O_ATOMIC commit in flight",
+                );
+                let g = workload::exec_atomic_end(s, *end, &th);
+                check(&format!("{end:?}"), m, g);
+            }
+        }
+        mh.release_all(model);
+        th.release_all(s);
+        before = model_tree(model);
+        ctx.set(t, vec![before.clone()], i, "returned");
+        if !diverged.is_empty() {
+            ctx.violation(
+                format!("store and model disagree: {}", diverged.join("; ")),
+                Some(i),
+                format!("thread {t}"),
+            );
+            return;
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn finish_tx(
+    ctx: &Ctx,
+    s: &dyn Store,
+    model: &ModelStore,
+    t: usize,
+    i: usize,
+    end: workload::TxEnd,
+    mt: TxId,
+    tt: TxId,
+    before: &Tree,
+) -> (String, String) {
+    match end {
+        workload::TxEnd::Commit => {
+            let m = workload::outcome(&model.tx_commit(mt));
+            let after = model_tree(model);
+            ctx.set(t, vec![before.clone(), after], i, "tx_commit in flight");
+            (m, workload::outcome(&s.tx_commit(tt)))
+        }
+        workload::TxEnd::Abort => {
+            ctx.set(t, vec![before.clone()], i, "tx_abort in flight");
+            (
+                workload::outcome(&model.tx_abort(mt)),
+                workload::outcome(&s.tx_abort(tt)),
+            )
+        }
+    }
+}
+
+/// Run one workload on a fresh simulated region of `target`, checking crash images at every
+/// fence, a crash after the last call, and a clean unmount and reopen.
+pub fn run_workload(
+    target: Arc<dyn CrashTarget>,
+    workload: &Workload,
+    cfg: &DriverConfig,
+) -> CrashReport {
+    let threads = workload.threads.len();
+    let ctx = Ctx {
+        target: target.clone(),
+        cfg: *cfg,
+        seed: workload.config.seed,
+        repro: workload.repro_env(),
+        shared: Mutex::new(Shared {
+            parts: vec![
+                Partition {
+                    acceptable: vec![],
+                    unit: 0,
+                    phase: "setup"
+                };
+                threads
+            ],
+            images: 0,
+            violations: Vec::new(),
+            stop: false,
+        }),
+    };
+    let region = Arc::new(SimRegion::new(target.region_len()));
+    region.set_crash_config(CrashConfig {
+        exhaustive_limit: cfg.images_per_fence,
+        sample_count: cfg.images_per_fence,
+        seed: cfg.sample_seed ^ workload.config.seed,
+    });
+    let formatted = catch_unwind(AssertUnwindSafe(|| target.format(region.clone())));
+    let store = match formatted {
+        Ok(Ok(store)) => store,
+        Ok(Err(e)) => return report_of(&ctx, format!("format failed: {e}")),
+        Err(p) => return report_of(&ctx, format!("panic in format: {}", panic_text(p.as_ref()))),
+    };
+    let models: Vec<ModelStore> = (0..threads).map(|_| ModelStore::new()).collect();
+    for (t, model) in models.iter().enumerate() {
+        if let Err(e) =
+            workload::setup(store.as_ref(), &prefix(t)).and_then(|_| workload::setup(model, ""))
+        {
+            return report_of(&ctx, format!("setup failed: {e}"));
+        }
+        ctx.set(t, vec![model_tree(model)], 0, "after setup");
+    }
+    let ctx_ref = CtxRef::new(&ctx);
+    region.set_fence_hook(Box::new(move |cp: &CrashPoint<'_>| {
+        on_fence(ctx_ref.get(), cp)
+    }));
+    let s = store.as_ref();
+    std::thread::scope(|scope| {
+        for (t, units) in workload.threads.iter().enumerate() {
+            let (ctx, model) = (&ctx, &models[t]);
+            scope.spawn(move || {
+                if let Err(p) =
+                    catch_unwind(AssertUnwindSafe(|| run_thread(ctx, s, t, units, model)))
+                {
+                    ctx.violation(
+                        format!("panic in the workload: {}", panic_text(p.as_ref())),
+                        None,
+                        format!("thread {t}"),
+                    );
+                }
+            });
+        }
+    });
+    let _ = region.take_fence_hook();
+    if !ctx.lock().stop {
+        // A crash after the last call returned: only the final states are acceptable.
+        let parts = ctx.lock().parts.clone();
+        let cp = region.crash_point();
+        for_each_chosen(&cp, cfg.images_per_fence, |i, image| {
+            check_image(
+                &ctx,
+                &parts,
+                image,
+                &format!("crash after the workload, {}", cp.describe(i)),
+                false,
+                false,
+            )
+        });
+        final_reopen(&ctx, store, &region, &parts);
+    }
+    let sh = ctx.lock();
+    CrashReport {
+        engine: target.name(),
+        workloads: 1,
+        images: sh.images,
+        kills: 0,
+        violations: sh.violations.clone(),
+    }
+}
+
+fn final_reopen(ctx: &Ctx, store: Box<dyn Store>, region: &SimRegion, parts: &[Partition]) {
+    match catch_unwind(AssertUnwindSafe(|| store.unmount())) {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return ctx.violation(format!("unmount failed: {e}"), None, "end".into()),
+        Err(p) => {
+            return ctx.violation(
+                format!("panic in unmount: {}", panic_text(p.as_ref())),
+                None,
+                "end".into(),
+            )
+        }
+    }
+    drop(store);
+    let image = Arc::new(SimRegion::from_image(region.persistent_image()));
+    match recover_tree(ctx.target.as_ref(), image) {
+        Ok(tree) => {
+            if let Err(what) = judge(&tree, parts) {
+                ctx.violation(format!("after a clean unmount: {what}"), None, "end".into());
+            }
+        }
+        Err(what) => ctx.violation(
+            format!("reopen after a clean unmount: {what}"),
+            None,
+            "end".into(),
+        ),
+    }
+}
+
+fn report_of(ctx: &Ctx, what: String) -> CrashReport {
+    ctx.violation(what, None, "start".into());
+    let sh = ctx.lock();
+    CrashReport {
+        engine: ctx.target.name(),
+        workloads: 1,
+        images: sh.images,
+        kills: 0,
+        violations: sh.violations.clone(),
+    }
+}
+
+/// Shrink a failing workload: drop chunks of units, then single units, while it still fails
+/// (at most `attempts` reruns). Returns the smallest failing workload found.
+pub fn shrink(
+    target: Arc<dyn CrashTarget>,
+    workload: &Workload,
+    cfg: &DriverConfig,
+    attempts: usize,
+) -> Workload {
+    let cfg = DriverConfig {
+        stop_at_first: true,
+        ..*cfg
+    };
+    let fails = |kept: &[usize]| {
+        let w = Workload::with_kept(workload.config, kept);
+        !run_workload(target.clone(), &w, &cfg).violations.is_empty()
+    };
+    let mut kept = workload.kept.clone();
+    let mut runs = 0;
+    let mut chunk = kept.len().div_ceil(2).max(1);
+    while chunk >= 1 && runs < attempts {
+        let mut start = 0;
+        let mut progressed = false;
+        while start < kept.len() && runs < attempts {
+            let end = (start + chunk).min(kept.len());
+            let candidate: Vec<usize> = kept[..start].iter().chain(&kept[end..]).copied().collect();
+            runs += 1;
+            if !candidate.is_empty() && fails(&candidate) {
+                kept = candidate;
+                progressed = true;
+            } else {
+                start = end;
+            }
+        }
+        if chunk == 1 && !progressed {
+            break;
+        }
+        if !progressed || chunk > 1 {
+            chunk /= 2;
+            chunk = chunk.max(1);
+        }
+    }
+    Workload::with_kept(workload.config, &kept)
+}
+
+/// Run the workloads of `seeds` (each `template` with that seed). The first failing workload
+/// is shrunk and its reproduction printed to stderr; the report counts everything.
+pub fn run_seeds(
+    target: Arc<dyn CrashTarget>,
+    seeds: impl IntoIterator<Item = u64>,
+    template: WorkloadConfig,
+    cfg: &DriverConfig,
+) -> CrashReport {
+    let mut total = CrashReport {
+        engine: target.name(),
+        ..Default::default()
+    };
+    let mut shrunk = false;
+    for seed in seeds {
+        let workload = Workload::generate(WorkloadConfig { seed, ..template });
+        let report = run_workload(target.clone(), &workload, cfg);
+        if !report.violations.is_empty() && !shrunk {
+            shrunk = true;
+            eprintln!(
+                "crashtest {}: seed {seed} fails: {}",
+                target.name(),
+                report.violations[0]
+            );
+            let small = shrink(target.clone(), &workload, cfg, 200);
+            eprintln!(
+                "crashtest {}: shrunk to {} of {} units; reproduce with:\n  {} ATOMFS_CRASH_ENGINE={} cargo test -p atomfs-crash --test repro -- --nocapture",
+                target.name(),
+                small.len(),
+                workload.len(),
+                small.repro_env(),
+                target.name()
+            );
+        }
+        total.merge(report);
+    }
+    total
+}

@@ -1,0 +1,173 @@
+//! The harness proves it can fail: it must report violations for the deliberately broken
+//! fixture stores and none for the correct one (crash::fixtures; fixtures, not engines).
+
+use crash::fixtures::{Flaw, ShadowTarget};
+use crash::{run_seeds, run_workload, shrink, DriverConfig, Workload, WorkloadConfig};
+use std::sync::Arc;
+
+fn cfg() -> DriverConfig {
+    DriverConfig {
+        images_per_fence: 6,
+        images_per_workload: 300,
+        ..Default::default()
+    }
+}
+
+fn run(flaw: Flaw, seeds: std::ops::Range<u64>, threads: usize) -> crash::CrashReport {
+    let target = Arc::new(ShadowTarget {
+        flaw,
+        slot_len: 256 << 10,
+    });
+    let report = run_seeds(
+        target,
+        seeds,
+        WorkloadConfig {
+            seed: 0,
+            units: 16,
+            threads,
+        },
+        &cfg(),
+    );
+    eprintln!("{}", report.summary());
+    report
+}
+
+#[test]
+fn correct_shadow_store_has_no_violations() {
+    let report = run(Flaw::None, 1..6, 1);
+    assert!(
+        report.images >= 500,
+        "too few crash images checked: {}",
+        report.images
+    );
+    assert!(
+        report.violations.is_empty(),
+        "first: {}",
+        report.violations[0]
+    );
+}
+
+#[test]
+fn correct_shadow_store_with_threads_has_no_violations() {
+    let target = Arc::new(ShadowTarget {
+        flaw: Flaw::None,
+        slot_len: 512 << 10,
+    });
+    let report = run_seeds(
+        target,
+        10..12,
+        WorkloadConfig {
+            seed: 0,
+            units: 12,
+            threads: 3,
+        },
+        &cfg(),
+    );
+    eprintln!("{}", report.summary());
+    assert!(report.images > 0);
+    assert!(
+        report.violations.is_empty(),
+        "first: {}",
+        report.violations[0]
+    );
+}
+
+#[test]
+fn in_place_store_is_caught() {
+    let report = run(Flaw::InPlace, 1..3, 1);
+    assert!(
+        !report.violations.is_empty(),
+        "in-place writes without a commit mark went unnoticed"
+    );
+}
+
+#[test]
+fn missing_fence_before_commit_word_is_caught() {
+    let report = run(Flaw::NoFenceBeforeCommit, 1..3, 1);
+    assert!(
+        !report.violations.is_empty(),
+        "a missing fence before the commit word went unnoticed"
+    );
+}
+
+#[test]
+fn lazy_commit_is_caught() {
+    let report = run(Flaw::LazyCommit, 1..3, 1);
+    assert!(
+        !report.violations.is_empty(),
+        "commits acknowledged before they were durable went unnoticed"
+    );
+    assert!(
+        report
+            .violations
+            .iter()
+            .any(|v| v.what.contains("matches no acceptable state")),
+        "{}",
+        report.violations[0]
+    );
+}
+
+#[test]
+fn shrinking_keeps_a_failing_smaller_workload() {
+    let target = Arc::new(ShadowTarget::new(Flaw::LazyCommit));
+    let workload = Workload::generate(WorkloadConfig {
+        seed: 3,
+        units: 16,
+        threads: 1,
+    });
+    let c = DriverConfig {
+        stop_at_first: true,
+        ..cfg()
+    };
+    assert!(!run_workload(target.clone(), &workload, &c)
+        .violations
+        .is_empty());
+    let small = shrink(target.clone(), &workload, &c, 100);
+    assert!(small.len() < workload.len(), "nothing was dropped");
+    assert!(
+        !run_workload(target, &small, &c).violations.is_empty(),
+        "the shrunk workload passes"
+    );
+    let again = Workload::with_kept(small.config, &small.kept);
+    assert_eq!(
+        again, small,
+        "a shrunk workload is reproducible from its repro settings"
+    );
+    assert!(
+        small.repro_env().contains("ATOMFS_CRASH_KEEP="),
+        "{}",
+        small.repro_env()
+    );
+}
+
+#[test]
+fn summary_line_has_the_documented_form() {
+    let report = run(Flaw::None, 7..8, 1);
+    let line = report.summary();
+    let want = format!(
+        "crashtest fixture-shadow: workloads 1, crash images {}, kills 0, violations 0",
+        report.images
+    );
+    assert_eq!(line, want);
+}
+
+#[test]
+fn workloads_are_reproducible_from_the_seed() {
+    let a = Workload::generate(WorkloadConfig {
+        seed: 42,
+        units: 30,
+        threads: 2,
+    });
+    let b = Workload::generate(WorkloadConfig {
+        seed: 42,
+        units: 30,
+        threads: 2,
+    });
+    let c = Workload::generate(WorkloadConfig {
+        seed: 43,
+        units: 30,
+        threads: 2,
+    });
+    assert_eq!(a, b);
+    assert_ne!(a, c);
+}
