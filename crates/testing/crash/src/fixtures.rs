@@ -9,8 +9,8 @@
 //!   word): a crash tears it. The harness must report violations.
 //! - [`Flaw::NoFenceBeforeCommit`]: flushes the new slot but forgets the fence before the
 //!   commit word, so the word may persist before the data it names.
-//! - [`Flaw::LazyCommit`]: correct protocol, but only every second persistence point is
-//!   written: a call can return before its effect is durable.
+//! - [`Flaw::LazyCommit`]: correct protocol, but only one change in four is written (the
+//!   others wait for a later one): calls return before their effect is durable.
 //!
 //! Each store keeps its live state in a [`ModelStore`] and persists after every mutating call
 //! that changed the durable state.
@@ -36,9 +36,10 @@ pub enum Flaw {
 
 // Layout (little-endian):
 //   [0, 8)            commit word: (sequence << 1) | active slot
-//   [64 + i*slot_len) slot i: [len u64][checksum u64][payload: len bytes]
+//   [4096 + i*slot_len) slot i: [len u64][checksum u64][payload: len bytes]
 // payload: entries of [kind u8 (0 dir, 1 file)][path len u32][path][data len u64][data]
-const SLOTS_AT: u64 = 64;
+// Slots start at 4096 so that the region is a whole number of pages (mapped pools).
+const SLOTS_AT: u64 = 4096;
 const SLOT_HEADER: u64 = 16;
 
 fn checksum(bytes: &[u8]) -> u64 {
@@ -235,7 +236,7 @@ impl<R: Region> ShadowStore<R> {
             return Ok(());
         }
         p.calls += 1;
-        if self.flaw == Flaw::LazyCommit && p.calls % 2 == 0 {
+        if self.flaw == Flaw::LazyCommit && p.calls % 4 != 1 {
             return Ok(()); // the flaw: this change is acknowledged but never written
         }
         let len = SLOT_HEADER + payload.len() as u64;
@@ -388,7 +389,7 @@ impl<R: Region> Store for ShadowStore<R> {
         // Flushes whatever LazyCommit skipped: a clean unmount is durable for every fixture.
         self.lock().last_checksum = None;
         if self.flaw == Flaw::LazyCommit {
-            self.lock().calls = 0; // the next persist is an odd call: written
+            self.lock().calls = 0; // the next persist is call 1: written
         }
         self.persist()?;
         self.model.unmount()

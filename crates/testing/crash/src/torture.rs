@@ -80,7 +80,8 @@ pub fn run_child(target: &dyn KillTarget, path: &Path, seed: u64) -> Result<()> 
         let _ = writeln!(out, "{line}");
         let _ = out.flush();
     };
-    say(&mut out, "ready".into());
+    // A leading newline: a test harness may have printed a partial line ("test x ... ").
+    say(&mut out, "\nready".into());
     for (i, unit) in child_workload(seed).threads[0].iter().enumerate() {
         let got = exec_unit(s.as_ref(), "/t0", unit);
         let want = exec_unit(&model, "", unit);
@@ -145,10 +146,9 @@ pub fn torture(
     let mut rng = Rng::new(cfg.seed);
     for round in 0..cfg.rounds {
         let seed = cfg.seed.wrapping_mul(1000).wrapping_add(round);
-        let pool = cfg.dir.join(format!(
-            "atomfs-torture-{}-{round}.pool",
-            std::process::id()
-        ));
+        let pool = cfg
+            .dir
+            .join(format!("atomfs-torture-{}-{seed}.pool", std::process::id()));
         let _ = std::fs::remove_file(&pool);
         let violation = |what: String| Violation {
             engine: target.name(),
@@ -158,13 +158,13 @@ pub fn torture(
             what,
             repro: format!("torture seed {seed}"),
         };
-        let lines = match run_and_kill(
+        let (lines, killed) = match run_and_kill(
             child(&pool, seed),
             Duration::from_millis(1 + rng.below(cfg.kill_after_ms_max)),
         ) {
             Ok((lines, killed)) => {
                 report.kills += killed as u64;
-                lines
+                (lines, killed)
             }
             Err(e) => {
                 report
@@ -174,7 +174,14 @@ pub fn torture(
             }
         };
         report.workloads += 1;
-        if let Some(d) = lines.iter().find(|l| l.starts_with("diverge")) {
+        let finished = lines
+            .iter()
+            .any(|l| l == "done" || l.starts_with("diverge"));
+        if !killed && !finished {
+            report.violations.push(violation(format!(
+                "the child exited on its own without finishing: {lines:?}"
+            )));
+        } else if let Some(d) = lines.iter().find(|l| l.starts_with("diverge")) {
             report.violations.push(violation(d.clone()));
         } else if lines.iter().any(|l| l == "ready") {
             let acked = lines
@@ -233,12 +240,21 @@ fn check_pool(
     if !fsck.is_clean() {
         return Err(format!("fsck: {:?}", fsck.problems));
     }
+    if let Some((p, _)) = tree
+        .iter()
+        .find(|(p, _)| p.as_slice() != b"t0" && !p.starts_with(b"t0/"))
+    {
+        return Err(format!(
+            "unexpected entry {} in the root",
+            String::from_utf8_lossy(p)
+        ));
+    }
     let mine: Tree = tree
         .iter()
         .filter_map(|(p, n)| Some((p.strip_prefix(b"t0/".as_slice())?.to_vec(), n.clone())))
         .collect();
     let candidates = &states[done.min(states.len() - 1)..];
-    if candidates.iter().any(|want| *want == mine) {
+    if candidates.contains(&mine) {
         return Ok(());
     }
     let d = conformance::diff(&candidates[0], &mine, 4).join(", ");
