@@ -235,6 +235,12 @@ impl ModelStore {
         }
     }
 
+    /// Replace this store's whole state by `other`'s (undo to a [`fork`](Self::fork)).
+    pub fn restore(&self, other: ModelStore) {
+        let state = other.state.into_inner().unwrap_or_else(|p| p.into_inner());
+        *self.lock() = state;
+    }
+
     /// Number of open transactions.
     pub fn open_transactions(&self) -> usize {
         self.lock().txs.len()

@@ -304,6 +304,29 @@ fn model_tree(model: &ModelStore) -> Tree {
     snapshot(&model.crash()).unwrap_or_default()
 }
 
+/// Outcomes of one unit on the model and on the store.
+#[derive(Default)]
+struct Outcomes {
+    diverged: Vec<String>,
+    /// The store ran out of space (NoSpace/LogFull) where the model, which has no limits, did
+    /// not: legitimate; the unit must then have had no effect.
+    out_of_space: bool,
+}
+
+impl Outcomes {
+    fn check(&mut self, what: &str, model: String, store: String) {
+        if model == store {
+            return;
+        }
+        if model == "ok" && (store == "err:NoSpace" || store == "err:LogFull") {
+            self.out_of_space = true;
+            return;
+        }
+        self.diverged
+            .push(format!("{what}: model {model}, store {store}"));
+    }
+}
+
 /// Run one thread's units on `s` (and on its model), updating the oracle around each commit.
 fn run_thread(ctx: &Ctx, s: &dyn Store, t: usize, units: &[Unit], model: &ModelStore) {
     let pre = prefix(t);
@@ -315,12 +338,7 @@ fn run_thread(ctx: &Ctx, s: &dyn Store, t: usize, units: &[Unit], model: &ModelS
         ctx.set(t, vec![before.clone()], i, "running");
         let mut mh = Handles::new();
         let mut th = Handles::new();
-        let mut diverged = Vec::new();
-        let mut check = |what: &str, m: String, g: String| {
-            if m != g {
-                diverged.push(format!("{what}: model {m}, store {g}"));
-            }
-        };
+        let mut out = Outcomes::default();
         match unit {
             Unit::Tx { ops, end } => {
                 let (mt, tt) = match (model.tx_begin(&[]), s.tx_begin(&[])) {
@@ -337,23 +355,47 @@ fn run_thread(ctx: &Ctx, s: &dyn Store, t: usize, units: &[Unit], model: &ModelS
                 for op in ops {
                     let m = workload::exec_op(model, "", op, Some(mt), &mut mh);
                     let g = workload::exec_op(s, &pre, op, Some(tt), &mut th);
-                    check(&format!("{op:?} in tx"), m, g);
+                    out.check(&format!("{op:?} in tx"), m, g);
                 }
-                let (m, g) = finish_tx(ctx, s, model, t, i, *end, mt, tt, &before);
-                check(&format!("tx {end:?}"), m, g);
+                // A transaction that ran out of space is aborted on both sides.
+                let end = if out.out_of_space {
+                    workload::TxEnd::Abort
+                } else {
+                    *end
+                };
+                let (m, g) = finish_tx(ctx, s, model, t, i, end, mt, tt, &before);
+                let g = if out.out_of_space && g == "err:NoSuchTransaction" {
+                    "ok".to_string()
+                } else {
+                    g
+                };
+                out.check(&format!("tx {end:?}"), m, g);
             }
             Unit::Legacy(op) => {
+                let saved = model.fork();
                 let m = workload::exec_op(model, "", op, None, &mut mh);
                 let after = model_tree(model);
                 ctx.set(t, vec![before.clone(), after], i, "legacy call in flight");
                 let g = workload::exec_op(s, &pre, op, None, &mut th);
-                check(&format!("{op:?}"), m, g);
+                out.check(&format!("{op:?}"), m, g);
+                if out.out_of_space {
+                    mh.release_all(model);
+                    model.restore(saved);
+                }
             }
             Unit::Atomic { writes, end } => {
+                let saved = model.fork();
                 let m = workload::exec_atomic_writes(model, "", writes, &mut mh);
                 let g = workload::exec_atomic_writes(s, &pre, writes, &mut th);
-                check("O_ATOMIC writes", m.join(","), g.join(","));
-                let m = workload::exec_atomic_end(model, *end, &mh);
+                for (k, (m, g)) in m.into_iter().zip(g).enumerate() {
+                    out.check(&format!("O_ATOMIC write {k}"), m, g);
+                }
+                let end = if out.out_of_space {
+                    workload::AtomicEnd::Abortv
+                } else {
+                    *end
+                };
+                let m = workload::exec_atomic_end(model, end, &mh);
                 let after = model_tree(model);
                 ctx.set(
                     t,
@@ -361,17 +403,21 @@ fn run_thread(ctx: &Ctx, s: &dyn Store, t: usize, units: &[Unit], model: &ModelS
                     i,
                     "O_ATOMIC commit in flight",
                 );
-                let g = workload::exec_atomic_end(s, *end, &th);
-                check(&format!("{end:?}"), m, g);
+                let g = workload::exec_atomic_end(s, end, &th);
+                out.check(&format!("{end:?}"), m, g);
+                if out.out_of_space {
+                    mh.release_all(model);
+                    model.restore(saved);
+                }
             }
         }
         mh.release_all(model);
         th.release_all(s);
         before = model_tree(model);
         ctx.set(t, vec![before.clone()], i, "returned");
-        if !diverged.is_empty() {
+        if !out.diverged.is_empty() {
             ctx.violation(
-                format!("store and model disagree: {}", diverged.join("; ")),
+                format!("store and model disagree: {}", out.diverged.join("; ")),
                 Some(i),
                 format!("thread {t}"),
             );

@@ -16,6 +16,8 @@
 
 pub mod driver;
 pub mod fixtures;
+#[cfg(feature = "pool")]
+pub mod pool_target;
 pub mod torture;
 pub mod workload;
 
