@@ -37,6 +37,16 @@ pub struct DriverConfig {
     pub sample_seed: u64,
 }
 
+impl DriverConfig {
+    /// Environment settings giving this configuration to `tests/repro.rs`.
+    pub fn repro_env(&self) -> String {
+        format!(
+            "ATOMFS_CRASH_IMAGES={} ATOMFS_CRASH_IMAGES_PER_FENCE={} ATOMFS_CRASH_RECOVERY_EVERY={} ATOMFS_CRASH_SAMPLE_SEED={}",
+            self.images_per_workload, self.images_per_fence, self.recovery_crash_every, self.sample_seed
+        )
+    }
+}
+
 impl Default for DriverConfig {
     fn default() -> Self {
         DriverConfig {
@@ -174,10 +184,10 @@ fn judge(tree: &Tree, parts: &[Partition]) -> Result<(), String> {
         }
         let mut why = Vec::new();
         for (k, want) in part.acceptable.iter().enumerate() {
-            let label = if k == 0 {
-                "state before the unit"
-            } else {
-                "state after the unit"
+            let label = match (part.acceptable.len(), k) {
+                (1, _) => "the only acceptable state",
+                (_, 0) => "state before the unit",
+                _ => "state after the unit",
             };
             why.push(format!(
                 "vs {label}: {}",
@@ -664,7 +674,7 @@ pub fn run_seeds(
                 target.name(),
                 small.len(),
                 workload.len(),
-                small.repro_env(),
+                format!("{} {}", small.repro_env(), cfg.repro_env()),
                 target.name()
             );
         }

@@ -11,6 +11,7 @@
 //!   commit word, so the word may persist before the data it names.
 //! - [`Flaw::LazyCommit`]: correct protocol, but only one change in four is written (the
 //!   others wait for a later one): calls return before their effect is durable.
+//! - [`Flaw::TornRecovery`]: correct at run time; recovery rewrites the active slot in place.
 //!
 //! Each store keeps its live state in a [`ModelStore`] and persists after every mutating call
 //! that changed the durable state.
@@ -32,6 +33,9 @@ pub enum Flaw {
     InPlace,
     NoFenceBeforeCommit,
     LazyCommit,
+    /// Correct while running, but recovery rewrites the active slot in place: a crash during
+    /// recovery tears the only good copy. Only crashing the recovery itself can catch it.
+    TornRecovery,
 }
 
 // Layout (little-endian):
@@ -204,7 +208,17 @@ impl<R: Region> ShadowStore<R> {
                 calls: 0,
             }),
         };
-        s.persist()?;
+        if flaw == Flaw::TornRecovery {
+            // The flaw: rewrite the active slot in place (first its header with a zero length,
+            // as a careless "reformat" would), then the payload again.
+            s.region.store_u64(base, 0);
+            s.region.persist(base, 8);
+            s.write_slot(slot, &payload);
+            s.region.persist(base, SLOT_HEADER + payload.len() as u64);
+            s.lock().last_checksum = Some(checksum(&payload));
+        } else {
+            s.persist()?;
+        }
         Ok(s)
     }
 
@@ -247,7 +261,7 @@ impl<R: Region> ShadowStore<R> {
                 // completes leaves it torn.
                 self.region.persist(SLOTS_AT, len);
             }
-            Flaw::None | Flaw::LazyCommit | Flaw::NoFenceBeforeCommit => {
+            Flaw::None | Flaw::LazyCommit | Flaw::NoFenceBeforeCommit | Flaw::TornRecovery => {
                 let slot = 1 - (p.word & 1);
                 self.write_slot(slot, &payload);
                 if self.flaw == Flaw::NoFenceBeforeCommit {
@@ -406,6 +420,7 @@ pub fn fixture_name(flaw: Flaw) -> String {
         Flaw::InPlace => "fixture-inplace",
         Flaw::NoFenceBeforeCommit => "fixture-nofence",
         Flaw::LazyCommit => "fixture-lazy",
+        Flaw::TornRecovery => "fixture-tornrecovery",
     }
     .into()
 }
@@ -417,6 +432,7 @@ pub fn flaw_by_name(name: &str) -> Option<Flaw> {
         Flaw::InPlace,
         Flaw::NoFenceBeforeCommit,
         Flaw::LazyCommit,
+        Flaw::TornRecovery,
     ]
     .into_iter()
     .find(|&f| fixture_name(f) == name)

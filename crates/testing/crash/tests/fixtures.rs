@@ -108,6 +108,53 @@ fn lazy_commit_is_caught() {
 }
 
 #[test]
+fn torn_recovery_is_caught_only_by_crashing_recovery() {
+    let without = run_seeds(
+        Arc::new(ShadowTarget::new(Flaw::TornRecovery)),
+        1..3,
+        WorkloadConfig {
+            seed: 0,
+            units: 16,
+            threads: 1,
+        },
+        &DriverConfig {
+            recovery_crash_every: 0,
+            ..cfg()
+        },
+    );
+    assert!(
+        without.violations.is_empty(),
+        "the flaw shows without crashing recovery: {}",
+        without.violations[0]
+    );
+    let with = run_seeds(
+        Arc::new(ShadowTarget::new(Flaw::TornRecovery)),
+        1..3,
+        WorkloadConfig {
+            seed: 0,
+            units: 16,
+            threads: 1,
+        },
+        &DriverConfig {
+            recovery_crash_every: 2,
+            ..cfg()
+        },
+    );
+    eprintln!("{}", with.summary());
+    assert!(
+        !with.violations.is_empty(),
+        "a recovery that tears its only copy went unnoticed"
+    );
+    assert!(
+        with.violations
+            .iter()
+            .all(|v| v.at.contains("recovery crashed")),
+        "{}",
+        with.violations[0]
+    );
+}
+
+#[test]
 fn shrinking_keeps_a_failing_smaller_workload() {
     let target = Arc::new(ShadowTarget::new(Flaw::LazyCommit));
     let workload = Workload::generate(WorkloadConfig {
@@ -170,4 +217,39 @@ fn workloads_are_reproducible_from_the_seed() {
     });
     assert_eq!(a, b);
     assert_ne!(a, c);
+}
+
+/// CI scale on the correct fixture: ≥ 5,000 crash images over ≥ 50 workloads (about half a
+/// minute in a debug build on 2 cores, so ignored by default). Run:
+/// `cargo test -p atomfs-crash --release --test fixtures -- --ignored --nocapture`.
+#[test]
+#[ignore = "long: run with --release -- --ignored"]
+fn correct_shadow_store_ci_scale() {
+    let c = DriverConfig {
+        images_per_fence: 8,
+        images_per_workload: 150,
+        ..Default::default()
+    };
+    let target = Arc::new(ShadowTarget::new(Flaw::None));
+    let report = run_seeds(
+        target,
+        1000..1060,
+        WorkloadConfig {
+            seed: 0,
+            units: 20,
+            threads: 1,
+        },
+        &c,
+    );
+    eprintln!("{}", report.summary());
+    assert!(
+        report.workloads >= 50 && report.images >= 5000,
+        "{}",
+        report.summary()
+    );
+    assert!(
+        report.violations.is_empty(),
+        "first: {}",
+        report.violations[0]
+    );
 }

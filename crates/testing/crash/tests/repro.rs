@@ -3,6 +3,7 @@
 //! ```text
 //! ATOMFS_CRASH_ENGINE=fixture-lazy ATOMFS_CRASH_SEED=3 ATOMFS_CRASH_UNITS=16 \
 //!   ATOMFS_CRASH_THREADS=1 [ATOMFS_CRASH_KEEP=2,5,9] [ATOMFS_CRASH_IMAGES=N] \
+//!   [ATOMFS_CRASH_IMAGES_PER_FENCE=N] [ATOMFS_CRASH_RECOVERY_EVERY=N] [ATOMFS_CRASH_SAMPLE_SEED=N] \
 //!   cargo test -p atomfs-crash --test repro -- --nocapture
 //! ```
 //!
@@ -53,9 +54,13 @@ fn repro() {
         }
         Err(_) => Workload::generate(config),
     };
+    let d = DriverConfig::default();
     let cfg = DriverConfig {
-        images_per_workload: env_u64("ATOMFS_CRASH_IMAGES", 2000),
-        ..Default::default()
+        images_per_workload: env_u64("ATOMFS_CRASH_IMAGES", d.images_per_workload),
+        images_per_fence: env_u64("ATOMFS_CRASH_IMAGES_PER_FENCE", d.images_per_fence),
+        recovery_crash_every: env_u64("ATOMFS_CRASH_RECOVERY_EVERY", d.recovery_crash_every),
+        sample_seed: env_u64("ATOMFS_CRASH_SAMPLE_SEED", d.sample_seed),
+        ..d
     };
     eprintln!(
         "workload: {} units: {:#?}",
