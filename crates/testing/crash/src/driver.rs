@@ -670,11 +670,12 @@ pub fn run_seeds(
             );
             let small = shrink(target.clone(), &workload, cfg, 200);
             eprintln!(
-                "crashtest {}: shrunk to {} of {} units; reproduce with:\n  {} ATOMFS_CRASH_ENGINE={} cargo test -p atomfs-crash --test repro -- --nocapture",
+                "crashtest {}: shrunk to {} of {} units; reproduce with:\n  {} {} ATOMFS_CRASH_ENGINE={} cargo test -p atomfs-crash --test repro -- --nocapture",
                 target.name(),
                 small.len(),
                 workload.len(),
-                format!("{} {}", small.repro_env(), cfg.repro_env()),
+                small.repro_env(),
+                cfg.repro_env(),
                 target.name()
             );
         }
