@@ -72,6 +72,7 @@ struct Partition {
 struct Shared {
     parts: Vec<Partition>,
     images: u64,
+    space_rollbacks: u64,
     violations: Vec<Violation>,
     stop: bool,
 }
@@ -423,6 +424,9 @@ fn run_thread(ctx: &Ctx, s: &dyn Store, t: usize, units: &[Unit], model: &ModelS
         }
         mh.release_all(model);
         th.release_all(s);
+        if out.out_of_space {
+            ctx.lock().space_rollbacks += 1;
+        }
         before = model_tree(model);
         ctx.set(t, vec![before.clone()], i, "returned");
         if !out.diverged.is_empty() {
@@ -488,6 +492,7 @@ pub fn run_workload(
                 threads
             ],
             images: 0,
+            space_rollbacks: 0,
             violations: Vec::new(),
             stop: false,
         }),
@@ -556,6 +561,7 @@ pub fn run_workload(
         engine: target.name(),
         workloads: 1,
         images: sh.images,
+        space_rollbacks: sh.space_rollbacks,
         kills: 0,
         violations: sh.violations.clone(),
     }
@@ -596,6 +602,7 @@ fn report_of(ctx: &Ctx, what: String) -> CrashReport {
         engine: ctx.target.name(),
         workloads: 1,
         images: sh.images,
+        space_rollbacks: sh.space_rollbacks,
         kills: 0,
         violations: sh.violations.clone(),
     }

@@ -80,6 +80,9 @@ pub struct CrashReport {
     pub images: u64,
     /// Child processes killed (process torture).
     pub kills: u64,
+    /// Units the store rejected for lack of space (NoSpace/LogFull) and rolled back: they
+    /// check atomicity of the rollback only, so a high share weakens the run.
+    pub space_rollbacks: u64,
     pub violations: Vec<Violation>,
 }
 
@@ -104,6 +107,7 @@ impl CrashReport {
         self.workloads += other.workloads;
         self.images += other.images;
         self.kills += other.kills;
+        self.space_rollbacks += other.space_rollbacks;
         self.violations.extend(other.violations);
     }
 }

@@ -4,7 +4,10 @@
 #![cfg(feature = "pool")]
 
 use crash::pool_target::PoolTarget;
+use crash::torture::{run_child, torture, TortureConfig};
 use crash::{run_seeds, DriverConfig, WorkloadConfig};
+use std::path::Path;
+use std::process::Command;
 use std::sync::Arc;
 
 #[test]
@@ -28,7 +31,11 @@ fn pool_crash_ci() {
         },
         &cfg,
     );
-    eprintln!("{}", report.summary());
+    eprintln!(
+        "{} (units rolled back for lack of space: {})",
+        report.summary(),
+        report.space_rollbacks
+    );
     assert!(
         report.images >= 5000.min(workloads * 100),
         "too few crash images: {}",
@@ -59,6 +66,67 @@ fn pool_crash_threads() {
         },
         &cfg,
     );
+    eprintln!(
+        "{} (units rolled back for lack of space: {})",
+        report.summary(),
+        report.space_rollbacks
+    );
+    assert!(
+        report.violations.is_empty(),
+        "{} violations, first: {}",
+        report.violations.len(),
+        report.violations[0]
+    );
+}
+
+/// The torture child (does nothing unless started by `pool_torture`).
+#[test]
+fn pool_torture_child_entry() {
+    let (Ok(pool), Ok(seed)) = (
+        std::env::var("ATOMFS_TORTURE_POOL"),
+        std::env::var("ATOMFS_TORTURE_SEED"),
+    ) else {
+        return;
+    };
+    let seed: u64 = seed.parse().unwrap_or_else(|_| panic!("bad seed {seed}"));
+    if let Err(e) = run_child(&PoolTarget::test_min(), Path::new(&pool), seed) {
+        panic!("child: {e}");
+    }
+}
+
+/// SIGKILL a child running the pool engine on a pool file in /dev/shm, 20 times (more:
+/// ATOMFS_TORTURE_ROUNDS=2000).
+#[test]
+fn pool_torture() {
+    let rounds: u64 = std::env::var("ATOMFS_TORTURE_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
+    let child = |pool: &Path, seed: u64| {
+        let mut cmd =
+            Command::new(std::env::current_exe().unwrap_or_else(|e| panic!("current_exe: {e}")));
+        cmd.args([
+            "--exact",
+            "pool_torture_child_entry",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("ATOMFS_TORTURE_POOL", pool)
+        .env("ATOMFS_TORTURE_SEED", seed.to_string());
+        cmd
+    };
+    let dir = if Path::new("/dev/shm").is_dir() {
+        "/dev/shm".into()
+    } else {
+        std::env::temp_dir()
+    };
+    let cfg = TortureConfig {
+        seed: 5,
+        rounds,
+        dir,
+        kill_after_ms_max: 60,
+    };
+    let report = torture(&PoolTarget::test_min(), &child, &cfg);
     eprintln!("{}", report.summary());
     assert!(
         report.violations.is_empty(),
