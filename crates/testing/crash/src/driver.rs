@@ -386,8 +386,16 @@ fn run_thread(ctx: &Ctx, s: &dyn Store, t: usize, units: &[Unit], model: &ModelS
                 let saved = model.fork();
                 let m = workload::exec_op(model, "", op, None, &mut mh);
                 let after = model_tree(model);
-                ctx.set(t, vec![before.clone(), after], i, "legacy call in flight");
+                ctx.set(
+                    t,
+                    vec![before.clone(), after.clone()],
+                    i,
+                    "legacy call in flight",
+                );
                 let g = workload::exec_op(s, &pre, op, None, &mut th);
+                if g == m {
+                    ctx.set(t, vec![after], i, "legacy call returned");
+                }
                 out.check(&format!("{op:?}"), m, g);
                 if out.out_of_space {
                     mh.release_all(model);
@@ -410,11 +418,14 @@ fn run_thread(ctx: &Ctx, s: &dyn Store, t: usize, units: &[Unit], model: &ModelS
                 let after = model_tree(model);
                 ctx.set(
                     t,
-                    vec![before.clone(), after],
+                    vec![before.clone(), after.clone()],
                     i,
                     "O_ATOMIC commit in flight",
                 );
                 let g = workload::exec_atomic_end(s, end, &th);
+                if g == m {
+                    ctx.set(t, vec![after], i, "O_ATOMIC commit returned");
+                }
                 out.check(&format!("{end:?}"), m, g);
                 if out.out_of_space {
                     mh.release_all(model);
@@ -456,8 +467,17 @@ fn finish_tx(
         workload::TxEnd::Commit => {
             let m = workload::outcome(&model.tx_commit(mt));
             let after = model_tree(model);
-            ctx.set(t, vec![before.clone(), after], i, "tx_commit in flight");
-            (m, workload::outcome(&s.tx_commit(tt)))
+            ctx.set(
+                t,
+                vec![before.clone(), after.clone()],
+                i,
+                "tx_commit in flight",
+            );
+            let g = workload::outcome(&s.tx_commit(tt));
+            if g == m {
+                ctx.set(t, vec![after], i, "tx_commit returned");
+            }
+            (m, g)
         }
         workload::TxEnd::Abort => {
             ctx.set(t, vec![before.clone()], i, "tx_abort in flight");
