@@ -12,6 +12,7 @@
 //! - [`Flaw::LazyCommit`]: correct protocol, but only one change in four is written (the
 //!   others wait for a later one): calls return before their effect is durable.
 //! - [`Flaw::TornRecovery`]: correct at run time; recovery rewrites the active slot in place.
+//! - [`Flaw::DriftingRecovery`]: a second recovery of a recovered image loses a file.
 //!
 //! Each store keeps its live state in a [`ModelStore`] and persists after every mutating call
 //! that changed the durable state.
@@ -36,6 +37,10 @@ pub enum Flaw {
     /// Correct while running, but recovery rewrites the active slot in place: a crash during
     /// recovery tears the only good copy. Only crashing the recovery itself can catch it.
     TornRecovery,
+    /// Recovery is not idempotent: it counts recoveries in a word of its own and, from the
+    /// second one on, loses the last file (as a replay applied twice would). Only recovering
+    /// a recovered image again can catch it.
+    DriftingRecovery,
 }
 
 // Layout (little-endian):
@@ -45,6 +50,8 @@ pub enum Flaw {
 // Slots start at 4096 so that the region is a whole number of pages (mapped pools).
 const SLOTS_AT: u64 = 4096;
 const SLOT_HEADER: u64 = 16;
+/// Word counting recoveries, for [`Flaw::DriftingRecovery`] only.
+const RECOVERY_COUNT_AT: u64 = 64;
 
 fn checksum(bytes: &[u8]) -> u64 {
     // FNV-1a, 64 bits.
@@ -196,7 +203,24 @@ impl<R: Region> ShadowStore<R> {
         if checksum(&payload) != sum {
             return Err(Error::corrupt("slot checksum mismatch", base));
         }
-        let model = build(&decode(&payload)?)?;
+        let mut tree = decode(&payload)?;
+        if flaw == Flaw::DriftingRecovery {
+            let recoveries = region.load_u64(RECOVERY_COUNT_AT);
+            if recoveries > 0 {
+                let last = tree
+                    .iter()
+                    .rev()
+                    .find(|(_, n)| matches!(n, Node::File(_)))
+                    .map(|(p, _)| p.clone());
+                if let Some(last) = last {
+                    tree.remove(&last); // the flaw
+                }
+            }
+            region.store_u64(RECOVERY_COUNT_AT, recoveries + 1);
+            // persist: the recovery count (used only by this flaw).
+            region.persist(RECOVERY_COUNT_AT, 8);
+        }
+        let model = build(&tree)?;
         let s = ShadowStore {
             model,
             region,
@@ -261,7 +285,11 @@ impl<R: Region> ShadowStore<R> {
                 // completes leaves it torn.
                 self.region.persist(SLOTS_AT, len);
             }
-            Flaw::None | Flaw::LazyCommit | Flaw::NoFenceBeforeCommit | Flaw::TornRecovery => {
+            Flaw::None
+            | Flaw::LazyCommit
+            | Flaw::NoFenceBeforeCommit
+            | Flaw::TornRecovery
+            | Flaw::DriftingRecovery => {
                 let slot = 1 - (p.word & 1);
                 self.write_slot(slot, &payload);
                 if self.flaw == Flaw::NoFenceBeforeCommit {
@@ -421,6 +449,7 @@ pub fn fixture_name(flaw: Flaw) -> String {
         Flaw::NoFenceBeforeCommit => "fixture-nofence",
         Flaw::LazyCommit => "fixture-lazy",
         Flaw::TornRecovery => "fixture-tornrecovery",
+        Flaw::DriftingRecovery => "fixture-driftingrecovery",
     }
     .into()
 }
@@ -433,6 +462,7 @@ pub fn flaw_by_name(name: &str) -> Option<Flaw> {
         Flaw::NoFenceBeforeCommit,
         Flaw::LazyCommit,
         Flaw::TornRecovery,
+        Flaw::DriftingRecovery,
     ]
     .into_iter()
     .find(|&f| fixture_name(f) == name)

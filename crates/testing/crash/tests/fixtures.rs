@@ -2,7 +2,7 @@
 //! fixture stores and none for the correct one (crash::fixtures; fixtures, not engines).
 
 use crash::fixtures::{Flaw, ShadowTarget};
-use crash::{run_seeds, run_workload, shrink, DriverConfig, Workload, WorkloadConfig};
+use crash::{run_seeds, run_workload, shrink, CrashTarget, DriverConfig, Workload, WorkloadConfig};
 use std::sync::Arc;
 
 fn cfg() -> DriverConfig {
@@ -151,6 +151,75 @@ fn torn_recovery_is_caught_only_by_crashing_recovery() {
             .all(|v| v.at.contains("recovery crashed")),
         "{}",
         with.violations[0]
+    );
+}
+
+#[test]
+fn non_idempotent_recovery_is_caught_by_the_second_recovery() {
+    let report = run_seeds(
+        Arc::new(ShadowTarget::new(Flaw::DriftingRecovery)),
+        1..3,
+        WorkloadConfig {
+            seed: 0,
+            units: 16,
+            threads: 1,
+        },
+        &DriverConfig {
+            recovery_crash_every: 0,
+            ..cfg()
+        },
+    );
+    eprintln!("{}", report.summary());
+    assert!(
+        !report.violations.is_empty(),
+        "a recovery that changes the state when repeated went unnoticed"
+    );
+    assert!(
+        report
+            .violations
+            .iter()
+            .any(|v| v.what.contains("second recovery")),
+        "{}",
+        report.violations[0]
+    );
+}
+
+/// A target whose recovery panics: every image is a violation, and the run goes on.
+struct PanickingRecovery;
+
+impl crash::CrashTarget for PanickingRecovery {
+    fn name(&self) -> String {
+        "fixture-panicking".into()
+    }
+    fn region_len(&self) -> u64 {
+        ShadowTarget::new(Flaw::None).region_len()
+    }
+    fn format(&self, region: Arc<pmem::SimRegion>) -> store::Result<Box<dyn store::Store>> {
+        ShadowTarget::new(Flaw::None).format(region)
+    }
+    fn recover(&self, _region: Arc<pmem::SimRegion>) -> store::Result<Box<dyn store::Store>> {
+        panic!("planted panic in recovery")
+    }
+}
+
+#[test]
+fn panic_in_recovery_is_a_violation() {
+    let workload = Workload::generate(WorkloadConfig {
+        seed: 5,
+        units: 6,
+        threads: 1,
+    });
+    let report = run_workload(Arc::new(PanickingRecovery), &workload, &cfg());
+    assert!(report.images > 0);
+    assert_eq!(
+        report.violations.len() as u64,
+        report.images + 1,
+        "every image, and the final reopen"
+    );
+    assert!(
+        report.violations.iter().all(|v| v.what.contains("panic")),
+        "{}",
+        report.violations[0]
     );
 }
 
