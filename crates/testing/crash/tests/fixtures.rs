@@ -2,7 +2,7 @@
 //! fixture stores and none for the correct one (crash::fixtures; fixtures, not engines).
 
 use crash::fixtures::{Flaw, ShadowTarget};
-use crash::{run_seeds, run_workload, shrink, CrashTarget, DriverConfig, Workload, WorkloadConfig};
+use crash::{run_seeds, run_workload, shrink, DriverConfig, Workload, WorkloadConfig};
 use std::sync::Arc;
 
 fn cfg() -> DriverConfig {
