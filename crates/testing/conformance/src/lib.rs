@@ -22,7 +22,7 @@ pub mod tree;
 
 pub use model::ModelStore;
 pub use rng::Rng;
-pub use tree::{diff, snapshot, Node, Tree};
+pub use tree::{build_into, diff, snapshot, Node, Tree};
 
 use store::Store;
 

@@ -5,6 +5,30 @@
 use std::collections::BTreeMap;
 use store::{path::read_all, Error, FileKind, Ino, OpenFlags, Result, Store, ROOT_INO};
 
+/// Create every entry of `tree` in `store` (directories before their contents; the tree's
+/// order guarantees it), outside any transaction.
+pub fn build_into(store: &dyn Store, tree: &Tree) -> Result<()> {
+    for (path, node) in tree {
+        let (parent, name) = store::resolve_parent(store, path)?;
+        match node {
+            Node::Dir => {
+                store.mkdir(parent, &name, 0o755, None)?;
+            }
+            Node::File(data) => {
+                let ino = store.create(parent, &name, 0o644, None)?.ino;
+                let fh = store.open(ino, OpenFlags { write: true, ..Default::default() })?;
+                let written = store.write(fh, 0, data);
+                store.release(fh)?;
+                written?;
+            }
+            Node::Symlink(target) => {
+                store.symlink(parent, &name, target, None)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// What one path holds.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Node {

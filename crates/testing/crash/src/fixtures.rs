@@ -120,27 +120,7 @@ fn decode(mut bytes: &[u8]) -> Result<Tree> {
 /// Build a model store holding `tree`.
 fn build(tree: &Tree) -> Result<ModelStore> {
     let m = ModelStore::new();
-    for (path, node) in tree {
-        let (parent, name) = store::resolve_parent(&m, path)?;
-        match node {
-            Node::Dir => {
-                m.mkdir(parent, &name, 0o755, None)?;
-            }
-            Node::File(data) => {
-                let ino = m.create(parent, &name, 0o644, None)?.ino;
-                let fh = m.open(
-                    ino,
-                    OpenFlags {
-                        write: true,
-                        ..Default::default()
-                    },
-                )?;
-                m.write(fh, 0, data)?;
-                m.release(fh)?;
-            }
-            Node::Symlink(_) => return Err(Error::Unsupported("symlink in fixture".into())),
-        }
-    }
+    conformance::build_into(&m, tree)?;
     Ok(m)
 }
 

@@ -65,15 +65,49 @@ fn exec_unit(s: &dyn Store, prefix: &str, unit: &Unit) -> Vec<String> {
     out
 }
 
-/// The child side: create the pool at `path`, set up, then run the workload of `seed`,
-/// printing `ready` after setup and `ack N` after unit N returned (each line flushed before
-/// the next unit starts). Exits the loop with `done` at the end, or `diverge ...` when the
-/// store and the model disagree.
-pub fn run_child(target: &dyn KillTarget, path: &Path, seed: u64) -> Result<()> {
-    let s = target.create_pool(path)?;
-    workload::setup(s.as_ref(), "/t0")?;
+/// The directory `/t0` of a store, as a tree relative to it; `Err` names an entry outside it.
+fn thread_tree(store: &dyn Store) -> std::result::Result<Tree, String> {
+    let tree = snapshot(store).map_err(|e| format!("reading the pool: {e}"))?;
+    if let Some((p, _)) = tree
+        .iter()
+        .find(|(p, _)| p.as_slice() != b"t0" && !p.starts_with(b"t0/"))
+    {
+        return Err(format!(
+            "unexpected entry {} in the root",
+            String::from_utf8_lossy(p)
+        ));
+    }
+    Ok(tree
+        .iter()
+        .filter_map(|(p, n)| Some((p.strip_prefix(b"t0/".as_slice())?.to_vec(), n.clone())))
+        .collect())
+}
+
+/// A model holding `start`, or a freshly set-up one.
+fn model_from(start: Option<&Tree>) -> Result<ModelStore> {
     let model = ModelStore::new();
-    workload::setup(&model, "")?;
+    match start {
+        Some(tree) => conformance::build_into(&model, tree)?,
+        None => workload::setup(&model, "")?,
+    }
+    Ok(model)
+}
+
+/// The child side. When `path` exists, open it (recovery) and continue from its contents;
+/// otherwise create the pool and set it up. Then print `ready`, run the workload of `seed` and
+/// print `ack N` after unit N returned (each line flushed before the next unit starts). Ends
+/// with `done`, or `diverge ...` when the store and the model disagree.
+pub fn run_child(target: &dyn KillTarget, path: &Path, seed: u64) -> Result<()> {
+    let (s, model) = if path.exists() {
+        let s = target.open_pool(path)?;
+        let start = thread_tree(s.as_ref()).map_err(store::Error::InvalidArgument)?;
+        let model = model_from(Some(&start))?;
+        (s, model)
+    } else {
+        let s = target.create_pool(path)?;
+        workload::setup(s.as_ref(), "/t0")?;
+        (s, model_from(None)?)
+    };
     let mut out = std::io::stdout().lock();
     let say = |out: &mut std::io::StdoutLock<'_>, line: String| {
         // The parent reads the pipe after the kill: a line written here is acknowledged.
@@ -107,6 +141,9 @@ pub struct TortureConfig {
     pub dir: PathBuf,
     /// Longest time a child runs before the kill, in milliseconds.
     pub kill_after_ms_max: u64,
+    /// Keep one pool across rounds: each child recovers the pool the previous one was killed
+    /// on (so kills also land inside recovery) and continues from its contents.
+    pub continue_pool: bool,
 }
 
 impl Default for TortureConfig {
@@ -116,14 +153,14 @@ impl Default for TortureConfig {
             rounds: 20,
             dir: PathBuf::from("/dev/shm"),
             kill_after_ms_max: 150,
+            continue_pool: false,
         }
     }
 }
 
-/// Model trees after setup and after each of the first `n` units.
-fn model_states(seed: u64, n: usize) -> Result<Vec<Tree>> {
-    let model = ModelStore::new();
-    workload::setup(&model, "")?;
+/// Model trees at the start and after each of the first `n` units of `seed`.
+fn model_states(start: Option<&Tree>, seed: u64, n: usize) -> Result<Vec<Tree>> {
+    let model = model_from(start)?;
     let mut states = vec![snapshot(&model.crash())?];
     for unit in child_workload(seed).threads[0].iter().take(n) {
         exec_unit(&model, "", unit);
@@ -144,28 +181,38 @@ pub fn torture(
         ..Default::default()
     };
     let mut rng = Rng::new(cfg.seed);
+    let shared_pool = cfg.dir.join(format!(
+        "atomfs-torture-{}-{}.pool",
+        std::process::id(),
+        cfg.seed
+    ));
+    // The pool's `/t0` contents at the start of the round (None: no pool yet).
+    let mut start: Option<Tree> = None;
     for round in 0..cfg.rounds {
         let seed = cfg.seed.wrapping_mul(1000).wrapping_add(round);
-        let pool = cfg
-            .dir
-            .join(format!("atomfs-torture-{}-{seed}.pool", std::process::id()));
-        let _ = std::fs::remove_file(&pool);
+        let pool = if cfg.continue_pool {
+            shared_pool.clone()
+        } else {
+            cfg.dir
+                .join(format!("atomfs-torture-{}-{seed}.pool", std::process::id()))
+        };
+        if start.is_none() {
+            let _ = std::fs::remove_file(&pool);
+        }
         let violation = |what: String| Violation {
             engine: target.name(),
             seed,
             unit: None,
             at: format!("torture round {round}"),
             what,
-            repro: format!("torture seed {seed}"),
+            repro: format!(
+                "torture seed {} round {round} (continue_pool {})",
+                cfg.seed, cfg.continue_pool
+            ),
         };
-        let (lines, killed) = match run_and_kill(
-            child(&pool, seed),
-            Duration::from_millis(1 + rng.below(cfg.kill_after_ms_max)),
-        ) {
-            Ok((lines, killed)) => {
-                report.kills += killed as u64;
-                (lines, killed)
-            }
+        let delay = Duration::from_millis(1 + rng.below(cfg.kill_after_ms_max));
+        let (lines, killed) = match run_and_kill(child(&pool, seed), delay) {
+            Ok(r) => r,
             Err(e) => {
                 report
                     .violations
@@ -173,29 +220,43 @@ pub fn torture(
                 break;
             }
         };
+        report.kills += killed as u64;
         report.workloads += 1;
+        let ready = lines.iter().any(|l| l == "ready");
         let finished = lines
             .iter()
             .any(|l| l == "done" || l.starts_with("diverge"));
-        if !killed && !finished {
-            report.violations.push(violation(format!(
+        let outcome = if !killed && !finished {
+            Err(format!(
                 "the child exited on its own without finishing: {lines:?}"
-            )));
+            ))
         } else if let Some(d) = lines.iter().find(|l| l.starts_with("diverge")) {
-            report.violations.push(violation(d.clone()));
-        } else if lines.iter().any(|l| l == "ready") {
+            Err(d.clone())
+        } else if !ready && start.is_none() {
+            Ok(None) // killed while creating the pool: nothing to check, start again
+        } else {
+            // Killed before `ready` on an existing pool: inside recovery; no unit ran.
             let acked = lines
                 .iter()
                 .filter_map(|l| l.strip_prefix("ack ")?.parse::<usize>().ok())
                 .max();
-            let done = acked.map_or(0, |a| a + 1);
-            if let Err(what) = check_pool(target, &pool, seed, done) {
-                report.violations.push(violation(what));
-            }
+            let done = if ready { acked.map_or(0, |a| a + 1) } else { 0 };
             report.images += 1;
+            check_pool(target, &pool, start.as_ref(), seed, done, ready).map(Some)
+        };
+        match outcome {
+            Ok(recovered) if cfg.continue_pool => start = recovered,
+            Ok(_) => {
+                let _ = std::fs::remove_file(&pool);
+            }
+            Err(what) => {
+                report.violations.push(violation(what));
+                let _ = std::fs::remove_file(&pool);
+                start = None;
+            }
         }
-        let _ = std::fs::remove_file(&pool);
     }
+    let _ = std::fs::remove_file(&shared_pool);
     report
 }
 
@@ -224,38 +285,32 @@ fn run_and_kill(mut cmd: Command, delay: Duration) -> std::io::Result<(Vec<Strin
     Ok((lines, killed))
 }
 
-/// Recover the pool and compare with the model after `done` or `done + 1` units.
+/// Recover the pool and compare with the model after `done` or `done + 1` units (only
+/// `done` = 0 when the child never got `ready`). Returns the recovered `/t0` tree.
 fn check_pool(
     target: &dyn KillTarget,
     pool: &Path,
+    start: Option<&Tree>,
     seed: u64,
     done: usize,
-) -> std::result::Result<(), String> {
-    let states = model_states(seed, done + 1).map_err(|e| format!("model: {e}"))?;
+    ready: bool,
+) -> std::result::Result<Tree, String> {
+    let states = model_states(start, seed, if ready { done + 1 } else { 0 })
+        .map_err(|e| format!("model: {e}"))?;
     let store = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| target.open_pool(pool)))
         .map_err(|_| "panic in recovery".to_string())?
         .map_err(|e| format!("recovery failed: {e}"))?;
-    let tree = snapshot(store.as_ref()).map_err(|e| format!("reading the recovered pool: {e}"))?;
+    let mine = thread_tree(store.as_ref())?;
     let fsck = store.fsck().map_err(|e| format!("fsck: {e}"))?;
     if !fsck.is_clean() {
         return Err(format!("fsck: {:?}", fsck.problems));
     }
-    if let Some((p, _)) = tree
-        .iter()
-        .find(|(p, _)| p.as_slice() != b"t0" && !p.starts_with(b"t0/"))
-    {
-        return Err(format!(
-            "unexpected entry {} in the root",
-            String::from_utf8_lossy(p)
-        ));
-    }
-    let mine: Tree = tree
-        .iter()
-        .filter_map(|(p, n)| Some((p.strip_prefix(b"t0/".as_slice())?.to_vec(), n.clone())))
-        .collect();
+    store
+        .unmount()
+        .map_err(|e| format!("unmount after the check: {e}"))?;
     let candidates = &states[done.min(states.len() - 1)..];
     if candidates.contains(&mine) {
-        return Ok(());
+        return Ok(mine);
     }
     let d = conformance::diff(&candidates[0], &mine, 4).join(", ");
     Err(format!(

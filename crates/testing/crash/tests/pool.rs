@@ -125,9 +125,26 @@ fn pool_torture() {
         rounds,
         dir,
         kill_after_ms_max: 60,
+        ..Default::default()
     };
     let report = torture(&PoolTarget::test_min(), &child, &cfg);
     eprintln!("{}", report.summary());
+    let again = torture(
+        &PoolTarget::test_min(),
+        &child,
+        &TortureConfig {
+            continue_pool: true,
+            seed: 6,
+            ..cfg
+        },
+    );
+    eprintln!("{} (one pool across rounds)", again.summary());
+    assert!(
+        again.violations.is_empty(),
+        "one pool: {} violations, first: {}",
+        again.violations.len(),
+        again.violations[0]
+    );
     assert!(
         report.violations.is_empty(),
         "{} violations, first: {}",

@@ -58,6 +58,7 @@ fn correct_fixture_survives_kills() {
         rounds: 12,
         dir: pool_dir(),
         kill_after_ms_max: 300,
+        ..Default::default()
     };
     let report = torture(
         &ShadowTarget::new(Flaw::None),
@@ -83,9 +84,10 @@ fn lazy_fixture_is_caught_by_kills() {
     // not durable, so a kill loses some.
     let cfg = TortureConfig {
         seed: 9,
-        rounds: 12,
+        rounds: 30,
         dir: pool_dir(),
         kill_after_ms_max: 300,
+        ..Default::default()
     };
     let report = torture(
         &ShadowTarget::new(Flaw::LazyCommit),
@@ -96,5 +98,34 @@ fn lazy_fixture_is_caught_by_kills() {
     assert!(
         !report.violations.is_empty(),
         "acknowledged-but-lost units went unnoticed"
+    );
+}
+
+#[test]
+fn correct_fixture_survives_kills_on_one_pool() {
+    // One pool across rounds: every child first recovers what the previous one was killed
+    // on (kills also land inside recovery), then continues.
+    let cfg = TortureConfig {
+        seed: 11,
+        rounds: 12,
+        dir: pool_dir(),
+        kill_after_ms_max: 200,
+        continue_pool: true,
+    };
+    let report = torture(
+        &ShadowTarget::new(Flaw::None),
+        &child_command("fixture-shadow"),
+        &cfg,
+    );
+    eprintln!("{}", report.summary());
+    assert!(
+        report.images >= 6,
+        "too few pools checked: {}",
+        report.images
+    );
+    assert!(
+        report.violations.is_empty(),
+        "first: {}",
+        report.violations[0]
     );
 }
