@@ -96,7 +96,8 @@ macro_rules! conformance_tests {
             tx_finished_transaction, released_handle, tx_uncommitted_lost_on_crash,
             tx_namespace_commit_survives_crash, atomic_invisible_until_fsync, atomic_syncv,
             atomic_abortv, concurrent_transactions, reopen_preserves_committed,
-            legacy_calls_durable, no_space_in_transaction_rolls_back;
+            legacy_calls_durable, no_space_in_transaction_rolls_back, statfs_and_fsync,
+            unmount_closes;
             ignored: large_file_1gib, many_files_100k);
     };
     (@emit $harness:expr; $($case:ident),* $(,)?; ignored: $($slow:ident),* $(,)?) => {

@@ -16,7 +16,13 @@ pub fn build_into(store: &dyn Store, tree: &Tree) -> Result<()> {
             }
             Node::File(data) => {
                 let ino = store.create(parent, &name, 0o644, None)?.ino;
-                let fh = store.open(ino, OpenFlags { write: true, ..Default::default() })?;
+                let fh = store.open(
+                    ino,
+                    OpenFlags {
+                        write: true,
+                        ..Default::default()
+                    },
+                )?;
                 let written = store.write(fh, 0, data);
                 store.release(fh)?;
                 written?;

@@ -150,3 +150,49 @@ pub fn legacy_calls_durable(h: &dyn Harness) {
     );
     finish(store);
 }
+
+/// statfs is sane and counts written data; fsync of a plain file succeeds and changes nothing.
+pub fn statfs_and_fsync(h: &dyn Harness) {
+    let store = h.fresh();
+    let s = store.as_ref();
+    let before = ok(s.statfs(), "statfs");
+    assert_eq!(before.name_max, store::NAME_MAX as u64);
+    assert!(
+        before.block_size > 0 && before.blocks_free <= before.blocks_total,
+        "{before:?}"
+    );
+    let fh = open_rw(s, "/f");
+    put(s, fh, 0, &pattern(1, 1 << 20));
+    ok(s.fsync(fh, false), "fsync");
+    ok(s.fsync(fh, true), "fdatasync");
+    assert_eq!(contents(s, fh), pattern(1, 1 << 20));
+    ok(s.release(fh), "release");
+    let after = ok(s.statfs(), "statfs");
+    assert!(
+        after.blocks_free < before.blocks_free,
+        "writing 1 MiB did not lower blocks_free ({} → {})",
+        before.blocks_free,
+        after.blocks_free
+    );
+    finish(store);
+}
+
+/// After unmount every call fails with Closed; the data is all there on the next open.
+pub fn unmount_closes(h: &dyn Harness) {
+    let store = h.fresh();
+    let s = store.as_ref();
+    write_path(s, "/f", b"kept");
+    let fh = open_rw(s, "/f");
+    check_fsck(s, "before unmount");
+    ok(s.unmount(), "unmount");
+    crate::assert_err!(s.getattr(ROOT_INO), store::Error::Closed);
+    crate::assert_err!(s.lookup(ROOT_INO, b"f"), store::Error::Closed);
+    crate::assert_err!(
+        s.write(fh, 0, b"x"),
+        store::Error::Closed | store::Error::BadHandle(_)
+    );
+    crate::assert_err!(s.tx_begin(&[]), store::Error::Closed);
+    let store = h.reopen_unclean(store);
+    assert_eq!(file(store.as_ref(), "/f"), b"kept");
+    finish(store);
+}
