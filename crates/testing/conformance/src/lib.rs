@@ -15,6 +15,8 @@
 //! oracle of differential and crash tests. It is a test oracle, not an engine: nothing in it is
 //! persistent or fast. This crate runs the whole suite against it (tests/model.rs).
 
+#![forbid(unsafe_code)]
+
 pub mod cases;
 pub mod model;
 pub mod rng;

@@ -207,7 +207,7 @@ fn judge(tree: &Tree, parts: &[Partition]) -> Result<(), String> {
 
 /// Check one crash image; `nested` is true for images of a crashed recovery.
 fn check_image(
-    ctx: &Ctx,
+    ctx: &Arc<Ctx>,
     parts: &[Partition],
     image: Vec<u8>,
     at: &str,
@@ -223,10 +223,9 @@ fn check_image(
         });
         let hook_parts = parts.to_vec();
         let hook_at = at.to_string();
-        // The hook must be 'static: hand it a raw context pointer? No: clone what it needs.
-        let ctx_ptr = CtxRef::new(ctx);
+        let hook_ctx = ctx.clone();
         region.set_fence_hook(Box::new(move |cp: &CrashPoint<'_>| {
-            let ctx = ctx_ptr.get();
+            let ctx = &hook_ctx;
             for_each_chosen(cp, ctx.cfg.recovery_images_per_fence, |i, image| {
                 let where_ = format!("{hook_at}; recovery crashed, {}", cp.describe(i));
                 check_image(ctx, &hook_parts, image, &where_, true, false);
@@ -235,11 +234,13 @@ fn check_image(
     }
     ctx.lock().images += 1;
     let unit = parts.iter().map(|p| p.unit).max();
-    let tree = match recover_tree(ctx.target.as_ref(), region.clone()) {
+    let recovered = recover_tree(ctx.target.as_ref(), region.clone());
+    // Remove the hook as soon as recovery is over (a store may keep the region alive).
+    let _ = region.take_fence_hook();
+    let tree = match recovered {
         Ok(tree) => tree,
         Err(what) => return ctx.violation(what, unit, at.to_string()),
     };
-    let _ = region.take_fence_hook();
     if let Err(what) = judge(&tree, parts) {
         return ctx.violation(what, unit, at.to_string());
     }
@@ -260,24 +261,6 @@ fn check_image(
     }
 }
 
-/// A `'static` handle on the context for fence hooks. The driver removes every hook before the
-/// context is dropped (hooks only live inside `run_workload`).
-#[derive(Clone, Copy)]
-struct CtxRef(*const Ctx);
-// SAFETY: `Ctx` is Sync (a Mutex and Send+Sync fields); the pointer is only dereferenced while
-// `run_workload` keeps the context alive (hooks are removed before it returns).
-unsafe impl Send for CtxRef {}
-
-impl CtxRef {
-    fn new(ctx: &Ctx) -> Self {
-        CtxRef(ctx as *const Ctx)
-    }
-    fn get(&self) -> &Ctx {
-        // SAFETY: see the type's comment: the context outlives every hook holding this.
-        unsafe { &*self.0 }
-    }
-}
-
 /// Call `f` for at most `budget` images of `cp`, spread over its index range.
 fn for_each_chosen(cp: &CrashPoint<'_>, budget: u64, mut f: impl FnMut(u64, Vec<u8>)) {
     let count = cp.image_count();
@@ -289,7 +272,7 @@ fn for_each_chosen(cp: &CrashPoint<'_>, budget: u64, mut f: impl FnMut(u64, Vec<
 }
 
 /// The hook of the workload region: check the images of this fence.
-fn on_fence(ctx: &Ctx, cp: &CrashPoint<'_>) {
+fn on_fence(ctx: &Arc<Ctx>, cp: &CrashPoint<'_>) {
     let (parts, left, checked) = {
         let sh = ctx.lock();
         if sh.stop {
@@ -497,7 +480,7 @@ pub fn run_workload(
     cfg: &DriverConfig,
 ) -> CrashReport {
     let threads = workload.threads.len();
-    let ctx = Ctx {
+    let ctx = Arc::new(Ctx {
         target: target.clone(),
         cfg: *cfg,
         seed: workload.config.seed,
@@ -516,7 +499,7 @@ pub fn run_workload(
             violations: Vec::new(),
             stop: false,
         }),
-    };
+    });
     let region = Arc::new(SimRegion::new(target.region_len()));
     region.set_crash_config(CrashConfig {
         exhaustive_limit: cfg.images_per_fence,
@@ -538,10 +521,8 @@ pub fn run_workload(
         }
         ctx.set(t, vec![model_tree(model)], 0, "after setup");
     }
-    let ctx_ref = CtxRef::new(&ctx);
-    region.set_fence_hook(Box::new(move |cp: &CrashPoint<'_>| {
-        on_fence(ctx_ref.get(), cp)
-    }));
+    let hook_ctx = ctx.clone();
+    region.set_fence_hook(Box::new(move |cp: &CrashPoint<'_>| on_fence(&hook_ctx, cp)));
     let s = store.as_ref();
     std::thread::scope(|scope| {
         for (t, units) in workload.threads.iter().enumerate() {

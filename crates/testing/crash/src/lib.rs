@@ -14,6 +14,8 @@
 //!
 //! See docs/crash-harness.md for what is checked and how to reproduce a failure.
 
+#![forbid(unsafe_code)]
+
 pub mod driver;
 pub mod fixtures;
 #[cfg(feature = "pool")]
