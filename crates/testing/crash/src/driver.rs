@@ -1,5 +1,5 @@
 //! The simulator driver: runs a workload on a [`SimRegion`], checks crash images at every
-//! fence against the oracle, and shrinks failures.
+//! fence against the oracle (see the `oracle` module); shrinking is in [`crate::shrink`].
 //!
 //! Oracle: each thread works in its own directory `/tN` and has its own [`ModelStore`]. For
 //! each thread the driver keeps the set of trees a crash may show for its directory:
@@ -10,9 +10,10 @@
 //! is in the root, fsck is clean, and a second recovery of the recovered image shows the same
 //! tree.
 
-use crate::workload::{self, Handles, Unit, Workload, WorkloadConfig};
+use crate::oracle::{judge, model_tree, panic_text, prefix, recover_tree, Outcomes, Partition};
+use crate::workload::{self, Handles, Unit, Workload};
 use crate::{CrashReport, CrashTarget, Violation};
-use conformance::{snapshot, ModelStore, Node, Tree};
+use conformance::{ModelStore, Tree};
 use pmem::{CrashConfig, CrashPoint, SimRegion};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -61,14 +62,6 @@ impl Default for DriverConfig {
     }
 }
 
-/// What a crash may show for one thread's directory.
-#[derive(Clone, Debug)]
-struct Partition {
-    acceptable: Vec<Tree>,
-    unit: usize,
-    phase: &'static str,
-}
-
 struct Shared {
     parts: Vec<Partition>,
     images: u64,
@@ -113,96 +106,6 @@ impl Ctx {
             phase,
         };
     }
-}
-
-fn prefix(t: usize) -> String {
-    format!("/t{t}")
-}
-
-/// Split a recovered tree into thread directories; `Err` names an entry outside them.
-fn split(tree: &Tree, threads: usize) -> Result<Vec<Tree>, String> {
-    let mut parts = vec![Tree::new(); threads];
-    for (path, node) in tree {
-        let text = String::from_utf8_lossy(path).into_owned();
-        let (top, rest) = match text.split_once('/') {
-            Some((top, rest)) => (top.to_string(), Some(rest.to_string())),
-            None => (text.clone(), None),
-        };
-        let t = top
-            .strip_prefix('t')
-            .and_then(|n| n.parse::<usize>().ok())
-            .filter(|&t| t < threads);
-        match (t, rest) {
-            (Some(t), Some(rest)) => {
-                parts[t].insert(rest.into_bytes(), node.clone());
-            }
-            (Some(_), None) if *node == Node::Dir => {}
-            _ => return Err(format!("unexpected entry {text} in the root")),
-        }
-    }
-    Ok(parts)
-}
-
-fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
-    p.downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "panic".into())
-}
-
-/// Recover `image` and read its tree, fsck included. Errors describe the violation.
-fn recover_tree(target: &dyn CrashTarget, region: Arc<SimRegion>) -> Result<Tree, String> {
-    let result = catch_unwind(AssertUnwindSafe(|| -> Result<Tree, String> {
-        let store = target
-            .recover(region)
-            .map_err(|e| format!("recovery failed: {e}"))?;
-        let tree = snapshot(store.as_ref())
-            .map_err(|e| format!("reading the recovered store failed: {e}"))?;
-        let report = store.fsck().map_err(|e| format!("fsck failed: {e}"))?;
-        if !report.is_clean() {
-            let problems: Vec<String> = report
-                .problems
-                .iter()
-                .take(5)
-                .map(|p| format!("{} at {}", p.what, p.location))
-                .collect();
-            return Err(format!("fsck: {}", problems.join("; ")));
-        }
-        Ok(tree)
-    }));
-    match result {
-        Ok(r) => r,
-        Err(p) => Err(format!("panic in recovery: {}", panic_text(p.as_ref()))),
-    }
-}
-
-/// Compare a recovered tree with the acceptable sets.
-fn judge(tree: &Tree, parts: &[Partition]) -> Result<(), String> {
-    let split = split(tree, parts.len())?;
-    for (t, (got, part)) in split.iter().zip(parts).enumerate() {
-        if part.acceptable.iter().any(|want| want == got) {
-            continue;
-        }
-        let mut why = Vec::new();
-        for (k, want) in part.acceptable.iter().enumerate() {
-            let label = match (part.acceptable.len(), k) {
-                (1, _) => "the only acceptable state",
-                (_, 0) => "state before the unit",
-                _ => "state after the unit",
-            };
-            why.push(format!(
-                "vs {label}: {}",
-                conformance::diff(want, got, 4).join(", ")
-            ));
-        }
-        return Err(format!(
-            "thread {t} unit {} ({}): recovered state matches no acceptable state; {}",
-            part.unit,
-            part.phase,
-            why.join(" | ")
-        ));
-    }
-    Ok(())
 }
 
 /// Check one crash image; `nested` is true for images of a crashed recovery.
@@ -292,33 +195,6 @@ fn on_fence(ctx: &Arc<Ctx>, cp: &CrashPoint<'_>) {
             ctx.cfg.recovery_crash_every > 0 && n % ctx.cfg.recovery_crash_every == 0;
         check_image(ctx, &parts, image, &cp.describe(i), false, crash_recovery);
     });
-}
-
-fn model_tree(model: &ModelStore) -> Tree {
-    snapshot(&model.crash()).unwrap_or_default()
-}
-
-/// Outcomes of one unit on the model and on the store.
-#[derive(Default)]
-struct Outcomes {
-    diverged: Vec<String>,
-    /// The store ran out of space (NoSpace/LogFull) where the model, which has no limits, did
-    /// not: legitimate; the unit must then have had no effect.
-    out_of_space: bool,
-}
-
-impl Outcomes {
-    fn check(&mut self, what: &str, model: String, store: String) {
-        if model == store {
-            return;
-        }
-        if model == "ok" && (store == "err:NoSpace" || store == "err:LogFull") {
-            self.out_of_space = true;
-            return;
-        }
-        self.diverged
-            .push(format!("{what}: model {model}, store {store}"));
-    }
 }
 
 /// Run one thread's units on `s` (and on its model), updating the oracle around each commit.
@@ -607,87 +483,4 @@ fn report_of(ctx: &Ctx, what: String) -> CrashReport {
         kills: 0,
         violations: sh.violations.clone(),
     }
-}
-
-/// Shrink a failing workload: drop chunks of units, then single units, while it still fails
-/// (at most `attempts` reruns). Returns the smallest failing workload found.
-pub fn shrink(
-    target: Arc<dyn CrashTarget>,
-    workload: &Workload,
-    cfg: &DriverConfig,
-    attempts: usize,
-) -> Workload {
-    let cfg = DriverConfig {
-        stop_at_first: true,
-        ..*cfg
-    };
-    let fails = |kept: &[usize]| {
-        let w = Workload::with_kept(workload.config, kept);
-        !run_workload(target.clone(), &w, &cfg).violations.is_empty()
-    };
-    let mut kept = workload.kept.clone();
-    let mut runs = 0;
-    let mut chunk = kept.len().div_ceil(2).max(1);
-    while chunk >= 1 && runs < attempts {
-        let mut start = 0;
-        let mut progressed = false;
-        while start < kept.len() && runs < attempts {
-            let end = (start + chunk).min(kept.len());
-            let candidate: Vec<usize> = kept[..start].iter().chain(&kept[end..]).copied().collect();
-            runs += 1;
-            if !candidate.is_empty() && fails(&candidate) {
-                kept = candidate;
-                progressed = true;
-            } else {
-                start = end;
-            }
-        }
-        if chunk == 1 && !progressed {
-            break;
-        }
-        if !progressed || chunk > 1 {
-            chunk /= 2;
-            chunk = chunk.max(1);
-        }
-    }
-    Workload::with_kept(workload.config, &kept)
-}
-
-/// Run the workloads of `seeds` (each `template` with that seed). The first failing workload
-/// is shrunk and its reproduction printed to stderr; the report counts everything.
-pub fn run_seeds(
-    target: Arc<dyn CrashTarget>,
-    seeds: impl IntoIterator<Item = u64>,
-    template: WorkloadConfig,
-    cfg: &DriverConfig,
-) -> CrashReport {
-    let mut total = CrashReport {
-        engine: target.name(),
-        ..Default::default()
-    };
-    let mut shrunk = false;
-    for seed in seeds {
-        let workload = Workload::generate(WorkloadConfig { seed, ..template });
-        let report = run_workload(target.clone(), &workload, cfg);
-        if !report.violations.is_empty() && !shrunk {
-            shrunk = true;
-            eprintln!(
-                "crashtest {}: seed {seed} fails: {}",
-                target.name(),
-                report.violations[0]
-            );
-            let small = shrink(target.clone(), &workload, cfg, 200);
-            eprintln!(
-                "crashtest {}: shrunk to {} of {} units; reproduce with:\n  {} {} ATOMFS_CRASH_ENGINE={} cargo test -p atomfs-crash --test repro -- --nocapture",
-                target.name(),
-                small.len(),
-                workload.len(),
-                small.repro_env(),
-                cfg.repro_env(),
-                target.name()
-            );
-        }
-        total.merge(report);
-    }
-    total
 }

@@ -18,12 +18,15 @@
 
 pub mod driver;
 pub mod fixtures;
+mod oracle;
 #[cfg(feature = "pool")]
 pub mod pool_target;
+pub mod shrink;
 pub mod torture;
 pub mod workload;
 
-pub use driver::{run_seeds, run_workload, shrink, DriverConfig};
+pub use driver::{run_workload, DriverConfig};
+pub use shrink::{run_seeds, shrink};
 pub use workload::{Workload, WorkloadConfig};
 
 use pmem::SimRegion;
