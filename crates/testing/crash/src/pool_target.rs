@@ -4,7 +4,7 @@
 use crate::torture::KillTarget;
 use crate::CrashTarget;
 use pmem::{MappedRegion, SimRegion};
-use pool::{PoolConfig, PoolStore};
+use pool::{Mode, PoolConfig, PoolStore};
 use std::path::Path;
 use std::sync::Arc;
 use store::{Error, Result, Store};
@@ -23,6 +23,29 @@ impl PoolTarget {
             config: PoolConfig::test_min(),
             region_len: 4 << 20,
         }
+    }
+
+    /// The target named `name` as printed by [`CrashTarget::name`] ("pool-fcfs", "pool-nc",
+    /// "pool-fgwal", ...; "pool" is FCFS), on the test_min configuration.
+    pub fn by_name(name: &str) -> Option<Self> {
+        let modes = [
+            Mode::Fcfs,
+            Mode::Nc,
+            Mode::FgWal,
+            Mode::Scsp,
+            Mode::Soc,
+            Mode::Sync,
+        ];
+        let mode = if name == "pool" {
+            Mode::Fcfs
+        } else {
+            modes
+                .into_iter()
+                .find(|m| format!("pool-{m:?}").to_lowercase() == name)?
+        };
+        let mut target = Self::test_min();
+        target.config = target.config.with_mode(mode);
+        Some(target)
     }
 }
 

@@ -8,7 +8,7 @@
 //! ```
 //!
 //! Engines: the fixtures (fixture-shadow, fixture-inplace, fixture-nofence, fixture-lazy) and,
-//! with `--features pool`, `pool`. Without ATOMFS_CRASH_SEED the test runs fixture-shadow with
+//! with `--features pool`, `pool` (FCFS) and `pool-<mode>` (pool-fgwal, pool-nc, ...). Without ATOMFS_CRASH_SEED the test runs fixture-shadow with
 //! seed 1 (so it is part of the normal suite and checks that a clean run reports nothing).
 
 use crash::fixtures::{flaw_by_name, ShadowTarget};
@@ -30,10 +30,10 @@ fn target(name: &str) -> Arc<dyn CrashTarget> {
         return Arc::new(ShadowTarget::new(flaw));
     }
     #[cfg(feature = "pool")]
-    if name == "pool" {
-        return Arc::new(crash::pool_target::PoolTarget::test_min());
+    if let Some(target) = crash::pool_target::PoolTarget::by_name(name) {
+        return Arc::new(target);
     }
-    panic!("unknown engine {name} (fixture-shadow, fixture-inplace, fixture-nofence, fixture-lazy, pool with --features pool)")
+    panic!("unknown engine {name} (fixture-shadow, fixture-inplace, fixture-nofence, fixture-lazy, pool, pool-fcfs, pool-nc, pool-fgwal, pool-scsp, pool-soc, pool-sync with --features pool)")
 }
 
 #[test]
