@@ -144,6 +144,9 @@ pub struct TortureConfig {
     /// Keep one pool across rounds: each child recovers the pool the previous one was killed
     /// on (so kills also land inside recovery) and continues from its contents.
     pub continue_pool: bool,
+    /// Share of rounds whose kill delay counts from the spawn (so the kill may land in pool
+    /// creation or recovery); the others count it from the child's `ready`.
+    pub early_kill_percent: u64,
 }
 
 impl Default for TortureConfig {
@@ -154,6 +157,7 @@ impl Default for TortureConfig {
             dir: PathBuf::from("/dev/shm"),
             kill_after_ms_max: 150,
             continue_pool: false,
+            early_kill_percent: 20,
         }
     }
 }
@@ -211,7 +215,8 @@ pub fn torture(
             ),
         };
         let delay = Duration::from_millis(1 + rng.below(cfg.kill_after_ms_max));
-        let (lines, killed) = match run_and_kill(child(&pool, seed), delay) {
+        let early = rng.chance(cfg.early_kill_percent);
+        let (lines, killed) = match run_and_kill(child(&pool, seed), delay, early) {
             Ok(r) => r,
             Err(e) => {
                 report
@@ -260,19 +265,35 @@ pub fn torture(
     report
 }
 
-/// Spawn, wait `delay`, SIGKILL; return the lines the child wrote and whether it was killed.
-fn run_and_kill(mut cmd: Command, delay: Duration) -> std::io::Result<(Vec<String>, bool)> {
+/// Spawn; wait `delay` counted from the spawn (`early`) or from the child's `ready` line
+/// (at most [`READY_WAIT_MAX`]); SIGKILL. Returns the lines the child wrote and whether it
+/// was killed (false when it had already exited).
+fn run_and_kill(
+    mut cmd: Command,
+    delay: Duration,
+    early: bool,
+) -> std::io::Result<(Vec<String>, bool)> {
     let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::null()).spawn()?;
     let stdout = child
         .stdout
         .take()
         .ok_or_else(|| std::io::Error::other("no child stdout"))?;
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
     let reader = std::thread::spawn(move || {
-        BufReader::new(stdout)
-            .lines()
-            .map_while(|l| l.ok())
-            .collect::<Vec<_>>()
+        let mut lines = Vec::new();
+        for line in BufReader::new(stdout).lines().map_while(|l| l.ok()) {
+            if line == "ready" {
+                let _ = ready_tx.send(());
+            }
+            lines.push(line);
+        }
+        lines
     });
+    if !early {
+        // Kill relative to the end of setup/recovery, so that a slow start (a loaded machine)
+        // does not turn every round into a kill before the workload.
+        let _ = ready_rx.recv_timeout(READY_WAIT_MAX);
+    }
     std::thread::sleep(delay);
     let killed = child.try_wait()?.is_none();
     if killed {
@@ -284,6 +305,9 @@ fn run_and_kill(mut cmd: Command, delay: Duration) -> std::io::Result<(Vec<Strin
         .map_err(|_| std::io::Error::other("reader thread panicked"))?;
     Ok((lines, killed))
 }
+
+/// Longest wait for a child's `ready` line before the kill delay starts anyway.
+pub const READY_WAIT_MAX: Duration = Duration::from_secs(30);
 
 /// Recover the pool and compare with the model after `done` or `done + 1` units (only
 /// `done` = 0 when the child never got `ready`). Returns the recovered `/t0` tree.

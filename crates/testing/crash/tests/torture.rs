@@ -111,6 +111,7 @@ fn correct_fixture_survives_kills_on_one_pool() {
         dir: pool_dir(),
         kill_after_ms_max: 200,
         continue_pool: true,
+        early_kill_percent: 30,
     };
     let report = torture(
         &ShadowTarget::new(Flaw::None),
