@@ -1,5 +1,6 @@
 //! `atomfs`: create, check, inspect, mount and demonstrate atomfs pools.
 
+mod crashtest;
 mod demo;
 mod engine;
 mod files;
@@ -204,6 +205,15 @@ anything else is passed to the kernel (e.g. noatime).\n\nExamples:\n  atomfs mou
     /// (internal) The demo's crash victim.
     #[command(hide = true)]
     DemoChild(demo::ChildArgs),
+    /// Crash-test an engine with the crash harness: crash images at every fence of the
+    /// simulator, then SIGKILLed processes on real pool files. Exit 1 on any violation.
+    #[command(
+        after_help = "Engines: pool (= pool-fcfs), pool-nc, pool-fgwal, pool-scsp, pool-soc, pool-sync (pool-nc has no consistency and must fail).\n\nExamples:\n  atomfs crashtest\n  atomfs crashtest --engine pool-scsp --workloads 100 --kills 200\n  atomfs crashtest --engine pool-nc --kills 0   # shows the violations of no-consistency mode"
+    )]
+    Crashtest(crashtest::CrashtestArgs),
+    /// (internal) The crash test's torture victim.
+    #[command(hide = true)]
+    CrashtestChild(crashtest::CrashtestChildArgs),
 }
 
 #[derive(Subcommand, Debug, Clone)]
@@ -262,6 +272,8 @@ fn run(cli: Cli) -> CmdResult {
         Umount { dir } => mount::umount(&dir),
         Demo(args) => demo::run(args),
         DemoChild(args) => demo::child(args),
+        Crashtest(args) => crashtest::run(args),
+        CrashtestChild(args) => crashtest::child(args),
     }
 }
 

@@ -185,3 +185,56 @@ fn a_put_that_does_not_fit_leaves_the_old_file_whole() {
     atomfs_ok(&["fsck", p]);
     let _ = fs::remove_dir_all(dir);
 }
+
+#[test]
+fn crashtest_passes_fcfs_and_catches_no_consistency_mode() {
+    let dir = scratch("crashtest");
+    let out = atomfs_ok(&[
+        "crashtest",
+        "--workloads",
+        "1",
+        "--units",
+        "10",
+        "--kills",
+        "2",
+        "--dir",
+        s(&dir),
+    ]);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("crashtest pool-fcfs:"))
+        .unwrap_or_default();
+    assert!(line.ends_with("violations 0"), "{out}");
+    let images: u64 = line
+        .split("crash images ")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(images > 0, "crash images were checked: {line}");
+    let r = atomfs(&[
+        "crashtest",
+        "--engine",
+        "pool-nc",
+        "--workloads",
+        "2",
+        "--units",
+        "12",
+        "--kills",
+        "0",
+    ]);
+    assert_eq!(
+        r.code,
+        Some(1),
+        "no-consistency mode must be caught:\n{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("violation"), "{}", r.stdout);
+    let r = atomfs(&["crashtest", "--engine", "bogus"]);
+    assert!(
+        r.code == Some(1) && r.stderr.contains("known engines"),
+        "{}",
+        r.stderr
+    );
+    let _ = fs::remove_dir_all(dir);
+}
