@@ -58,6 +58,8 @@ struct RunStats {
     txs: u64,
     elapsed: Duration,
     nvmm_bytes: Option<u64>,
+    /// Bytes the transactions asked to write (both ranges of each).
+    payload_bytes: u64,
 }
 
 impl RunStats {
@@ -94,8 +96,14 @@ fn timed_run(
     let started = Instant::now();
     let mut buf = Vec::with_capacity(crate::workload::WRITE_MAX as usize);
     let mut txs = 0u64;
+    let mut payload_bytes = 0u64;
     loop {
         work.run_tx(fs, &files, first_txn + txs, &mut buf)?;
+        payload_bytes += work
+            .writes(first_txn + txs)
+            .iter()
+            .map(|w| w.len)
+            .sum::<u64>();
         txs += 1;
         if txs.is_multiple_of(64) {
             let elapsed = started.elapsed();
@@ -120,6 +128,7 @@ fn timed_run(
         txs,
         elapsed,
         nvmm_bytes: before.zip(after).map(|(b, a)| a.saturating_sub(b)),
+        payload_bytes,
     })
 }
 
@@ -443,6 +452,12 @@ fn print_table(work: &Workload, fcfs: &RunStats, nc: &RunStats, crash: &CrashOut
         "mean latency per transaction",
         micros(fcfs.mean_latency()),
         micros(nc.mean_latency())
+    );
+    println!(
+        "{:<34} {:>16} {:>22}",
+        "payload bytes per transaction",
+        human(fcfs.payload_bytes / fcfs.txs.max(1)),
+        human(nc.payload_bytes / nc.txs.max(1))
     );
     println!(
         "{:<34} {:>16} {:>22}",
