@@ -222,6 +222,13 @@ impl<R: Region> Core<R> {
         Ok(())
     }
 
+    /// Either log area below the low-water mark (committed entries wait for a checkpoint)?
+    pub fn logs_low(&self) -> bool {
+        let pct = self.cfg.free_blocks_low_percent.max(10) * 2;
+        self.data_slots.free_count() * 100 < self.data_slots.total() * pct
+            || self.meta_slots.free_count() * 100 < self.meta_slots.total() * pct
+    }
+
     /// Free blocks below the low-water mark?
     pub fn blocks_low(&self) -> bool {
         self.blocks.free_count() * 100 < self.blocks.total() * self.cfg.free_blocks_low_percent

@@ -117,8 +117,17 @@ impl<R: Region> Core<R> {
         attrs[8..16].copy_from_slice(&now.to_le_bytes());
         attrs[16..24].copy_from_slice(&now.to_le_bytes());
         attrs[24..].copy_from_slice(&delta.blocks.to_le_bytes());
-        let ptr_bytes: Vec<(u64, [u8; 8])> = delta.pointer_writes.iter().map(|&(a, v)| (a, v.to_le_bytes())).collect();
-        let mut writes: Vec<(u64, &[u8])> = ptr_bytes.iter().map(|(a, b)| (*a, &b[..])).collect();
+        // Neighbouring pointers are written as one run (fewer undo entries).
+        let mut pointers = delta.pointer_writes.clone();
+        pointers.sort_unstable();
+        let mut runs: Vec<(u64, Vec<u8>)> = Vec::new();
+        for (addr, value) in pointers {
+            match runs.last_mut() {
+                Some((start, bytes)) if *start + bytes.len() as u64 == addr => bytes.extend_from_slice(&value.to_le_bytes()),
+                _ => runs.push((addr, value.to_le_bytes().to_vec())),
+            }
+        }
+        let mut writes: Vec<(u64, &[u8])> = runs.iter().map(|(a, b)| (*a, &b[..])).collect();
         writes.push((ioff + I_SIZE, &attrs));
         self.meta_update(tx, &writes)
     }

@@ -105,10 +105,12 @@ impl<R: Region> PoolStore<R> {
     /// free blocks or data-log slots run short (no lock is held here).
     fn make_room(&self, blocks: u64) {
         let core = &self.core;
-        let short = core.blocks.free_count() < blocks + 8 || core.data_slots.free_count() < blocks + 2;
+        let short = core.blocks.free_count() < blocks + 8
+            || core.data_slots.free_count() < blocks + 2
+            || core.meta_slots.free_count() < blocks + 16;
         if short {
             let _ = core.checkpoint_all();
-        } else if core.blocks_low() || core.data_slots.free_count() * 100 < core.data_slots.total() * core.cfg.free_blocks_low_percent {
+        } else if core.blocks_low() || core.logs_low() {
             if core.cfg.checkpoint_threads == 0 {
                 let _ = core.checkpoint_all();
             } else {
