@@ -142,6 +142,9 @@ impl<R: Region> PoolStore<R> {
             let mut tx = cell.lock();
             if tx.active {
                 let result = op(&self.core, &mut st, &mut tx);
+                // persist: an operation of a transaction that another thread may commit leaves
+                // no flush of its own unfenced (a fence orders only its own thread's flushes).
+                self.core.region.fence();
                 if result.is_err() && tx.doomed {
                     let id = tx.id;
                     drop(tx);
@@ -167,6 +170,8 @@ impl<R: Region> PoolStore<R> {
                     return Err(Error::NoSuchTransaction(id.0));
                 }
                 let result = op(&self.core, &mut t);
+                // persist: as in data_op, nothing of this thread stays unfenced.
+                self.core.region.fence();
                 if result.is_err() && t.doomed {
                     drop(t);
                     let _ = self.abort_cell(&cell);
