@@ -45,7 +45,11 @@ impl FreeList {
                 free += 1;
             }
         }
-        FreeList { shards: lists.into_iter().map(Mutex::new).collect(), free: AtomicU64::new(free), total }
+        FreeList {
+            shards: lists.into_iter().map(Mutex::new).collect(),
+            free: AtomicU64::new(free),
+            total,
+        }
     }
 
     /// Take one free number, or None when all are in use.
@@ -64,7 +68,9 @@ impl FreeList {
     pub fn free(&self, n: u64) {
         debug_assert!(n < self.total);
         let run = self.total.div_ceil(SHARDS as u64).max(1);
-        self.shards[((n / run) as usize).min(SHARDS - 1)].lock().push(n);
+        self.shards[((n / run) as usize).min(SHARDS - 1)]
+            .lock()
+            .push(n);
         self.free.fetch_add(1, Ordering::Relaxed);
     }
 

@@ -33,7 +33,9 @@ use store::{Error, Result};
 impl<R: Region> Core<R> {
     /// Checkpoint every committed version of block `lbn` of `st.ino`.
     pub fn checkpoint_block(&self, st: &mut InodeState, lbn: u64) -> Result<()> {
-        let Some(list) = st.pending.get(&lbn) else { return Ok(()) };
+        let Some(list) = st.pending.get(&lbn) else {
+            return Ok(());
+        };
         let k = list.iter().take_while(|v| v.committed).count();
         if k == 0 {
             return Ok(());
@@ -42,7 +44,13 @@ impl<R: Region> Core<R> {
         let ptr = versions[0].ptr_addr;
         let (permanent, found_ptr) = self.permanent_block(st.ino, lbn)?;
         if found_ptr != Some(ptr) {
-            return Err(Error::corrupt(format!("inode {} block {lbn}: redo entry names another pointer", st.ino), ptr));
+            return Err(Error::corrupt(
+                format!(
+                    "inode {} block {lbn}: redo entry names another pointer",
+                    st.ino
+                ),
+                ptr,
+            ));
         }
         let owner = owners(&versions, k);
         // Step 1: the block holding most latest lines (ties keep the permanent block).
@@ -60,7 +68,11 @@ impl<R: Region> Core<R> {
                 }
             }
         }
-        let target = if best == 0 { permanent } else { versions[best - 1].pbn };
+        let target = if best == 0 {
+            permanent
+        } else {
+            versions[best - 1].pbn
+        };
         // Step 2: copy the missing latest lines.
         let copied = if self.mode() == Mode::Soc && best == 0 {
             self.apply_in_order(&versions, target)
@@ -76,7 +88,9 @@ impl<R: Region> Core<R> {
             // persist: the block pointer names the new permanent block before any redo entry
             // is freed.
             self.region.fence();
-            self.counters.checkpoint_pointer_swings.fetch_add(1, Ordering::Relaxed);
+            self.counters
+                .checkpoint_pointer_swings
+                .fetch_add(1, Ordering::Relaxed);
         }
         // Step 4: free the entries in commit order, then the blocks.
         for v in &versions {
@@ -104,18 +118,28 @@ impl<R: Region> Core<R> {
             }
         }
         self.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
-        self.counters.checkpoint_lines_copied.fetch_add(copied, Ordering::Relaxed);
+        self.counters
+            .checkpoint_lines_copied
+            .fetch_add(copied, Ordering::Relaxed);
         Ok(())
     }
 
     /// Copy into `target` every line whose latest copy lives elsewhere. Returns lines copied.
-    fn copy_latest(&self, owner: &[Option<usize>; 64], versions: &[crate::tlvi::Version], permanent: u64, target: u64) -> u64 {
+    fn copy_latest(
+        &self,
+        owner: &[Option<usize>; 64],
+        versions: &[crate::tlvi::Version],
+        permanent: u64,
+        target: u64,
+    ) -> u64 {
         let mut copied = 0;
         let mut line = 0u64;
         while line < LINES_PER_BLOCK {
             let src = owner[line as usize].map_or(permanent, |i| versions[i].pbn);
             let mut end = line + 1;
-            while end < LINES_PER_BLOCK && owner[end as usize].map_or(permanent, |i| versions[i].pbn) == src {
+            while end < LINES_PER_BLOCK
+                && owner[end as usize].map_or(permanent, |i| versions[i].pbn) == src
+            {
                 end += 1;
             }
             if src != target {
@@ -125,7 +149,8 @@ impl<R: Region> Core<R> {
                     self.region.fill(dst, len, 0);
                 } else {
                     let mut buf = [0u8; BLOCK_SIZE as usize];
-                    self.region.read(self.geo.block(src) + at, &mut buf[..len as usize]);
+                    self.region
+                        .read(self.geo.block(src) + at, &mut buf[..len as usize]);
                     self.region.write(dst, &buf[..len as usize]);
                 }
                 self.region.flush(dst, len);
@@ -145,9 +170,12 @@ impl<R: Region> Core<R> {
             while bits != 0 {
                 let line = u64::from(bits.trailing_zeros());
                 bits &= bits - 1;
-                self.region.read(self.geo.block(v.pbn) + line * LINE, &mut buf);
-                self.region.write(self.geo.block(target) + line * LINE, &buf);
-                self.region.flush(self.geo.block(target) + line * LINE, LINE);
+                self.region
+                    .read(self.geo.block(v.pbn) + line * LINE, &mut buf);
+                self.region
+                    .write(self.geo.block(target) + line * LINE, &buf);
+                self.region
+                    .flush(self.geo.block(target) + line * LINE, LINE);
                 copied += 1;
             }
         }
@@ -159,7 +187,12 @@ impl<R: Region> Core<R> {
         let cells: Vec<_> = self.cells.read().values().cloned().collect();
         for cell in cells {
             let mut st = cell.lock();
-            let lbns: Vec<u64> = st.pending.iter().filter(|(_, l)| l.first().is_some_and(|v| v.committed)).map(|(&l, _)| l).collect();
+            let lbns: Vec<u64> = st
+                .pending
+                .iter()
+                .filter(|(_, l)| l.first().is_some_and(|v| v.committed))
+                .map(|(&l, _)| l)
+                .collect();
             for lbn in lbns {
                 self.checkpoint_block(&mut st, lbn)?;
             }
@@ -187,7 +220,10 @@ pub struct CheckpointQueue {
 
 impl CheckpointQueue {
     pub fn new() -> Self {
-        CheckpointQueue { epoch: Some(Instant::now()), ..Default::default() }
+        CheckpointQueue {
+            epoch: Some(Instant::now()),
+            ..Default::default()
+        }
     }
 
     pub fn now_ms(&self) -> u64 {
@@ -213,7 +249,10 @@ pub fn checkpoint_thread<R: Region>(core: Arc<Core<R>>, queue: Arc<CheckpointQue
     loop {
         let item = {
             let mut q = queue.queue.lock();
-            if q.is_empty() && !queue.stop.load(Ordering::Acquire) && !queue.everything.load(Ordering::Acquire) {
+            if q.is_empty()
+                && !queue.stop.load(Ordering::Acquire)
+                && !queue.everything.load(Ordering::Acquire)
+            {
                 let wait = if idle == 0 { 1_000 } else { idle.max(1) };
                 queue.wake.wait_for(&mut q, Duration::from_millis(wait));
             }
@@ -228,8 +267,15 @@ pub fn checkpoint_thread<R: Region>(core: Arc<Core<R>>, queue: Arc<CheckpointQue
             let _ = core.checkpoint_block(&mut st, lbn);
             continue;
         }
-        let idle_now = idle > 0 && queue.now_ms().saturating_sub(queue.last_commit_ms.load(Ordering::Relaxed)) >= idle;
-        if queue.everything.swap(false, Ordering::AcqRel) || core.blocks_low() || (idle_now && core.has_committed_versions()) {
+        let idle_now = idle > 0
+            && queue
+                .now_ms()
+                .saturating_sub(queue.last_commit_ms.load(Ordering::Relaxed))
+                >= idle;
+        if queue.everything.swap(false, Ordering::AcqRel)
+            || core.blocks_low()
+            || (idle_now && core.has_committed_versions())
+        {
             let _ = core.checkpoint_all();
         }
     }

@@ -37,9 +37,16 @@ impl Mode {
 
     /// Parse a name as printed by [`Mode::name`].
     pub fn parse(name: &str) -> Option<Mode> {
-        [Mode::Fcfs, Mode::Nc, Mode::FgWal, Mode::Scsp, Mode::Soc, Mode::Sync]
-            .into_iter()
-            .find(|m| m.name() == name)
+        [
+            Mode::Fcfs,
+            Mode::Nc,
+            Mode::FgWal,
+            Mode::Scsp,
+            Mode::Soc,
+            Mode::Sync,
+        ]
+        .into_iter()
+        .find(|m| m.name() == name)
     }
 }
 

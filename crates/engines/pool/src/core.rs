@@ -90,7 +90,12 @@ impl<R: Region> Core<R> {
         self.cells
             .write()
             .entry(ino)
-            .or_insert_with(|| Arc::new(Mutex::new(InodeState { ino, ..InodeState::default() })))
+            .or_insert_with(|| {
+                Arc::new(Mutex::new(InodeState {
+                    ino,
+                    ..InodeState::default()
+                }))
+            })
             .clone()
     }
 
@@ -145,7 +150,10 @@ impl<R: Region> Core<R> {
         let height = self.read_u32(off + I_HEIGHT);
         let root = self.read_u64(off + I_ROOT);
         if height > TREE_HEIGHT_MAX || (height == 0) != (root == 0) {
-            return Err(Error::corrupt(format!("inode {ino} tree height {height} root {root}"), off + I_HEIGHT));
+            return Err(Error::corrupt(
+                format!("inode {ino} tree height {height} root {root}"),
+                off + I_HEIGHT,
+            ));
         }
         if root != 0 {
             self.geo.check_pbn(root, off + I_ROOT)?;
@@ -191,7 +199,11 @@ impl<R: Region> Core<R> {
     }
 
     /// Visit every block of an inode's tree: `f(pbn, is_index, lbn_of_data)`.
-    pub fn walk_tree(&self, ino: u64, f: &mut dyn FnMut(u64, bool, u64) -> Result<()>) -> Result<()> {
+    pub fn walk_tree(
+        &self,
+        ino: u64,
+        f: &mut dyn FnMut(u64, bool, u64) -> Result<()>,
+    ) -> Result<()> {
         let (root, height) = self.tree_root(ino)?;
         if height == 0 {
             return Ok(());
@@ -199,7 +211,13 @@ impl<R: Region> Core<R> {
         self.walk_node(root, height, 0, f)
     }
 
-    fn walk_node(&self, node: u64, level: u32, first_lbn: u64, f: &mut dyn FnMut(u64, bool, u64) -> Result<()>) -> Result<()> {
+    fn walk_node(
+        &self,
+        node: u64,
+        level: u32,
+        first_lbn: u64,
+        f: &mut dyn FnMut(u64, bool, u64) -> Result<()>,
+    ) -> Result<()> {
         f(node, true, first_lbn)?;
         let mut ptrs = vec![0u8; BLOCK_SIZE as usize];
         self.region.read(self.geo.block(node), &mut ptrs);

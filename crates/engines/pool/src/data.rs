@@ -24,7 +24,13 @@ pub struct InodeDelta {
 impl<R: Region> Core<R> {
     /// Address of the block pointer of `lbn`, growing the tree and creating index blocks
     /// as needed (all undo-logged in `tx`).
-    pub fn pointer_addr_create(&self, tx: &mut Tx, ino: u64, lbn: u64, delta: &mut InodeDelta) -> Result<u64> {
+    pub fn pointer_addr_create(
+        &self,
+        tx: &mut Tx,
+        ino: u64,
+        lbn: u64,
+        delta: &mut InodeDelta,
+    ) -> Result<u64> {
         if lbn >= capacity(TREE_HEIGHT_MAX) || lbn * BLOCK_SIZE >= FILE_SIZE_MAX {
             return Err(Error::FileTooLarge(format!("block {lbn} of inode {ino}")));
         }
@@ -76,13 +82,29 @@ impl<R: Region> Core<R> {
     }
 
     /// Write `data` at `off` of file `st.ino` inside `tx`.
-    pub fn write_data(&self, st: &mut InodeState, tx: &mut Tx, off: u64, data: &[u8]) -> Result<()> {
+    pub fn write_data(
+        &self,
+        st: &mut InodeState,
+        tx: &mut Tx,
+        off: u64,
+        data: &[u8],
+    ) -> Result<()> {
         let ino = st.ino;
         let ioff = self.geo.inode(ino);
-        let end = off.checked_add(data.len() as u64).filter(|&e| e <= FILE_SIZE_MAX);
-        let Some(end) = end else { return Err(Error::FileTooLarge(format!("write to {off} of inode {ino}"))) };
+        let end = off
+            .checked_add(data.len() as u64)
+            .filter(|&e| e <= FILE_SIZE_MAX);
+        let Some(end) = end else {
+            return Err(Error::FileTooLarge(format!(
+                "write to {off} of inode {ino}"
+            )));
+        };
         let size = self.read_u64(ioff + I_SIZE);
-        let mut delta = InodeDelta { size: size.max(end), blocks: self.read_u64(ioff + I_BLOCKS), pointer_writes: Vec::new() };
+        let mut delta = InodeDelta {
+            size: size.max(end),
+            blocks: self.read_u64(ioff + I_BLOCKS),
+            pointer_writes: Vec::new(),
+        };
         let mut pos = off;
         while pos < end {
             let lbn = pos / BLOCK_SIZE;
@@ -99,7 +121,9 @@ impl<R: Region> Core<R> {
                     Mode::Nc => self.write_in_place(pbn, boff, chunk),
                     Mode::FgWal => self.write_fg_wal(tx, pbn, boff, chunk)?,
                     Mode::Scsp => self.write_shadow(st, tx, lbn, ptr, pbn, boff, chunk)?,
-                    Mode::Fcfs | Mode::Soc | Mode::Sync => self.write_redo(st, tx, lbn, ptr, pbn, boff, chunk)?,
+                    Mode::Fcfs | Mode::Soc | Mode::Sync => {
+                        self.write_redo(st, tx, lbn, ptr, pbn, boff, chunk)?
+                    }
                 }
             }
             pos += n;
@@ -123,7 +147,9 @@ impl<R: Region> Core<R> {
         let mut runs: Vec<(u64, Vec<u8>)> = Vec::new();
         for (addr, value) in pointers {
             match runs.last_mut() {
-                Some((start, bytes)) if *start + bytes.len() as u64 == addr => bytes.extend_from_slice(&value.to_le_bytes()),
+                Some((start, bytes)) if *start + bytes.len() as u64 == addr => {
+                    bytes.extend_from_slice(&value.to_le_bytes())
+                }
                 _ => runs.push((addr, value.to_le_bytes().to_vec())),
             }
         }
@@ -134,7 +160,14 @@ impl<R: Region> Core<R> {
 
     /// A write into a hole or past the end: a new block written directly (no redo copy);
     /// the pointer change is undo-logged metadata (written by `finish_data_op`).
-    fn fill_hole(&self, tx: &mut Tx, ptr: u64, boff: u64, chunk: &[u8], delta: &mut InodeDelta) -> Result<()> {
+    fn fill_hole(
+        &self,
+        tx: &mut Tx,
+        ptr: u64,
+        boff: u64,
+        chunk: &[u8],
+        delta: &mut InodeDelta,
+    ) -> Result<()> {
         let pbn = self.alloc_block(tx)?;
         let base = self.geo.block(pbn);
         if boff > 0 {
@@ -164,7 +197,16 @@ impl<R: Region> Core<R> {
 
     /// FCFS: redo the lines into the transaction's pending version of the block.
     #[allow(clippy::too_many_arguments)]
-    fn write_redo(&self, st: &mut InodeState, tx: &mut Tx, lbn: u64, ptr: u64, permanent: u64, boff: u64, chunk: &[u8]) -> Result<()> {
+    fn write_redo(
+        &self,
+        st: &mut InodeState,
+        tx: &mut Tx,
+        lbn: u64,
+        ptr: u64,
+        permanent: u64,
+        boff: u64,
+        chunk: &[u8],
+    ) -> Result<()> {
         let vi = self.own_version(st, tx, lbn, ptr)?;
         let list = st.pending.get(&lbn).map(Vec::as_slice).unwrap_or(&[]);
         let mine = list[vi];
@@ -184,17 +226,26 @@ impl<R: Region> Core<R> {
             self.region.read(self.geo.block(src) + lstart, &mut buf);
             self.region.write(base + lstart, &buf);
         }
-        if boff % LINE == 0 && chunk.len() >= 1024 && chunk.len() as u64 % LINE == 0 {
+        if boff.is_multiple_of(LINE)
+            && chunk.len() >= 1024
+            && (chunk.len() as u64).is_multiple_of(LINE)
+        {
             self.region.write_nt(base + boff, chunk);
         } else {
             self.region.write(base + boff, chunk);
-            self.region.flush(base + first * LINE, (last - first + 1) * LINE);
+            self.region
+                .flush(base + first * LINE, (last - first + 1) * LINE);
         }
         let bitmap = mine.bitmap | line_mask(first, last);
         if let Some(list) = st.pending.get_mut(&lbn) {
             list[vi].bitmap = bitmap;
         }
-        if let Some(Some(tv)) = tx.versions.iter_mut().rev().find(|v| matches!(v, Some(t) if t.ino == st.ino && t.lbn == lbn)) {
+        if let Some(Some(tv)) = tx
+            .versions
+            .iter_mut()
+            .rev()
+            .find(|v| matches!(v, Some(t) if t.ino == st.ino && t.lbn == lbn))
+        {
             tv.bitmap = bitmap;
         }
         Ok(())
@@ -217,10 +268,26 @@ impl<R: Region> Core<R> {
             tx.doomed = true;
             return Err(Error::NoSpace("no free block for a pending version".into()));
         };
-        list.push(Version { pbn, bitmap: 0, txid: tx.id, committed: false, slot, ptr_addr: ptr });
-        tx.versions.push(Some(TxVersion { ino: st.ino, lbn, pbn, slot, ptr_addr: ptr, bitmap: 0 }));
+        list.push(Version {
+            pbn,
+            bitmap: 0,
+            txid: tx.id,
+            committed: false,
+            slot,
+            ptr_addr: ptr,
+        });
+        tx.versions.push(Some(TxVersion {
+            ino: st.ino,
+            lbn,
+            pbn,
+            slot,
+            ptr_addr: ptr,
+            bitmap: 0,
+        }));
         self.touch(tx, st.ino);
-        self.counters.versions_created.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .versions_created
+            .fetch_add(1, Ordering::Relaxed);
         Ok(list.len() - 1)
     }
 
@@ -281,18 +348,27 @@ impl<R: Region> Core<R> {
             // Committed versions of the blocks that go away are checkpointed first, so that
             // dropping a block never loses a committed redo entry.
             let first_lbn = len / BLOCK_SIZE;
-            let lbns: Vec<u64> = st.pending.keys().copied().filter(|&l| l >= first_lbn).collect();
+            let lbns: Vec<u64> = st
+                .pending
+                .keys()
+                .copied()
+                .filter(|&l| l >= first_lbn)
+                .collect();
             for lbn in lbns {
                 self.checkpoint_block(st, lbn)?;
             }
             self.drop_own_versions(st, tx, len.div_ceil(BLOCK_SIZE));
             let (partial, _) = self.permanent_block(st.ino, len / BLOCK_SIZE)?;
-            if len % BLOCK_SIZE != 0 && partial != 0 {
+            if !len.is_multiple_of(BLOCK_SIZE) && partial != 0 {
                 let zero_end = size.min((len / BLOCK_SIZE + 1) * BLOCK_SIZE);
                 let zeros = vec![0u8; (zero_end - len) as usize];
                 self.write_data(st, tx, len, &zeros)?;
             }
-            let mut delta = InodeDelta { size: len, blocks: self.read_u64(ioff + I_BLOCKS), pointer_writes: Vec::new() };
+            let mut delta = InodeDelta {
+                size: len,
+                blocks: self.read_u64(ioff + I_BLOCKS),
+                pointer_writes: Vec::new(),
+            };
             for lbn in len.div_ceil(BLOCK_SIZE)..size.div_ceil(BLOCK_SIZE) {
                 let (pbn, ptr) = self.permanent_block(st.ino, lbn)?;
                 if let (true, Some(ptr)) = (pbn != 0, ptr) {
@@ -303,7 +379,11 @@ impl<R: Region> Core<R> {
             }
             self.finish_data_op(tx, st.ino, &delta)
         } else {
-            let delta = InodeDelta { size: len, blocks: self.read_u64(ioff + I_BLOCKS), pointer_writes: Vec::new() };
+            let delta = InodeDelta {
+                size: len,
+                blocks: self.read_u64(ioff + I_BLOCKS),
+                pointer_writes: Vec::new(),
+            };
             self.finish_data_op(tx, st.ino, &delta)
         }
     }

@@ -46,7 +46,10 @@ impl<R: Region> Core<R> {
         let lbn = slot / DIRENTS_PER_BLOCK;
         let (pbn, _) = self.permanent_block(dir, lbn)?;
         if pbn == 0 {
-            return Err(Error::corrupt(format!("directory {dir} has a hole at block {lbn}"), self.geo.inode(dir)));
+            return Err(Error::corrupt(
+                format!("directory {dir} has a hole at block {lbn}"),
+                self.geo.inode(dir),
+            ));
         }
         Ok(self.geo.block(pbn) + (slot % DIRENTS_PER_BLOCK) * DIRENT_SIZE)
     }
@@ -60,7 +63,10 @@ impl<R: Region> Core<R> {
         for lbn in 0..size / BLOCK_SIZE {
             let (pbn, _) = self.permanent_block(dir, lbn)?;
             if pbn == 0 {
-                return Err(Error::corrupt(format!("directory {dir} has a hole at block {lbn}"), self.geo.inode(dir)));
+                return Err(Error::corrupt(
+                    format!("directory {dir} has a hole at block {lbn}"),
+                    self.geo.inode(dir),
+                ));
             }
             self.region.read(self.geo.block(pbn), &mut block);
             for i in 0..DIRENTS_PER_BLOCK {
@@ -76,15 +82,24 @@ impl<R: Region> Core<R> {
                 }
                 let addr = self.geo.block(pbn) + at as u64;
                 let (kind, len) = (raw[D_KIND as usize], raw[D_NAME_LEN as usize] as usize);
-                if ino >= self.geo.inode_count || len == 0 || !(kind == KIND_FILE || kind == KIND_DIR) {
-                    return Err(Error::corrupt(format!("directory {dir} entry {slot}"), addr));
+                if ino >= self.geo.inode_count
+                    || len == 0
+                    || !(kind == KIND_FILE || kind == KIND_DIR)
+                {
+                    return Err(Error::corrupt(
+                        format!("directory {dir} entry {slot}"),
+                        addr,
+                    ));
                 }
                 let name: Box<[u8]> = raw[D_NAME as usize..D_NAME as usize + len].into();
                 if kind == KIND_DIR {
                     index.subdirs += 1;
                 }
                 if index.names.insert(name, Slot { slot, ino, kind }).is_some() {
-                    return Err(Error::corrupt(format!("directory {dir} has a name twice"), addr));
+                    return Err(Error::corrupt(
+                        format!("directory {dir} has a name twice"),
+                        addr,
+                    ));
                 }
             }
         }
@@ -102,13 +117,23 @@ impl<R: Region> Core<R> {
     }
 
     /// Add `name -> ino` to directory `st` inside `tx`.
-    pub fn dir_add(&self, st: &mut InodeState, tx: &mut Tx, name: &[u8], ino: u64, kind: u8) -> Result<()> {
+    pub fn dir_add(
+        &self,
+        st: &mut InodeState,
+        tx: &mut Tx,
+        name: &[u8],
+        ino: u64,
+        kind: u8,
+    ) -> Result<()> {
         if self.dir_index(st)?.free.is_empty() {
             self.dir_grow(st)?;
         }
         let dir = st.ino;
         let index = self.dir_index(st)?;
-        let slot = index.free.pop().ok_or_else(|| Error::NoSpace("directory slot".into()))?;
+        let slot = index
+            .free
+            .pop()
+            .ok_or_else(|| Error::NoSpace("directory slot".into()))?;
         let addr = match self.slot_addr(dir, slot) {
             Ok(a) => a,
             Err(e) => {
@@ -121,8 +146,12 @@ impl<R: Region> Core<R> {
         head[D_NAME_LEN as usize] = name.len() as u8;
         head[D_NAME as usize..D_NAME as usize + name.len()].copy_from_slice(name);
         // The slot is free (ino 0): its name bytes need no undo entry.
-        self.region.write(addr + D_KIND, &head[D_KIND as usize..D_NAME as usize + name.len()]);
-        self.region.flush(addr + D_KIND, D_NAME - D_KIND + name.len() as u64);
+        self.region.write(
+            addr + D_KIND,
+            &head[D_KIND as usize..D_NAME as usize + name.len()],
+        );
+        self.region
+            .flush(addr + D_KIND, D_NAME - D_KIND + name.len() as u64);
         if let Err(e) = self.meta_u64(tx, addr + D_INO, ino) {
             index.free.push(slot);
             return Err(e);
@@ -138,7 +167,11 @@ impl<R: Region> Core<R> {
     /// Remove `name` from directory `st` inside `tx`; the slot stays reserved until commit.
     pub fn dir_remove(&self, st: &mut InodeState, tx: &mut Tx, name: &[u8]) -> Result<Slot> {
         let dir = st.ino;
-        let found = *self.dir_index(st)?.names.get(name).ok_or_else(|| Error::NotFound(String::from_utf8_lossy(name).into_owned()))?;
+        let found = *self
+            .dir_index(st)?
+            .names
+            .get(name)
+            .ok_or_else(|| Error::NotFound(String::from_utf8_lossy(name).into_owned()))?;
         let addr = self.slot_addr(dir, found.slot)?;
         self.meta_u64(tx, addr + D_INO, 0)?;
         st.dir_reserved.insert(found.slot);
@@ -171,20 +204,33 @@ impl<R: Region> Core<R> {
         let lbn = size / BLOCK_SIZE;
         let mut tx = self.tx_new()?;
         let result = (|| {
-            let mut delta = InodeDelta { size: size + BLOCK_SIZE, blocks: self.read_u64(ioff + I_BLOCKS), pointer_writes: Vec::new() };
+            let mut delta = InodeDelta {
+                size: size + BLOCK_SIZE,
+                blocks: self.read_u64(ioff + I_BLOCKS),
+                pointer_writes: Vec::new(),
+            };
             let ptr = self.pointer_addr_create(&mut tx, dir, lbn, &mut delta)?;
             let pbn = self.new_zero_block(&mut tx)?;
             delta.blocks += 1;
             let mut attrs = [0u8; 8];
             attrs.copy_from_slice(&delta.size.to_le_bytes());
-            self.meta_update(&mut tx, &[(ptr, &pbn.to_le_bytes()), (ioff + I_SIZE, &attrs), (ioff + I_BLOCKS, &delta.blocks.to_le_bytes())])
+            self.meta_update(
+                &mut tx,
+                &[
+                    (ptr, &pbn.to_le_bytes()),
+                    (ioff + I_SIZE, &attrs),
+                    (ioff + I_BLOCKS, &delta.blocks.to_le_bytes()),
+                ],
+            )
         })();
         match result {
             Ok(()) => {
                 self.commit_persist(&mut tx)?;
                 // An index built before the growth gets the new slots; one built later reads them.
                 if let Some(index) = st.dir.as_mut() {
-                    index.free.extend((lbn * DIRENTS_PER_BLOCK..(lbn + 1) * DIRENTS_PER_BLOCK).rev());
+                    index
+                        .free
+                        .extend((lbn * DIRENTS_PER_BLOCK..(lbn + 1) * DIRENTS_PER_BLOCK).rev());
                 }
                 Ok(())
             }

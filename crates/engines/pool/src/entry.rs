@@ -191,7 +191,13 @@ impl Entry {
                 let mut data = [0u8; UNDO_DATA_MAX];
                 data[..40].copy_from_slice(&b[16..56]);
                 data[40..].copy_from_slice(&b[56..59]);
-                Entry::Undo(UndoEntry { txid, addr, seq: u16::from_le_bytes([b[2], b[3]]), size, data })
+                Entry::Undo(UndoEntry {
+                    txid,
+                    addr,
+                    seq: u16::from_le_bytes([b[2], b[3]]),
+                    size,
+                    data,
+                })
             }
             TYPE_COMMIT => Entry::Commit(CommitEntry {
                 txid: get(b, 8),
@@ -199,7 +205,10 @@ impl Entry {
                 data_entries: get(b, 24),
                 members: get(b, 32),
             }),
-            TYPE_MEMBER => Entry::Member(MemberEntry { group: get(b, 8), member: get(b, 16) }),
+            TYPE_MEMBER => Entry::Member(MemberEntry {
+                group: get(b, 8),
+                member: get(b, 16),
+            }),
             TYPE_DATA => Entry::Data(DataEntry {
                 txid: get(b, 8),
                 ino: get(b, 16),
@@ -224,10 +233,31 @@ mod tests {
             *d = i as u8 + 1;
         }
         let entries = [
-            Entry::Undo(UndoEntry { txid: TXID_MAX, addr: 0x1234_5678_9abc, seq: 77, size: 43, data }),
-            Entry::Commit(CommitEntry { txid: 5, commit_seq: 9, data_entries: 3, members: 1 }),
-            Entry::Member(MemberEntry { group: 5, member: 4 }),
-            Entry::Data(DataEntry { txid: 5, ino: 3, lbn: 8, ptr_addr: 4096, pbn: 17, bitmap: u64::MAX }),
+            Entry::Undo(UndoEntry {
+                txid: TXID_MAX,
+                addr: 0x1234_5678_9abc,
+                seq: 77,
+                size: 43,
+                data,
+            }),
+            Entry::Commit(CommitEntry {
+                txid: 5,
+                commit_seq: 9,
+                data_entries: 3,
+                members: 1,
+            }),
+            Entry::Member(MemberEntry {
+                group: 5,
+                member: 4,
+            }),
+            Entry::Data(DataEntry {
+                txid: 5,
+                ino: 3,
+                lbn: 8,
+                ptr_addr: 4096,
+                pbn: 17,
+                bitmap: u64::MAX,
+            }),
         ];
         for e in entries {
             let line = e.encode();
@@ -236,7 +266,10 @@ mod tests {
             for i in 0..64 {
                 let mut bad = line;
                 bad[i] ^= 0x40;
-                assert!(matches!(Entry::decode(&bad), Entry::Torn | Entry::Free), "byte {i} of {e:?}");
+                assert!(
+                    matches!(Entry::decode(&bad), Entry::Torn | Entry::Free),
+                    "byte {i} of {e:?}"
+                );
             }
             // The body without its seal is free; an old seal over a new body is torn.
             let mut unsealed = line;

@@ -22,13 +22,19 @@ pub fn fsck<R: Region>(c: &Core<R>) -> Result<FsckReport> {
             continue;
         }
         if kind != KIND_FILE && kind != KIND_DIR {
-            report.problem(format!("inode {ino} has kind {kind}"), format!("offset {off:#x}"));
+            report.problem(
+                format!("inode {ino} has kind {kind}"),
+                format!("offset {off:#x}"),
+            );
             continue;
         }
         live.push((ino, kind));
         let walked = c.walk_tree(ino, &mut |pbn, _, _| {
             if let Some(other) = owner.insert(pbn, ino) {
-                report.problem(format!("block {pbn} referenced by inodes {other} and {ino}"), format!("inode {ino}"));
+                report.problem(
+                    format!("block {pbn} referenced by inodes {other} and {ino}"),
+                    format!("inode {ino}"),
+                );
             }
             Ok(())
         });
@@ -47,7 +53,14 @@ pub fn fsck<R: Region>(c: &Core<R>) -> Result<FsckReport> {
                 for (name, slot) in &index.names {
                     let target = c.read_u8(geo.inode(slot.ino) + I_KIND);
                     if target != slot.kind {
-                        report.problem(format!("entry {:?} names inode {} of kind {target}", String::from_utf8_lossy(name), slot.ino), format!("directory {ino}"));
+                        report.problem(
+                            format!(
+                                "entry {:?} names inode {} of kind {target}",
+                                String::from_utf8_lossy(name),
+                                slot.ino
+                            ),
+                            format!("directory {ino}"),
+                        );
                     }
                     *links.entry(slot.ino).or_default() += 1;
                 }
@@ -58,13 +71,24 @@ pub fn fsck<R: Region>(c: &Core<R>) -> Result<FsckReport> {
     for &(ino, kind) in &live {
         let nlink = c.read_u32(geo.inode(ino) + I_NLINK);
         let found = links.get(&ino).copied().unwrap_or(0);
-        let expected = if kind == KIND_DIR { u32::from(found > 0 || ino == ROOT_INO) } else { found };
+        let expected = if kind == KIND_DIR {
+            u32::from(found > 0 || ino == ROOT_INO)
+        } else {
+            found
+        };
         if nlink != expected && !(nlink == 0 && c.cell(ino).lock().open_handles > 0) {
-            report.problem(format!("inode {ino} has nlink {nlink} but {found} entries name it"), format!("inode {ino}"));
+            report.problem(
+                format!("inode {ino} has nlink {nlink} but {found} entries name it"),
+                format!("inode {ino}"),
+            );
         }
     }
     let logs = check_log(c, &owner, &mut report);
-    report.checked = vec![("inodes".into(), live.len() as u64), ("blocks".into(), owner.len() as u64), ("log entries".into(), logs)];
+    report.checked = vec![
+        ("inodes".into(), live.len() as u64),
+        ("blocks".into(), owner.len() as u64),
+        ("log entries".into(), logs),
+    ];
     Ok(report)
 }
 
@@ -91,7 +115,9 @@ fn check_log<R: Region>(c: &Core<R>, owner: &HashMap<u64, u64>, report: &mut Fsc
                 count += 1;
             }
             Entry::Torn => report.problem("torn entry in the metadata log", format!("slot {slot}")),
-            Entry::Data(_) => report.problem("data entry in the metadata log", format!("slot {slot}")),
+            Entry::Data(_) => {
+                report.problem("data entry in the metadata log", format!("slot {slot}"))
+            }
             Entry::Undo(_) => count += 1,
             Entry::Free => {}
         }
@@ -101,11 +127,21 @@ fn check_log<R: Region>(c: &Core<R>, owner: &HashMap<u64, u64>, report: &mut Fsc
             Entry::Data(d) => {
                 count += 1;
                 if !commits.contains(&d.txid) {
-                    report.problem(format!("data entry of uncommitted transaction {}", d.txid), format!("data slot {slot}"));
+                    report.problem(
+                        format!("data entry of uncommitted transaction {}", d.txid),
+                        format!("data slot {slot}"),
+                    );
                 }
-                let permanent = if geo.is_metadata_range(d.ptr_addr, 8) && d.ptr_addr % 8 == 0 { c.read_u64(d.ptr_addr) } else { 0 };
+                let permanent = if geo.is_metadata_range(d.ptr_addr, 8) && d.ptr_addr % 8 == 0 {
+                    c.read_u64(d.ptr_addr)
+                } else {
+                    0
+                };
                 if owner.contains_key(&d.pbn) && permanent != d.pbn {
-                    report.problem(format!("pending block {} is also a file block", d.pbn), format!("data slot {slot}"));
+                    report.problem(
+                        format!("pending block {} is also a file block", d.pbn),
+                        format!("data slot {slot}"),
+                    );
                 }
             }
             Entry::Free => {}

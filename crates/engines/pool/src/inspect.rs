@@ -99,7 +99,14 @@ impl<R: Region> PoolStore<R> {
     pub fn log_entries(&self) -> Vec<LogEntryInfo> {
         let c = &self.core;
         let mut out = Vec::new();
-        let areas = [("metadata", c.geo.metadata_log_entries, c.geo.meta_log_offset), ("data", c.geo.data_log_entries, c.geo.data_log_offset)];
+        let areas = [
+            (
+                "metadata",
+                c.geo.metadata_log_entries,
+                c.geo.meta_log_offset,
+            ),
+            ("data", c.geo.data_log_entries, c.geo.data_log_offset),
+        ];
         for (area, count, base) in areas {
             for slot in 0..count {
                 let mut line = [0u8; 64];
@@ -110,15 +117,44 @@ impl<R: Region> PoolStore<R> {
                     kind,
                     txid,
                     addr,
-                    fields: fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+                    fields: fields
+                        .into_iter()
+                        .map(|(k, v)| (k.to_string(), v))
+                        .collect(),
                 };
                 match Entry::decode(&line) {
                     Entry::Free => {}
                     Entry::Torn => out.push(info("torn", 0, 0, vec![])),
-                    Entry::Undo(u) => out.push(info("undo", u.txid, u.addr, vec![("seq", u.seq.into()), ("size", u.size.into())])),
-                    Entry::Commit(e) => out.push(info("commit", e.txid, 0, vec![("commit_seq", e.commit_seq), ("data_entries", e.data_entries), ("members", e.members)])),
-                    Entry::Member(m) => out.push(info("member", m.member, 0, vec![("group", m.group)])),
-                    Entry::Data(d) => out.push(info("data", d.txid, d.ptr_addr, vec![("ino", d.ino), ("lbn", d.lbn), ("pbn", d.pbn), ("bitmap", d.bitmap)])),
+                    Entry::Undo(u) => out.push(info(
+                        "undo",
+                        u.txid,
+                        u.addr,
+                        vec![("seq", u.seq.into()), ("size", u.size.into())],
+                    )),
+                    Entry::Commit(e) => out.push(info(
+                        "commit",
+                        e.txid,
+                        0,
+                        vec![
+                            ("commit_seq", e.commit_seq),
+                            ("data_entries", e.data_entries),
+                            ("members", e.members),
+                        ],
+                    )),
+                    Entry::Member(m) => {
+                        out.push(info("member", m.member, 0, vec![("group", m.group)]))
+                    }
+                    Entry::Data(d) => out.push(info(
+                        "data",
+                        d.txid,
+                        d.ptr_addr,
+                        vec![
+                            ("ino", d.ino),
+                            ("lbn", d.lbn),
+                            ("pbn", d.pbn),
+                            ("bitmap", d.bitmap),
+                        ],
+                    )),
                 }
             }
         }
@@ -127,14 +163,35 @@ impl<R: Region> PoolStore<R> {
 
     /// Pending lists of one file (or of every file with `None`).
     pub fn pending_lists(&self, ino: Option<u64>) -> Result<Vec<PendingListInfo>> {
-        let cells: Vec<_> = self.core.cells.read().iter().filter(|(i, _)| ino.is_none_or(|x| x == **i)).map(|(_, c)| c.clone()).collect();
+        let cells: Vec<_> = self
+            .core
+            .cells
+            .read()
+            .iter()
+            .filter(|(i, _)| ino.is_none_or(|x| x == **i))
+            .map(|(_, c)| c.clone())
+            .collect();
         let mut out = Vec::new();
         for cell in cells {
             let st = cell.lock();
             for (&lbn, list) in &st.pending {
                 let (permanent_pbn, _) = self.core.permanent_block(st.ino, lbn)?;
-                let versions = list.iter().map(|v| VersionInfo { pbn: v.pbn, bitmap: v.bitmap, txid: v.txid, committed: v.committed, slot: v.slot }).collect();
-                out.push(PendingListInfo { ino: st.ino, lbn, permanent_pbn, versions });
+                let versions = list
+                    .iter()
+                    .map(|v| VersionInfo {
+                        pbn: v.pbn,
+                        bitmap: v.bitmap,
+                        txid: v.txid,
+                        committed: v.committed,
+                        slot: v.slot,
+                    })
+                    .collect();
+                out.push(PendingListInfo {
+                    ino: st.ino,
+                    lbn,
+                    permanent_pbn,
+                    versions,
+                });
             }
         }
         out.sort_by_key(|p| (p.ino, p.lbn));
@@ -146,7 +203,14 @@ impl<R: Region> PoolStore<R> {
         let c = &self.core;
         c.inode_kind(ino)?;
         let (root, height) = c.tree_root(ino)?;
-        let mut map = BlockMapInfo { ino, size: c.read_u64(c.geo.inode(ino) + I_SIZE), tree_height: height, tree_root: root, index_blocks: vec![], blocks: vec![] };
+        let mut map = BlockMapInfo {
+            ino,
+            size: c.read_u64(c.geo.inode(ino) + I_SIZE),
+            tree_height: height,
+            tree_root: root,
+            index_blocks: vec![],
+            blocks: vec![],
+        };
         c.walk_tree(ino, &mut |pbn, index, lbn| {
             if index {
                 map.index_blocks.push(pbn);
@@ -163,19 +227,48 @@ impl<R: Region> PoolStore<R> {
 pub fn counters<R: Region>(c: &Core<R>, open_txs: u64) -> Vec<(String, u64)> {
     let n = &c.counters;
     let rs = c.region.stats();
-    let pending: u64 = c.cells.read().values().map(|cell| cell.lock().pending.values().map(|l| l.len() as u64).sum::<u64>()).sum();
+    let pending: u64 = c
+        .cells
+        .read()
+        .values()
+        .map(|cell| {
+            cell.lock()
+                .pending
+                .values()
+                .map(|l| l.len() as u64)
+                .sum::<u64>()
+        })
+        .sum();
     [
         ("commits", n.commits.load(Ordering::Relaxed)),
         ("aborts", n.aborts.load(Ordering::Relaxed)),
         ("checkpoints", n.checkpoints.load(Ordering::Relaxed)),
-        ("checkpoint_lines_copied", n.checkpoint_lines_copied.load(Ordering::Relaxed)),
-        ("checkpoint_pointer_swings", n.checkpoint_pointer_swings.load(Ordering::Relaxed)),
-        ("versions_created", n.versions_created.load(Ordering::Relaxed)),
-        ("undo_entries_written", n.undo_entries.load(Ordering::Relaxed)),
+        (
+            "checkpoint_lines_copied",
+            n.checkpoint_lines_copied.load(Ordering::Relaxed),
+        ),
+        (
+            "checkpoint_pointer_swings",
+            n.checkpoint_pointer_swings.load(Ordering::Relaxed),
+        ),
+        (
+            "versions_created",
+            n.versions_created.load(Ordering::Relaxed),
+        ),
+        (
+            "undo_entries_written",
+            n.undo_entries.load(Ordering::Relaxed),
+        ),
         ("pending_versions", pending),
         ("open_transactions", open_txs),
-        ("metadata_log_used", c.meta_slots.total() - c.meta_slots.free_count()),
-        ("data_log_used", c.data_slots.total() - c.data_slots.free_count()),
+        (
+            "metadata_log_used",
+            c.meta_slots.total() - c.meta_slots.free_count(),
+        ),
+        (
+            "data_log_used",
+            c.data_slots.total() - c.data_slots.free_count(),
+        ),
         ("blocks_free", c.blocks.free_count()),
         ("blocks_total", c.geo.block_count),
         ("region_bytes_stored", rs.bytes_stored),

@@ -78,16 +78,33 @@ impl Geometry {
     /// The geometry a region of `region_len` bytes gets with `cfg`.
     pub fn plan(region_len: u64, cfg: &PoolConfig) -> Result<Geometry> {
         if cfg.inode_count < 2 || cfg.metadata_log_entries < 8 || cfg.data_log_entries < 1 {
-            return Err(Error::InvalidArgument("pool geometry: too few inodes or log entries".into()));
+            return Err(Error::InvalidArgument(
+                "pool geometry: too few inodes or log entries".into(),
+            ));
         }
         let too_big = || Error::InvalidArgument("pool geometry: sizes overflow".into());
         let meta_log_offset = SB_SIZE;
-        let meta_len = cfg.metadata_log_entries.checked_mul(ENTRY_SIZE).ok_or_else(too_big)?;
+        let meta_len = cfg
+            .metadata_log_entries
+            .checked_mul(ENTRY_SIZE)
+            .ok_or_else(too_big)?;
         let data_log_offset = round_up(meta_log_offset + meta_len, BLOCK_SIZE);
-        let data_len = cfg.data_log_entries.checked_mul(ENTRY_SIZE).ok_or_else(too_big)?;
-        let inode_offset = round_up(data_log_offset.checked_add(data_len).ok_or_else(too_big)?, BLOCK_SIZE);
-        let inode_len = cfg.inode_count.checked_mul(INODE_SIZE).ok_or_else(too_big)?;
-        let blocks_offset = round_up(inode_offset.checked_add(inode_len).ok_or_else(too_big)?, BLOCK_SIZE);
+        let data_len = cfg
+            .data_log_entries
+            .checked_mul(ENTRY_SIZE)
+            .ok_or_else(too_big)?;
+        let inode_offset = round_up(
+            data_log_offset.checked_add(data_len).ok_or_else(too_big)?,
+            BLOCK_SIZE,
+        );
+        let inode_len = cfg
+            .inode_count
+            .checked_mul(INODE_SIZE)
+            .ok_or_else(too_big)?;
+        let blocks_offset = round_up(
+            inode_offset.checked_add(inode_len).ok_or_else(too_big)?,
+            BLOCK_SIZE,
+        );
         let block_count = region_len.saturating_sub(blocks_offset) / BLOCK_SIZE;
         if block_count < 16 {
             return Err(Error::NoSpace(format!(
@@ -136,18 +153,28 @@ impl Geometry {
     pub fn decode(sb: &[u8; SB_CHECKED_LEN + 4], region_len: u64) -> Result<Geometry> {
         let word = |i: usize| u64::from_le_bytes(sb[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
         if word(0) != MAGIC {
-            return Err(Error::BadMagic(format!("superblock magic {:#018x}", word(0))));
+            return Err(Error::BadMagic(format!(
+                "superblock magic {:#018x}",
+                word(0)
+            )));
         }
         let version = word(1) as u32;
         if version != FORMAT_VERSION {
-            return Err(Error::UnsupportedVersion { what: "pool".into(), found: version, supported: FORMAT_VERSION });
+            return Err(Error::UnsupportedVersion {
+                what: "pool".into(),
+                found: version,
+                supported: FORMAT_VERSION,
+            });
         }
         let crc = u32::from_le_bytes(sb[SB_CHECKED_LEN..].try_into().unwrap_or([0; 4]));
         if crc != crc32c::crc32c(&sb[..SB_CHECKED_LEN]) {
             return Err(Error::corrupt("superblock checksum mismatch", 0));
         }
         if (word(1) >> 32) != BLOCK_SIZE {
-            return Err(Error::corrupt(format!("superblock block size {}", word(1) >> 32), 12));
+            return Err(Error::corrupt(
+                format!("superblock block size {}", word(1) >> 32),
+                12,
+            ));
         }
         let geo = Geometry {
             region_len: word(2),
@@ -168,7 +195,10 @@ impl Geometry {
     fn check(&self, region_len: u64) -> Result<()> {
         if self.region_len > region_len {
             return Err(Error::corrupt(
-                format!("pool formatted for {} bytes but region has {region_len}", self.region_len),
+                format!(
+                    "pool formatted for {} bytes but region has {region_len}",
+                    self.region_len
+                ),
                 16,
             ));
         }
@@ -178,7 +208,8 @@ impl Geometry {
             data_log_entries: self.data_log_entries,
             ..PoolConfig::default()
         };
-        let planned = Geometry::plan(self.region_len, &cfg).map_err(|_| Error::corrupt("superblock geometry", 16))?;
+        let planned = Geometry::plan(self.region_len, &cfg)
+            .map_err(|_| Error::corrupt("superblock geometry", 16))?;
         if planned != *self {
             return Err(Error::corrupt("superblock geometry is inconsistent", 16));
         }
@@ -215,7 +246,10 @@ impl Geometry {
         if self.valid_pbn(pbn) {
             Ok(pbn)
         } else {
-            Err(Error::corrupt(format!("block pointer {pbn} out of range"), found_at))
+            Err(Error::corrupt(
+                format!("block pointer {pbn} out of range"),
+                found_at,
+            ))
         }
     }
     /// True when `[addr, addr+len)` lies inside the metadata a transaction may undo-log:
@@ -261,7 +295,7 @@ pub const KIND_FILE: u8 = 1;
 pub const KIND_DIR: u8 = 2;
 
 const _: () = assert!(I_BTIME + 8 <= INODE_SIZE);
-const _: () = assert!(INODE_SIZE % LINE == 0);
+const _: () = assert!(INODE_SIZE.is_multiple_of(LINE));
 
 // ----- directory entry (272 bytes, 15 per block) -----
 //

@@ -36,7 +36,9 @@ mod tx;
 mod txn;
 
 pub use config::{Mode, PoolConfig};
-pub use inspect::{BlockMapInfo, LogEntryInfo, LogOccupancy, PendingListInfo, SuperblockInfo, VersionInfo};
+pub use inspect::{
+    BlockMapInfo, LogEntryInfo, LogOccupancy, PendingListInfo, SuperblockInfo, VersionInfo,
+};
 pub use layout::{Geometry, BLOCK_SIZE, FORMAT_VERSION};
 pub use recovery::RecoveryReport;
 pub use store_impl::PoolStore;

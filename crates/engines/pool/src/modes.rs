@@ -32,7 +32,16 @@ impl<R: Region> Core<R> {
     /// SCSP: copy-on-write of the whole block into a shadow, pointer swapped under the undo
     /// log.
     #[allow(clippy::too_many_arguments)]
-    pub fn write_shadow(&self, st: &mut InodeState, tx: &mut Tx, lbn: u64, ptr: u64, pbn: u64, boff: u64, chunk: &[u8]) -> Result<()> {
+    pub fn write_shadow(
+        &self,
+        st: &mut InodeState,
+        tx: &mut Tx,
+        lbn: u64,
+        ptr: u64,
+        pbn: u64,
+        boff: u64,
+        chunk: &[u8],
+    ) -> Result<()> {
         let _ = (st, lbn);
         if tx.shadows.contains(&pbn) {
             self.write_in_place(pbn, boff, chunk);

@@ -50,22 +50,38 @@ impl<R: Region> Core<R> {
         check_name(name)?;
         let cell = self.cell(parent);
         let mut st = cell.lock();
-        self.dir_index(&mut st)?.names.get(name).copied().ok_or_else(|| Error::NotFound(String::from_utf8_lossy(name).into_owned()))
+        self.dir_index(&mut st)?
+            .names
+            .get(name)
+            .copied()
+            .ok_or_else(|| Error::NotFound(String::from_utf8_lossy(name).into_owned()))
     }
 
     /// Create a file or directory `name` in `parent`.
-    pub fn create_node(&self, tx: &mut Tx, parent: u64, name: &[u8], kind: u8, perm: u32) -> Result<u64> {
+    pub fn create_node(
+        &self,
+        tx: &mut Tx,
+        parent: u64,
+        name: &[u8],
+        kind: u8,
+        perm: u32,
+    ) -> Result<u64> {
         self.check_dir(parent)?;
         check_name(name)?;
         if self.lookup_slot(parent, name).is_ok() {
             return Err(Error::Exists(String::from_utf8_lossy(name).into_owned()));
         }
-        let ino = self.inodes_free.alloc().ok_or_else(|| Error::NoSpace("no free inode".into()))?;
+        let ino = self
+            .inodes_free
+            .alloc()
+            .ok_or_else(|| Error::NoSpace("no free inode".into()))?;
         tx.allocated_inodes.push(ino);
         let off = self.geo.inode(ino);
         let now = store::now_ns();
         let mut inode = [0u8; INODE_SIZE as usize];
-        let put = |b: &mut [u8], at: u64, v: &[u8]| b[at as usize..at as usize + v.len()].copy_from_slice(v);
+        let put = |b: &mut [u8], at: u64, v: &[u8]| {
+            b[at as usize..at as usize + v.len()].copy_from_slice(v)
+        };
         put(&mut inode, I_PERM, &(perm & 0o7777).to_le_bytes());
         put(&mut inode, I_NLINK, &1u32.to_le_bytes());
         for f in [I_MTIME, I_CTIME, I_ATIME, I_BTIME] {
@@ -89,7 +105,10 @@ impl<R: Region> Core<R> {
         let off = self.geo.inode(ino);
         let nlink = (self.read_u32(off + I_NLINK) as i64 + i64::from(delta)).max(0) as u32;
         let now = store::now_ns().to_le_bytes();
-        self.meta_update(tx, &[(off + I_NLINK, &nlink.to_le_bytes()), (off + I_CTIME, &now)])?;
+        self.meta_update(
+            tx,
+            &[(off + I_NLINK, &nlink.to_le_bytes()), (off + I_CTIME, &now)],
+        )?;
         Ok(nlink)
     }
 
@@ -107,7 +126,11 @@ impl<R: Region> Core<R> {
             let mut st = cell.lock();
             self.dir_remove(&mut st, tx, name)?;
         }
-        let nlink = if dir { self.set_nlink_zero(tx, found.ino)? } else { self.add_nlink(tx, found.ino, -1)? };
+        let nlink = if dir {
+            self.set_nlink_zero(tx, found.ino)?
+        } else {
+            self.add_nlink(tx, found.ino, -1)?
+        };
         if nlink == 0 {
             tx.orphans.push(found.ino);
         }
@@ -139,13 +162,24 @@ impl<R: Region> Core<R> {
                 return Ok(false);
             }
             dir = self.read_u64(self.geo.inode(dir) + I_PARENT);
-            self.check_ino(dir).map_err(|_| Error::corrupt("directory parent", self.geo.inode(dir)))?;
+            self.check_ino(dir)
+                .map_err(|_| Error::corrupt("directory parent", self.geo.inode(dir)))?;
         }
-        Err(Error::corrupt("directory parent chain has a cycle", self.geo.inode(dir)))
+        Err(Error::corrupt(
+            "directory parent chain has a cycle",
+            self.geo.inode(dir),
+        ))
     }
 
     /// rename(2), replacing a compatible target.
-    pub fn rename_entry(&self, tx: &mut Tx, parent: u64, name: &[u8], new_parent: u64, new_name: &[u8]) -> Result<()> {
+    pub fn rename_entry(
+        &self,
+        tx: &mut Tx,
+        parent: u64,
+        name: &[u8],
+        new_parent: u64,
+        new_name: &[u8],
+    ) -> Result<()> {
         self.check_dir(new_parent)?;
         check_name(new_name)?;
         let src = self.lookup_slot(parent, name)?;
@@ -153,13 +187,21 @@ impl<R: Region> Core<R> {
             return Ok(());
         }
         if src.kind == KIND_DIR && self.is_ancestor(src.ino, new_parent)? {
-            return Err(Error::InvalidArgument("cannot move a directory into itself".into()));
+            return Err(Error::InvalidArgument(
+                "cannot move a directory into itself".into(),
+            ));
         }
         match self.lookup_slot(new_parent, new_name) {
             Ok(dst) if dst.ino == src.ino => return self.remove_entry(tx, parent, name, false),
             Ok(dst) => match (src.kind == KIND_DIR, dst.kind == KIND_DIR) {
-                (false, true) => return Err(Error::IsDir(String::from_utf8_lossy(new_name).into_owned())),
-                (true, false) => return Err(Error::NotDir(String::from_utf8_lossy(new_name).into_owned())),
+                (false, true) => {
+                    return Err(Error::IsDir(String::from_utf8_lossy(new_name).into_owned()))
+                }
+                (true, false) => {
+                    return Err(Error::NotDir(
+                        String::from_utf8_lossy(new_name).into_owned(),
+                    ))
+                }
                 (is_dir, _) => self.remove_entry(tx, new_parent, new_name, is_dir)?,
             },
             Err(Error::NotFound(_)) => {}
@@ -183,7 +225,13 @@ impl<R: Region> Core<R> {
     }
 
     /// A new hard link to a file.
-    pub fn link_entry(&self, tx: &mut Tx, ino: u64, new_parent: u64, new_name: &[u8]) -> Result<()> {
+    pub fn link_entry(
+        &self,
+        tx: &mut Tx,
+        ino: u64,
+        new_parent: u64,
+        new_name: &[u8],
+    ) -> Result<()> {
         if self.inode_kind(ino)? == KIND_DIR {
             return Err(Error::IsDir(format!("inode {ino}")));
         }
@@ -193,7 +241,9 @@ impl<R: Region> Core<R> {
         self.check_dir(new_parent)?;
         check_name(new_name)?;
         if self.lookup_slot(new_parent, new_name).is_ok() {
-            return Err(Error::Exists(String::from_utf8_lossy(new_name).into_owned()));
+            return Err(Error::Exists(
+                String::from_utf8_lossy(new_name).into_owned(),
+            ));
         }
         {
             let cell = self.cell(new_parent);
@@ -236,7 +286,15 @@ impl<R: Region> Core<R> {
         let mut entries: Vec<_> = index
             .names
             .iter()
-            .map(|(name, s)| store::DirEntry { name: name.to_vec(), ino: s.ino, kind: if s.kind == KIND_DIR { FileKind::Dir } else { FileKind::File } })
+            .map(|(name, s)| store::DirEntry {
+                name: name.to_vec(),
+                ino: s.ino,
+                kind: if s.kind == KIND_DIR {
+                    FileKind::Dir
+                } else {
+                    FileKind::File
+                },
+            })
             .collect();
         entries.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(entries)

@@ -48,7 +48,11 @@ pub fn format<R: Region>(region: &R, cfg: &PoolConfig) -> Result<Geometry> {
     // valid superblock over half-initialised areas.
     region.fill(0, SB_SIZE, 0);
     region.persist(0, SB_SIZE);
-    region.fill(geo.meta_log_offset, geo.blocks_offset - geo.meta_log_offset, 0);
+    region.fill(
+        geo.meta_log_offset,
+        geo.blocks_offset - geo.meta_log_offset,
+        0,
+    );
     let root = geo.inode(ROOT_INO);
     let now = store::now_ns();
     let mut inode = [0u8; INODE_SIZE as usize];
@@ -72,7 +76,10 @@ pub fn format<R: Region>(region: &R, cfg: &PoolConfig) -> Result<Geometry> {
 /// Read and validate the superblock.
 pub fn read_geometry<R: Region>(region: &R) -> Result<Geometry> {
     if region.len() < SB_SIZE {
-        return Err(Error::BadMagic(format!("region of {} bytes is too small for a pool", region.len())));
+        return Err(Error::BadMagic(format!(
+            "region of {} bytes is too small for a pool",
+            region.len()
+        )));
     }
     let mut sb = [0u8; SB_CHECKED_LEN + 4];
     region.read(0, &mut sb);
@@ -96,7 +103,14 @@ fn read_entry<R: Region>(region: &R, addr: u64) -> Entry {
 
 fn scan<R: Region>(core: &Core<R>, report: &mut RecoveryReport) -> Scan {
     let geo = core.geo;
-    let mut s = Scan { commits: HashMap::new(), members: vec![], undos: vec![], data: vec![], max_txid: 0, max_seq: 0 };
+    let mut s = Scan {
+        commits: HashMap::new(),
+        members: vec![],
+        undos: vec![],
+        data: vec![],
+        max_txid: 0,
+        max_seq: 0,
+    };
     for slot in 0..geo.metadata_log_entries {
         let addr = geo.meta_entry(slot);
         match read_entry(&*core.region, addr) {
@@ -140,8 +154,16 @@ fn scan<R: Region>(core: &Core<R>, report: &mut RecoveryReport) -> Scan {
 /// Undo every uncommitted undo entry (reverse sequence order, later transactions first),
 /// then free all undo and member entries. Returns the commit sequence of each committed
 /// transaction, member transactions included.
-fn undo_uncommitted<R: Region>(core: &Core<R>, s: &mut Scan, report: &mut RecoveryReport) -> HashMap<u64, u64> {
-    let mut committed: HashMap<u64, u64> = s.commits.iter().map(|(&t, &(seq, _, _))| (t, seq)).collect();
+fn undo_uncommitted<R: Region>(
+    core: &Core<R>,
+    s: &mut Scan,
+    report: &mut RecoveryReport,
+) -> HashMap<u64, u64> {
+    let mut committed: HashMap<u64, u64> = s
+        .commits
+        .iter()
+        .map(|(&t, &(seq, _, _))| (t, seq))
+        .collect();
     for (_, m) in &s.members {
         if let Some(&(seq, _, _)) = s.commits.get(&m.group) {
             committed.insert(m.member, seq);
@@ -204,7 +226,12 @@ fn free_orphans<R: Region>(core: &Core<R>, report: &mut RecoveryReport) -> Resul
 }
 
 /// Rebuild the TLVI from the committed data entries, in commit order.
-fn rebuild_tlvi<R: Region>(core: &Core<R>, s: &Scan, committed: &HashMap<u64, u64>, report: &mut RecoveryReport) -> Result<HashMap<u64, u64>> {
+fn rebuild_tlvi<R: Region>(
+    core: &Core<R>,
+    s: &Scan,
+    committed: &HashMap<u64, u64>,
+    report: &mut RecoveryReport,
+) -> Result<HashMap<u64, u64>> {
     let mut kept: Vec<(u64, u64, DataEntry)> = Vec::new();
     for &(slot, d) in &s.data {
         let Some(&seq) = committed.get(&d.txid) else {
@@ -212,7 +239,9 @@ fn rebuild_tlvi<R: Region>(core: &Core<R>, s: &Scan, committed: &HashMap<u64, u6
             report.data_entries_dropped += 1;
             continue;
         };
-        let live = d.ino > 0 && d.ino < core.geo.inode_count && core.read_u8(core.geo.inode(d.ino) + I_KIND) == KIND_FILE;
+        let live = d.ino > 0
+            && d.ino < core.geo.inode_count
+            && core.read_u8(core.geo.inode(d.ino) + I_KIND) == KIND_FILE;
         if !live {
             core.clear_entry(core.geo.data_entry(slot));
             report.data_entries_dropped += 1;
@@ -220,7 +249,13 @@ fn rebuild_tlvi<R: Region>(core: &Core<R>, s: &Scan, committed: &HashMap<u64, u6
         }
         let addr = core.geo.data_entry(slot);
         if core.pointer_addr(d.ino, d.lbn)? != Some(d.ptr_addr) || !core.geo.valid_pbn(d.pbn) {
-            return Err(Error::corrupt(format!("redo entry for inode {} block {} names a bad pointer", d.ino, d.lbn), addr));
+            return Err(Error::corrupt(
+                format!(
+                    "redo entry for inode {} block {} names a bad pointer",
+                    d.ino, d.lbn
+                ),
+                addr,
+            ));
         }
         kept.push((seq, slot, d));
     }
@@ -255,7 +290,10 @@ fn used_blocks<R: Region>(core: &Core<R>) -> Result<Vec<bool>> {
         }
         core.walk_tree(ino, &mut |pbn, _, _| {
             if std::mem::replace(&mut used[pbn as usize], true) {
-                return Err(Error::corrupt(format!("block {pbn} referenced twice (inode {ino})"), core.geo.block(pbn)));
+                return Err(Error::corrupt(
+                    format!("block {pbn} referenced twice (inode {ino})"),
+                    core.geo.block(pbn),
+                ));
             }
             Ok(())
         })?;
@@ -268,7 +306,10 @@ fn used_blocks<R: Region>(core: &Core<R>) -> Result<Vec<bool>> {
                 // A version may also be the permanent block (crash after a pointer swing).
                 let permanent = core.read_u64(v.ptr_addr);
                 if std::mem::replace(&mut used[v.pbn as usize], true) && permanent != v.pbn {
-                    return Err(Error::corrupt(format!("pending block {} is in use elsewhere", v.pbn), core.geo.block(v.pbn)));
+                    return Err(Error::corrupt(
+                        format!("pending block {} is in use elsewhere", v.pbn),
+                        core.geo.block(v.pbn),
+                    ));
                 }
             }
         }
@@ -298,7 +339,10 @@ pub fn open_core<R: Region>(region: Arc<R>, cfg: &PoolConfig) -> Result<(Core<R>
         checkpointer: Arc::new(CheckpointQueue::new()),
     };
     if core.read_u8(geo.inode(ROOT_INO) + I_KIND) != KIND_DIR {
-        return Err(Error::corrupt("root inode is not a directory", geo.inode(ROOT_INO)));
+        return Err(Error::corrupt(
+            "root inode is not a directory",
+            geo.inode(ROOT_INO),
+        ));
     }
     let mut report = RecoveryReport::default();
     let mut s = scan(&core, &mut report);
@@ -309,7 +353,15 @@ pub fn open_core<R: Region>(region: Arc<R>, cfg: &PoolConfig) -> Result<(Core<R>
     for (&txid, &(_, slot, _)) in &s.commits {
         match remaining.get(&txid) {
             Some(&n) => {
-                records.insert(txid, CommitRecord { data_remaining: n, commit_slot: slot, undo_slots: vec![], member_slots: vec![] });
+                records.insert(
+                    txid,
+                    CommitRecord {
+                        data_remaining: n,
+                        commit_slot: slot,
+                        undo_slots: vec![],
+                        member_slots: vec![],
+                    },
+                );
             }
             None => core.clear_entry(geo.meta_entry(slot)),
         }
@@ -319,13 +371,29 @@ pub fn open_core<R: Region>(region: Arc<R>, cfg: &PoolConfig) -> Result<(Core<R>
     report.committed_txs = s.commits.len() as u64;
     let used = used_blocks(&core)?;
     core.blocks = FreeList::new(geo.block_count, |pbn| !used[pbn as usize]);
-    let meta_used: std::collections::HashSet<u64> = records.values().map(|r| r.commit_slot).collect();
+    let meta_used: std::collections::HashSet<u64> =
+        records.values().map(|r| r.commit_slot).collect();
     core.meta_slots = FreeList::new(geo.metadata_log_entries, |slot| !meta_used.contains(&slot));
-    let data_used: std::collections::HashSet<u64> =
-        core.cells.read().values().flat_map(|c| c.lock().pending.values().flatten().map(|v| v.slot).collect::<Vec<_>>()).collect();
+    let data_used: std::collections::HashSet<u64> = core
+        .cells
+        .read()
+        .values()
+        .flat_map(|c| {
+            c.lock()
+                .pending
+                .values()
+                .flatten()
+                .map(|v| v.slot)
+                .collect::<Vec<_>>()
+        })
+        .collect();
     core.data_slots = FreeList::new(geo.data_log_entries, |slot| !data_used.contains(&slot));
-    let inode_kinds: Vec<u8> = (0..geo.inode_count).map(|i| core.read_u8(geo.inode(i) + I_KIND)).collect();
-    core.inodes_free = FreeList::new(geo.inode_count, |ino| ino > ROOT_INO && inode_kinds[ino as usize] == KIND_FREE);
+    let inode_kinds: Vec<u8> = (0..geo.inode_count)
+        .map(|i| core.read_u8(geo.inode(i) + I_KIND))
+        .collect();
+    core.inodes_free = FreeList::new(geo.inode_count, |ino| {
+        ino > ROOT_INO && inode_kinds[ino as usize] == KIND_FREE
+    });
     *core.committed.get_mut() = records;
     core.next_txid = AtomicU64::new(s.max_txid + 1);
     core.commit_seq = AtomicU64::new(s.max_seq + 1);

@@ -55,8 +55,14 @@ impl<R: Region> PoolStore<R> {
         let mut handles = Vec::new();
         for i in 0..threads {
             let (c, q) = (core.clone(), core.checkpointer.clone());
-            let spawned = std::thread::Builder::new().name(format!("pool-ckpt-{i}")).spawn(move || checkpoint_thread(c, q));
-            handles.push(spawned.map_err(|e| Error::Io { path: "checkpoint thread".into(), op: "spawn", source: e })?);
+            let spawned = std::thread::Builder::new()
+                .name(format!("pool-ckpt-{i}"))
+                .spawn(move || checkpoint_thread(c, q));
+            handles.push(spawned.map_err(|e| Error::Io {
+                path: "checkpoint thread".into(),
+                op: "spawn",
+                source: e,
+            })?);
         }
         Ok(PoolStore {
             core,
@@ -90,7 +96,11 @@ impl<R: Region> PoolStore<R> {
 
     pub(crate) fn handle(&self, fh: Fh) -> Result<Arc<Handle>> {
         self.core.check_open()?;
-        self.handles.read().get(&fh.0).cloned().ok_or(Error::BadHandle(fh.0))
+        self.handles
+            .read()
+            .get(&fh.0)
+            .cloned()
+            .ok_or(Error::BadHandle(fh.0))
     }
 
     fn stop_threads(&self) {
@@ -121,7 +131,12 @@ impl<R: Region> PoolStore<R> {
 
     /// Run a data operation (write, set_len) on the file of `fh` in the transaction its
     /// file is bound to, else in an O_ATOMIC implicit transaction, else in its own.
-    fn data_op<T>(&self, fh: Fh, blocks: u64, op: impl FnOnce(&Core<R>, &mut crate::core::InodeState, &mut Tx) -> Result<T>) -> Result<T> {
+    fn data_op<T>(
+        &self,
+        fh: Fh,
+        blocks: u64,
+        op: impl FnOnce(&Core<R>, &mut crate::core::InodeState, &mut Tx) -> Result<T>,
+    ) -> Result<T> {
         let h = self.handle(fh)?;
         if !h.flags.write {
             return Err(Error::BadMode(fh.0, "writing"));
@@ -159,7 +174,11 @@ impl<R: Region> PoolStore<R> {
     }
 
     /// Run a namespace operation in `tx`, or in its own transaction.
-    fn ns_op<T>(&self, tx: Option<TxId>, op: impl FnOnce(&Core<R>, &mut Tx) -> Result<T>) -> Result<T> {
+    fn ns_op<T>(
+        &self,
+        tx: Option<TxId>,
+        op: impl FnOnce(&Core<R>, &mut Tx) -> Result<T>,
+    ) -> Result<T> {
         self.core.check_open()?;
         let _ns = self.core.ns.lock();
         match tx {
@@ -233,12 +252,16 @@ impl<R: Region> Store for PoolStore<R> {
     }
 
     fn create(&self, parent: Ino, name: &[u8], perm: u32, tx: Option<TxId>) -> Result<Metadata> {
-        let ino = self.ns_op(tx, |core, t| core.create_node(t, parent, name, KIND_FILE, perm))?;
+        let ino = self.ns_op(tx, |core, t| {
+            core.create_node(t, parent, name, KIND_FILE, perm)
+        })?;
         self.core.metadata(ino)
     }
 
     fn mkdir(&self, parent: Ino, name: &[u8], perm: u32, tx: Option<TxId>) -> Result<Metadata> {
-        let ino = self.ns_op(tx, |core, t| core.create_node(t, parent, name, KIND_DIR, perm))?;
+        let ino = self.ns_op(tx, |core, t| {
+            core.create_node(t, parent, name, KIND_DIR, perm)
+        })?;
         self.core.metadata(ino)
     }
 
@@ -250,11 +273,26 @@ impl<R: Region> Store for PoolStore<R> {
         self.ns_op(tx, |core, t| core.remove_entry(t, parent, name, true))
     }
 
-    fn rename(&self, parent: Ino, name: &[u8], new_parent: Ino, new_name: &[u8], tx: Option<TxId>) -> Result<()> {
-        self.ns_op(tx, |core, t| core.rename_entry(t, parent, name, new_parent, new_name))
+    fn rename(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        new_parent: Ino,
+        new_name: &[u8],
+        tx: Option<TxId>,
+    ) -> Result<()> {
+        self.ns_op(tx, |core, t| {
+            core.rename_entry(t, parent, name, new_parent, new_name)
+        })
     }
 
-    fn link(&self, ino: Ino, new_parent: Ino, new_name: &[u8], tx: Option<TxId>) -> Result<Metadata> {
+    fn link(
+        &self,
+        ino: Ino,
+        new_parent: Ino,
+        new_name: &[u8],
+        tx: Option<TxId>,
+    ) -> Result<Metadata> {
         self.ns_op(tx, |core, t| core.link_entry(t, ino, new_parent, new_name))?;
         self.core.metadata(ino)
     }
@@ -272,19 +310,32 @@ impl<R: Region> Store for PoolStore<R> {
         }
         let mut handles = self.handles.write();
         if handles.len() >= self.core.cfg.open_files_max {
-            return Err(Error::TooMany { what: "open files", max: self.core.cfg.open_files_max as u64 });
+            return Err(Error::TooMany {
+                what: "open files",
+                max: self.core.cfg.open_files_max as u64,
+            });
         }
         let cell = self.core.cell(ino);
         cell.lock().open_handles += 1;
         let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
-        let handle = Handle { ino, flags, cell, atomic: AtomicBool::new(flags.atomic), implicit: Mutex::new(None) };
+        let handle = Handle {
+            ino,
+            flags,
+            cell,
+            atomic: AtomicBool::new(flags.atomic),
+            implicit: Mutex::new(None),
+        };
         handles.insert(fh, Arc::new(handle));
         Ok(Fh(fh))
     }
 
     fn release(&self, fh: Fh) -> Result<()> {
         self.core.check_open()?;
-        let h = self.handles.write().remove(&fh.0).ok_or(Error::BadHandle(fh.0))?;
+        let h = self
+            .handles
+            .write()
+            .remove(&fh.0)
+            .ok_or(Error::BadHandle(fh.0))?;
         let implicit = h.implicit.lock().take();
         let _ns = self.core.ns.lock();
         if let Some(cell) = implicit {
@@ -318,7 +369,11 @@ impl<R: Region> Store for PoolStore<R> {
         let append = self.handle(fh)?.flags.append;
         let blocks = data.len() as u64 / BLOCK_SIZE + 2;
         self.data_op(fh, blocks, |core, st, tx| {
-            let off = if append { core.read_u64(core.geo.inode(st.ino) + I_SIZE) } else { off };
+            let off = if append {
+                core.read_u64(core.geo.inode(st.ino) + I_SIZE)
+            } else {
+                off
+            };
             core.write_data(st, tx, off, data)
         })?;
         Ok(data.len())

@@ -42,7 +42,11 @@ pub fn line_mask(first: u64, last: u64) -> u64 {
 #[inline]
 pub fn source_of(versions: &[Version], permanent: u64, line: u64) -> u64 {
     let bit = 1u64 << line;
-    versions.iter().rev().find(|v| v.bitmap & bit != 0).map_or(permanent, |v| v.pbn)
+    versions
+        .iter()
+        .rev()
+        .find(|v| v.bitmap & bit != 0)
+        .map_or(permanent, |v| v.pbn)
 }
 
 /// For each line, the index into `versions` of its latest holder (`None` = permanent),
@@ -65,7 +69,14 @@ mod tests {
     use super::*;
 
     fn v(pbn: u64, bitmap: u64) -> Version {
-        Version { pbn, bitmap, txid: pbn, committed: true, slot: 0, ptr_addr: 0 }
+        Version {
+            pbn,
+            bitmap,
+            txid: pbn,
+            committed: true,
+            slot: 0,
+            ptr_addr: 0,
+        }
     }
 
     #[test]

@@ -66,7 +66,9 @@ impl<R: Region> Core<R> {
         let commit_slot = if self.mode() == Mode::Nc {
             u64::MAX
         } else {
-            self.meta_slots.alloc().ok_or_else(|| Error::LogFull("metadata log (commit entry)".into()))?
+            self.meta_slots
+                .alloc()
+                .ok_or_else(|| Error::LogFull("metadata log (commit entry)".into()))?
         };
         Ok(Tx {
             id,
@@ -94,7 +96,8 @@ impl<R: Region> Core<R> {
         self.region.write(addr, &line[..56]);
         let mut seal = [0u8; 8];
         seal.copy_from_slice(&line[56..]);
-        self.region.store_u64(addr + SEAL_OFFSET, u64::from_le_bytes(seal));
+        self.region
+            .store_u64(addr + SEAL_OFFSET, u64::from_le_bytes(seal));
         self.region.flush(addr, 64);
     }
 
@@ -111,14 +114,19 @@ impl<R: Region> Core<R> {
             return Ok(false);
         }
         if !self.geo.is_metadata_range(addr, len as u64) || addr > ADDR_MAX {
-            return Err(Error::InvalidArgument(format!("undo log outside metadata at {addr:#x}")));
+            return Err(Error::InvalidArgument(format!(
+                "undo log outside metadata at {addr:#x}"
+            )));
         }
         let mut done = 0usize;
         while done < len {
             let n = (len - done).min(UNDO_DATA_MAX);
             if tx.next_seq > u32::from(u16::MAX) {
                 tx.doomed = true;
-                return Err(Error::LogFull(format!("transaction {} has too many undo entries", tx.id)));
+                return Err(Error::LogFull(format!(
+                    "transaction {} has too many undo entries",
+                    tx.id
+                )));
             }
             let Some(slot) = self.meta_slots.alloc() else {
                 tx.doomed = true;
@@ -126,7 +134,13 @@ impl<R: Region> Core<R> {
             };
             let mut data = [0u8; UNDO_DATA_MAX];
             self.region.read(addr + done as u64, &mut data[..n]);
-            let entry = UndoEntry { txid: tx.id, addr: addr + done as u64, seq: tx.next_seq as u16, size: n as u8, data };
+            let entry = UndoEntry {
+                txid: tx.id,
+                addr: addr + done as u64,
+                seq: tx.next_seq as u16,
+                size: n as u8,
+                data,
+            };
             tx.next_seq += 1;
             self.put_entry(self.geo.meta_entry(slot), &Entry::Undo(entry));
             tx.undo_slots.push(slot);
@@ -174,18 +188,36 @@ impl<R: Region> Core<R> {
         }
         let mut data_entries = 0u64;
         for v in tx.versions.iter().flatten() {
-            let entry = DataEntry { txid: tx.id, ino: v.ino, lbn: v.lbn, ptr_addr: v.ptr_addr, pbn: v.pbn, bitmap: v.bitmap };
+            let entry = DataEntry {
+                txid: tx.id,
+                ino: v.ino,
+                lbn: v.lbn,
+                ptr_addr: v.ptr_addr,
+                pbn: v.pbn,
+                bitmap: v.bitmap,
+            };
             self.put_entry(self.geo.data_entry(v.slot), &Entry::Data(entry));
             data_entries += 1;
         }
         for &(member, slot) in &tx.members {
-            self.put_entry(self.geo.meta_entry(slot), &Entry::Member(MemberEntry { group: tx.id, member }));
+            self.put_entry(
+                self.geo.meta_entry(slot),
+                &Entry::Member(MemberEntry {
+                    group: tx.id,
+                    member,
+                }),
+            );
         }
         // persist: data lines of pending and new blocks, in-place metadata, data entries and
         // member entries are all durable before the commit entry can be.
         self.region.fence();
         let commit_seq = self.commit_seq.fetch_add(1, Ordering::Relaxed);
-        let commit = CommitEntry { txid: tx.id, commit_seq, data_entries, members: tx.members.len() as u64 };
+        let commit = CommitEntry {
+            txid: tx.id,
+            commit_seq,
+            data_entries,
+            members: tx.members.len() as u64,
+        };
         let commit_addr = self.geo.meta_entry(tx.commit_slot);
         self.put_entry(commit_addr, &Entry::Commit(commit));
         // persist: COMMIT POINT. The transaction is durable from here on.
@@ -223,7 +255,12 @@ impl<R: Region> Core<R> {
         // The commit entry's free needs no fence: a commit entry left valid by a crash names
         // no remaining entry and recovery frees it.
         self.clear_entry(self.geo.meta_entry(record.commit_slot));
-        for slot in record.undo_slots.into_iter().chain(record.member_slots).chain([record.commit_slot]) {
+        for slot in record
+            .undo_slots
+            .into_iter()
+            .chain(record.member_slots)
+            .chain([record.commit_slot])
+        {
             self.meta_slots.free(slot);
         }
     }
@@ -232,7 +269,9 @@ impl<R: Region> Core<R> {
     pub fn data_entry_retired(&self, txid: u64) {
         let record = {
             let mut committed = self.committed.lock();
-            let Some(rec) = committed.get_mut(&txid) else { return };
+            let Some(rec) = committed.get_mut(&txid) else {
+                return;
+            };
             rec.data_remaining = rec.data_remaining.saturating_sub(1);
             if rec.data_remaining > 0 {
                 return;
@@ -262,11 +301,18 @@ impl<R: Region> Core<R> {
             let mut line = [0u8; 64];
             self.region.read(addr, &mut line);
             match Entry::decode(&line) {
-                Entry::Undo(u) if u.txid == tx.id && self.geo.is_metadata_range(u.addr, u64::from(u.size)) => {
+                Entry::Undo(u)
+                    if u.txid == tx.id && self.geo.is_metadata_range(u.addr, u64::from(u.size)) =>
+                {
                     self.region.write(u.addr, &u.data[..u.size as usize]);
                     self.region.flush(u.addr, u64::from(u.size));
                 }
-                _ => first_error = first_error.or(Some(Error::corrupt("undo entry changed under its transaction", addr))),
+                _ => {
+                    first_error = first_error.or(Some(Error::corrupt(
+                        "undo entry changed under its transaction",
+                        addr,
+                    )))
+                }
             }
         }
         // persist: every old byte is back in place before the undo entries go away.

@@ -26,7 +26,10 @@ impl<R: Region> PoolStore<R> {
     pub(crate) fn begin_tx(&self) -> Result<Arc<TxCell>> {
         let mut txs = self.txs.lock();
         if txs.len() >= self.core.cfg.open_transactions_max {
-            return Err(Error::TooMany { what: "open transactions", max: self.core.cfg.open_transactions_max as u64 });
+            return Err(Error::TooMany {
+                what: "open transactions",
+                max: self.core.cfg.open_transactions_max as u64,
+            });
         }
         let tx = self.core.tx_new()?;
         let id = tx.id;
@@ -36,7 +39,11 @@ impl<R: Region> PoolStore<R> {
     }
 
     pub(crate) fn tx_cell(&self, id: u64) -> Result<Arc<TxCell>> {
-        self.txs.lock().get(&id).cloned().ok_or(Error::NoSuchTransaction(id))
+        self.txs
+            .lock()
+            .get(&id)
+            .cloned()
+            .ok_or(Error::NoSuchTransaction(id))
     }
 
     /// Bind the file of `handle` to transaction `cell`.
@@ -79,7 +86,9 @@ impl<R: Region> PoolStore<R> {
                 drop(tx);
                 let _ns = self.core.ns.lock();
                 self.abort_cell(cell)?;
-                return Err(Error::NoSpace(format!("transaction {id} ran out of space and was rolled back")));
+                return Err(Error::NoSpace(format!(
+                    "transaction {id} ran out of space and was rolled back"
+                )));
             }
             self.core.commit_persist(&mut tx)?;
             self.core.release_deferred(&mut tx);
@@ -116,14 +125,23 @@ impl<R: Region> PoolStore<R> {
                 self.reap(ino)?;
             }
         }
-        self.core.checkpointer.last_commit_ms.store(self.core.checkpointer.now_ms(), Ordering::Relaxed);
+        self.core
+            .checkpointer
+            .last_commit_ms
+            .store(self.core.checkpointer.now_ms(), Ordering::Relaxed);
         result
     }
 
     /// DRAM follow-up of a commit on one inode: versions become committed (in commit order
     /// they already are), the inode is unbound, freed directory slots become reusable, and
     /// long pending lists are checkpointed.
-    pub(crate) fn finalize_inode(&self, st: &mut InodeState, group: u64, ids: &[u64], slots: &[(u64, u64)]) -> Result<()> {
+    pub(crate) fn finalize_inode(
+        &self,
+        st: &mut InodeState,
+        group: u64,
+        ids: &[u64],
+        slots: &[(u64, u64)],
+    ) -> Result<()> {
         let max = self.core.cfg.pending_versions_max;
         let sync = self.core.mode() == Mode::Sync;
         let mut due = Vec::new();
@@ -218,7 +236,11 @@ impl<R: Region> PoolStore<R> {
 
     /// Run `op` in the automatic transaction of a call made outside any transaction, with
     /// the inode `st` locked: commit on success, roll back on failure.
-    pub(crate) fn auto_tx<T>(&self, st: &mut InodeState, op: impl FnOnce(&mut InodeState, &mut Tx) -> Result<T>) -> Result<T> {
+    pub(crate) fn auto_tx<T>(
+        &self,
+        st: &mut InodeState,
+        op: impl FnOnce(&mut InodeState, &mut Tx) -> Result<T>,
+    ) -> Result<T> {
         let mut tx = self.core.tx_new()?;
         match op(st, &mut tx) {
             Ok(v) => {
@@ -226,7 +248,10 @@ impl<R: Region> PoolStore<R> {
                 self.core.release_deferred(&mut tx);
                 let id = tx.id;
                 self.finalize_inode(st, id, &[id], &[])?;
-                self.core.checkpointer.last_commit_ms.store(self.core.checkpointer.now_ms(), Ordering::Relaxed);
+                self.core
+                    .checkpointer
+                    .last_commit_ms
+                    .store(self.core.checkpointer.now_ms(), Ordering::Relaxed);
                 Ok(v)
             }
             Err(e) => {
@@ -244,7 +269,11 @@ impl<R: Region> PoolStore<R> {
         if kind == KIND_FREE || self.core.read_u32(self.core.geo.inode(ino) + I_NLINK) != 0 {
             return Ok(());
         }
-        let pending_unlink = self.txs.lock().values().any(|t| t.try_lock().map_or(true, |t| t.orphans.contains(&ino)));
+        let pending_unlink = self
+            .txs
+            .lock()
+            .values()
+            .any(|t| t.try_lock().is_none_or(|t| t.orphans.contains(&ino)));
         if pending_unlink {
             return Ok(());
         }
@@ -261,7 +290,9 @@ impl<R: Region> PoolStore<R> {
     /// Merge the O_ATOMIC transactions `cells` into the first one (syncv): the others become
     /// members, committed by the group's commit entry.
     pub(crate) fn merge_group(&self, cells: &[Arc<TxCell>]) -> Result<()> {
-        let Some((group_cell, members)) = cells.split_first() else { return Ok(()) };
+        let Some((group_cell, members)) = cells.split_first() else {
+            return Ok(());
+        };
         let mut group = group_cell.lock();
         for member_cell in members {
             let mut m = member_cell.lock();
@@ -282,7 +313,16 @@ impl<R: Region> PoolStore<R> {
             macro_rules! take_all {
                 ($($f:ident),*) => { $( let v = std::mem::take(&mut m.$f); group.$f.extend(v); )* };
             }
-            take_all!(undo_slots, versions, allocated_blocks, allocated_inodes, deferred_blocks, deferred_slots, orphans, inodes);
+            take_all!(
+                undo_slots,
+                versions,
+                allocated_blocks,
+                allocated_inodes,
+                deferred_blocks,
+                deferred_slots,
+                orphans,
+                inodes
+            );
             group.doomed |= m.doomed;
         }
         Ok(())

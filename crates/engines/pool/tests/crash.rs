@@ -8,6 +8,8 @@
 //! Quick run: `cargo test -p atomfs-pool --test crash`. Longer:
 //! `POOL_CRASH_STEPS=400 POOL_CRASH_SEED=7 cargo test -p atomfs-pool --test crash -- --ignored`.
 
+#![allow(clippy::unwrap_used)]
+
 mod common;
 use common::pattern;
 use pmem::{CrashConfig, SimRegion};
@@ -29,13 +31,24 @@ struct Oracle {
 }
 
 fn cfg() -> PoolConfig {
-    PoolConfig { inode_count: 32, metadata_log_entries: 128, data_log_entries: 48, ..PoolConfig::test_min() }
+    PoolConfig {
+        inode_count: 32,
+        metadata_log_entries: 128,
+        data_log_entries: 48,
+        ..PoolConfig::test_min()
+    }
 }
 
 fn read_model(s: &dyn Store) -> store::Result<Model> {
     let mut model = Model::new();
     for e in s.read_dir(ROOT_INO)? {
-        let fh = s.open(e.ino, OpenFlags { read: true, ..Default::default() })?;
+        let fh = s.open(
+            e.ino,
+            OpenFlags {
+                read: true,
+                ..Default::default()
+            },
+        )?;
         let data = store::path::read_all(s, fh)?;
         s.release(fh)?;
         model.insert(e.name, data);
@@ -55,15 +68,27 @@ fn check_image(image: Vec<u8>, oracle: &Oracle) -> Option<String> {
         Err(e) => return Some(format!("reading after recovery failed: {e}")),
     };
     if state != oracle.before && state != oracle.after {
-        let names = |m: &Model| m.iter().map(|(k, v)| format!("{}:{}", String::from_utf8_lossy(k), v.len())).collect::<Vec<_>>();
-        return Some(format!("state {:?} is neither before {:?} nor after {:?}", names(&state), names(&oracle.before), names(&oracle.after)));
+        let names = |m: &Model| {
+            m.iter()
+                .map(|(k, v)| format!("{}:{}", String::from_utf8_lossy(k), v.len()))
+                .collect::<Vec<_>>()
+        };
+        return Some(format!(
+            "state {:?} is neither before {:?} nor after {:?}",
+            names(&state),
+            names(&oracle.before),
+            names(&oracle.after)
+        ));
     }
     match store.fsck() {
         Ok(r) if r.is_clean() => {}
         other => return Some(format!("fsck after recovery: {other:?}")),
     }
     drop(store);
-    let again = match PoolStore::open(Arc::new(SimRegion::from_image(region.persistent_image())), &cfg()) {
+    let again = match PoolStore::open(
+        Arc::new(SimRegion::from_image(region.persistent_image())),
+        &cfg(),
+    ) {
         Ok(s) => s,
         Err(e) => return Some(format!("second recovery failed: {e}")),
     };
@@ -73,7 +98,10 @@ fn check_image(image: Vec<u8>, oracle: &Oracle) -> Option<String> {
     }
     match read_model(&again) {
         Ok(m) if m == state => None,
-        other => Some(format!("second recovery changed the state: {:?}", other.map(|m| m.len()))),
+        other => Some(format!(
+            "second recovery changed the state: {:?}",
+            other.map(|m| m.len())
+        )),
     }
 }
 
@@ -91,7 +119,11 @@ impl Rng {
 }
 
 fn rw() -> OpenFlags {
-    OpenFlags { read: true, write: true, ..Default::default() }
+    OpenFlags {
+        read: true,
+        write: true,
+        ..Default::default()
+    }
 }
 
 fn apply_write(model: &mut Model, name: &[u8], off: u64, data: &[u8]) {
@@ -104,18 +136,30 @@ fn apply_write(model: &mut Model, name: &[u8], off: u64, data: &[u8]) {
 }
 
 fn apply_len(model: &mut Model, name: &[u8], len: u64) {
-    model.entry(name.to_vec()).or_default().resize(len as usize, 0);
+    model
+        .entry(name.to_vec())
+        .or_default()
+        .resize(len as usize, 0);
 }
 
 /// One workload step: runs it on the store and returns the model after it.
-fn step(s: &PoolStore<SimRegion>, rng: &mut Rng, fhs: &[Fh], names: &[Vec<u8>], model: &Model, n: u64) -> (Model, String) {
+fn step(
+    s: &PoolStore<SimRegion>,
+    rng: &mut Rng,
+    fhs: &[Fh],
+    names: &[Vec<u8>],
+    model: &Model,
+    n: u64,
+) -> (Model, String) {
     let mut after = model.clone();
     let kind = rng.below(20);
     if kind < 11 {
         let count = 1 + rng.below(2) as usize;
         let first = rng.below(3) as usize;
         let files: Vec<usize> = (0..count).map(|i| (first + i) % 3).collect();
-        let tx = s.tx_begin(&files.iter().map(|&i| fhs[i]).collect::<Vec<_>>()).unwrap();
+        let tx = s
+            .tx_begin(&files.iter().map(|&i| fhs[i]).collect::<Vec<_>>())
+            .unwrap();
         for &i in &files {
             for _ in 0..1 + rng.below(3) {
                 let off = rng.below(10_000);
@@ -158,7 +202,8 @@ fn step(s: &PoolStore<SimRegion>, rng: &mut Rng, fhs: &[Fh], names: &[Vec<u8>], 
             after.insert(name.clone(), data);
             let target = format!("n{}", (n + 1) % 4).into_bytes();
             if rng.below(2) == 0 {
-                s.rename(ROOT_INO, &name, ROOT_INO, &target, Some(tx)).unwrap();
+                s.rename(ROOT_INO, &name, ROOT_INO, &target, Some(tx))
+                    .unwrap();
                 let v = after.remove(&name).unwrap_or_default();
                 after.insert(target, v);
             }
@@ -194,7 +239,11 @@ fn run(seed: u64, steps: u64, crash: CrashConfig) -> (u64, u64) {
         model.insert(name.clone(), data);
         fhs.push(fh);
     }
-    let oracle = Arc::new(Mutex::new(Oracle { before: model.clone(), after: model.clone(), ..Default::default() }));
+    let oracle = Arc::new(Mutex::new(Oracle {
+        before: model.clone(),
+        after: model.clone(),
+        ..Default::default()
+    }));
     region.set_crash_config(crash);
     let hook_oracle = oracle.clone();
     region.set_fence_hook(Box::new(move |point| {
@@ -204,7 +253,12 @@ fn run(seed: u64, steps: u64, crash: CrashConfig) -> (u64, u64) {
         for index in 0..count {
             o.images += 1;
             if let Some(failure) = check_image(point.image(index), &o) {
-                let msg = format!("fence {} image {index} ({}) during step {}: {failure}", point.fence_index(), point.describe(index), o.step);
+                let msg = format!(
+                    "fence {} image {index} ({}) during step {}: {failure}",
+                    point.fence_index(),
+                    point.describe(index),
+                    o.step
+                );
                 o.failures.push(msg);
             }
         }
@@ -224,7 +278,11 @@ fn run(seed: u64, steps: u64, crash: CrashConfig) -> (u64, u64) {
         let (after, what) = step_with_oracle(&s, &mut rng, &fhs, &names, &model, n, &oracle);
         model = after;
         let o = oracle.lock().unwrap();
-        assert!(o.failures.is_empty(), "seed {seed} step {n} ({what}): {}", o.failures[0]);
+        assert!(
+            o.failures.is_empty(),
+            "seed {seed} step {n} ({what}): {}",
+            o.failures[0]
+        );
     }
     drop(region.take_fence_hook());
     assert_eq!(read_model(&s).unwrap(), model);
@@ -304,7 +362,11 @@ fn plan(state: u64, model: &Model, n: u64, names: &[Vec<u8>]) -> Model {
 
 #[test]
 fn crash_images_at_every_fence_recover_to_before_or_after() {
-    let crash = CrashConfig { exhaustive_limit: 8, sample_count: 3, seed: 1 };
+    let crash = CrashConfig {
+        exhaustive_limit: 8,
+        sample_count: 3,
+        seed: 1,
+    };
     let (points, images) = run(1, 40, crash);
     eprintln!("crash test: {points} crash points, {images} crash images recovered and checked");
     assert!(points > 100 && images > points);
@@ -313,9 +375,19 @@ fn crash_images_at_every_fence_recover_to_before_or_after() {
 #[test]
 #[ignore = "long: a few hundred transactions; POOL_CRASH_STEPS / POOL_CRASH_SEED to tune"]
 fn crash_images_long_run() {
-    let steps = std::env::var("POOL_CRASH_STEPS").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
-    let seed = std::env::var("POOL_CRASH_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(7);
-    let crash = CrashConfig { exhaustive_limit: 32, sample_count: 8, seed };
+    let steps = std::env::var("POOL_CRASH_STEPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    let seed = std::env::var("POOL_CRASH_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(7);
+    let crash = CrashConfig {
+        exhaustive_limit: 32,
+        sample_count: 8,
+        seed,
+    };
     let (points, images) = run(seed, steps, crash);
     eprintln!("crash test (seed {seed}, {steps} steps): {points} crash points, {images} crash images recovered and checked");
 }

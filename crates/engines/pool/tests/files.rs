@@ -1,5 +1,7 @@
 //! Files, directories, holes, overwrites, limits and bad input on the pool engine.
 
+#![allow(clippy::unwrap_used)]
+
 mod common;
 use common::*;
 use pool::PoolConfig;
@@ -11,7 +13,11 @@ fn write_read_overwrite_and_holes() {
     let a = pattern(1, 10_000);
     create_with(&s, "/a", &a);
     assert_eq!(read_path(&s, "/a"), a);
-    let fh = OpenOptions::new().read(true).write(true).open(&s, "/a", None).unwrap();
+    let fh = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&s, "/a", None)
+        .unwrap();
     // Unaligned overwrite across a block boundary, twice (second goes to a new version).
     let patch = pattern(2, 300);
     s.write(fh, 4000, &patch).unwrap();
@@ -47,18 +53,35 @@ fn directories_and_names() {
     store::path::mkdir_all(&s, "/d/e/f", 0o755).unwrap();
     create_with(&s, "/d/e/f/x", b"x");
     create_with(&s, "/d/y", b"y");
-    let names: Vec<_> = s.read_dir(store::resolve(&s, "/d").unwrap().ino).unwrap().into_iter().map(|e| e.name).collect();
+    let names: Vec<_> = s
+        .read_dir(store::resolve(&s, "/d").unwrap().ino)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
     assert_eq!(names, vec![b"e".to_vec(), b"y".to_vec()]);
     let d = store::resolve(&s, "/d").unwrap();
     assert_eq!(d.nlink, 3);
-    assert!(matches!(s.rmdir(d.ino, b"e", None), Err(Error::NotEmpty(_))));
-    assert!(matches!(store::resolve(&s, "/d/y/z"), Err(Error::NotDir(_))));
+    assert!(matches!(
+        s.rmdir(d.ino, b"e", None),
+        Err(Error::NotEmpty(_))
+    ));
+    assert!(matches!(
+        store::resolve(&s, "/d/y/z"),
+        Err(Error::NotDir(_))
+    ));
     let long = vec![b'n'; 256];
-    assert!(matches!(s.create(ROOT_INO, &long, 0o644, None), Err(Error::NameTooLong { .. })));
+    assert!(matches!(
+        s.create(ROOT_INO, &long, 0o644, None),
+        Err(Error::NameTooLong { .. })
+    ));
     let max = vec![b'm'; 255];
     s.create(ROOT_INO, &max, 0o644, None).unwrap();
     assert_eq!(s.lookup(ROOT_INO, &max).unwrap().size, 0);
-    assert!(matches!(s.create(ROOT_INO, &max, 0o644, None), Err(Error::Exists(_))));
+    assert!(matches!(
+        s.create(ROOT_INO, &max, 0o644, None),
+        Err(Error::Exists(_))
+    ));
     // rename replaces a file, moves a directory, refuses to move into itself.
     s.rename(d.ino, b"y", ROOT_INO, b"y2", None).unwrap();
     assert_eq!(read_path(&s, "/y2"), b"y");
@@ -66,7 +89,10 @@ fn directories_and_names() {
     s.rename(ROOT_INO, b"y2", ROOT_INO, b"z", None).unwrap();
     assert_eq!(read_path(&s, "/z"), b"y");
     let e = store::resolve(&s, "/d/e").unwrap();
-    assert!(matches!(s.rename(d.ino, b"e", e.ino, b"e2", None), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        s.rename(d.ino, b"e", e.ino, b"e2", None),
+        Err(Error::InvalidArgument(_))
+    ));
     s.rename(d.ino, b"e", ROOT_INO, b"e", None).unwrap();
     assert_eq!(read_path(&s, "/e/f/x"), b"x");
     // link / unlink keep the data while a name is left.
@@ -82,16 +108,22 @@ fn directories_and_names() {
 
 #[test]
 fn large_directory_lookups() {
-    let cfg = PoolConfig { inode_count: 2048, metadata_log_entries: 1024, ..PoolConfig::test_min() };
+    let cfg = PoolConfig {
+        inode_count: 2048,
+        metadata_log_entries: 1024,
+        ..PoolConfig::test_min()
+    };
     let s = fresh(&cfg);
     for i in 0..1500u32 {
-        s.create(ROOT_INO, format!("file-{i}").as_bytes(), 0o644, None).unwrap();
+        s.create(ROOT_INO, format!("file-{i}").as_bytes(), 0o644, None)
+            .unwrap();
     }
     for i in (0..1500u32).step_by(7) {
         s.lookup(ROOT_INO, format!("file-{i}").as_bytes()).unwrap();
     }
     for i in (0..1500u32).step_by(2) {
-        s.unlink(ROOT_INO, format!("file-{i}").as_bytes(), None).unwrap();
+        s.unlink(ROOT_INO, format!("file-{i}").as_bytes(), None)
+            .unwrap();
     }
     assert_eq!(s.read_dir(ROOT_INO).unwrap().len(), 750);
     let again = crash_copy(&s, &cfg);
@@ -126,7 +158,15 @@ fn limits_and_bad_handles() {
         s.tx_commit(tx).unwrap();
         assert!(matches!(s.tx_commit(tx), Err(Error::NoSuchTransaction(_))));
     }
-    let ro = s.open(ino, store::OpenFlags { read: true, ..Default::default() }).unwrap();
+    let ro = s
+        .open(
+            ino,
+            store::OpenFlags {
+                read: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
     assert!(matches!(s.write(ro, 0, b"x"), Err(Error::BadMode(..))));
     let d = s.mkdir(ROOT_INO, b"dir", 0o755, None).unwrap();
     assert!(matches!(s.open(d.ino, rw()), Err(Error::IsDir(_))));

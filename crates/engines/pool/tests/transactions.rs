@@ -1,13 +1,19 @@
 //! Multi-file transactions, aborts, legacy auto-commit, O_ATOMIC, reopen after a clean
 //! unmount and after an unclean stop, checkpointing, log-full rollback.
 
+#![allow(clippy::unwrap_used)]
+
 mod common;
 use common::*;
 use pool::PoolConfig;
 use store::{Error, OpenOptions, Store, ROOT_INO};
 
 fn open_rw(s: &dyn Store, path: &str) -> store::Fh {
-    OpenOptions::new().read(true).write(true).open(s, path, None).unwrap()
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(s, path, None)
+        .unwrap()
 }
 
 #[test]
@@ -66,7 +72,10 @@ fn uncommitted_transaction_is_gone_after_an_unclean_stop() {
     s.unlink(ROOT_INO, b"a", Some(tx)).unwrap();
     let after = crash_copy(&s, &cfg);
     let report = after.last_recovery();
-    assert!(report.undone_txs >= 1 && report.undo_entries_applied > 0, "{report:?}");
+    assert!(
+        report.undone_txs >= 1 && report.undo_entries_applied > 0,
+        "{report:?}"
+    );
     assert_eq!(read_path(&after, "/a"), a0);
     assert!(after.lookup(ROOT_INO, b"d").is_err());
     assert!(after.fsck().unwrap().is_clean(), "{:?}", after.fsck());
@@ -97,7 +106,12 @@ fn reopen_after_clean_unmount_and_checkpointing() {
     let stats: std::collections::HashMap<_, _> = s.stats().into_iter().collect();
     assert!(stats["checkpoints"] > 0, "{stats:?}");
     let lists = s.pending_lists(None).unwrap();
-    assert!(lists.iter().all(|l| l.versions.len() <= cfg.pending_versions_max + 1), "{lists:?}");
+    assert!(
+        lists
+            .iter()
+            .all(|l| l.versions.len() <= cfg.pending_versions_max + 1),
+        "{lists:?}"
+    );
     // An unclean stop with pending versions still outstanding keeps them.
     let crashed = crash_copy(&s, &cfg);
     assert_eq!(read_path(&crashed, "/f"), model);
@@ -129,7 +143,10 @@ fn log_full_rolls_back_and_pool_stays_usable() {
             break;
         }
     }
-    assert!(matches!(result, Err(Error::LogFull(_)) | Err(Error::NoSpace(_))), "{result:?}");
+    assert!(
+        matches!(result, Err(Error::LogFull(_)) | Err(Error::NoSpace(_))),
+        "{result:?}"
+    );
     assert!(matches!(s.tx_commit(tx), Err(Error::NoSuchTransaction(_))));
     assert_eq!(read_path(&s, "/a"), a0);
     // Usable again, and the log is empty again.
@@ -140,9 +157,16 @@ fn log_full_rolls_back_and_pool_stays_usable() {
 
 #[test]
 fn pool_full_rolls_back() {
-    let cfg = PoolConfig { metadata_log_entries: 2048, ..PoolConfig::test_min() };
+    let cfg = PoolConfig {
+        metadata_log_entries: 2048,
+        ..PoolConfig::test_min()
+    };
     let s = fresh(&cfg);
-    let fh = OpenOptions::new().write(true).create(true).open(&s, "/big", None).unwrap();
+    let fh = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .open(&s, "/big", None)
+        .unwrap();
     let total = s.statfs().unwrap().blocks_free;
     let _tx = s.tx_begin(&[fh]).unwrap();
     let chunk = vec![1u8; 64 * 1024];
@@ -156,7 +180,12 @@ fn pool_full_rolls_back() {
     assert!(matches!(err, Some(Error::NoSpace(_))), "{err:?}");
     assert_eq!(s.fstat(fh).unwrap().size, 0);
     let bm = s.block_map(s.fstat(fh).unwrap().ino).unwrap();
-    assert_eq!(s.statfs().unwrap().blocks_free, total, "{bm:?} {:?}", s.stats());
+    assert_eq!(
+        s.statfs().unwrap().blocks_free,
+        total,
+        "{bm:?} {:?}",
+        s.stats()
+    );
     s.write(fh, 0, b"ok").unwrap();
 }
 
@@ -167,7 +196,10 @@ fn o_atomic_fsync_syncv_abortv() {
     create_with(&s, "/x", b"xxxxxxxx");
     create_with(&s, "/y", b"yyyyyyyy");
     let ao = OpenOptions::new().read(true).write(true).atomic(true);
-    let (fx, fy) = (ao.open(&s, "/x", None).unwrap(), ao.open(&s, "/y", None).unwrap());
+    let (fx, fy) = (
+        ao.open(&s, "/x", None).unwrap(),
+        ao.open(&s, "/y", None).unwrap(),
+    );
     s.write(fx, 0, b"XX").unwrap();
     s.write(fy, 0, b"YY").unwrap();
     // Not durable before fsync: a crash drops both.
@@ -194,12 +226,21 @@ fn o_atomic_fsync_syncv_abortv() {
     // A file in an O_ATOMIC transaction cannot join another one.
     s.write(fy, 0, b"Q").unwrap();
     let plain = open_rw(&s, "/y");
-    assert!(matches!(s.tx_begin(&[plain]), Err(Error::FileInTransaction(_))));
+    assert!(matches!(
+        s.tx_begin(&[plain]),
+        Err(Error::FileInTransaction(_))
+    ));
 }
 
 #[test]
 fn concurrent_transactions_on_different_files() {
-    let cfg = PoolConfig { open_transactions_max: 16, checkpoint_threads: 2, inode_count: 128, data_log_entries: 256, ..PoolConfig::test_min() };
+    let cfg = PoolConfig {
+        open_transactions_max: 16,
+        checkpoint_threads: 2,
+        inode_count: 128,
+        data_log_entries: 256,
+        ..PoolConfig::test_min()
+    };
     let s = std::sync::Arc::new(fresh(&cfg));
     for t in 0..4 {
         create_with(&*s, &format!("/t{t}a"), &vec![0u8; 16384]);
@@ -228,13 +269,19 @@ fn concurrent_transactions_on_different_files() {
         .collect();
     for t in threads {
         let (fa, fb) = t.join().unwrap();
-        let (a, b) = (store::path::read_all(&*s, fa).unwrap(), store::path::read_all(&*s, fb).unwrap());
+        let (a, b) = (
+            store::path::read_all(&*s, fa).unwrap(),
+            store::path::read_all(&*s, fb).unwrap(),
+        );
         assert_eq!(a, b);
     }
     s.checkpoint_all().unwrap();
     assert!(s.fsck().unwrap().is_clean(), "{:?}", s.fsck());
     let again = crash_copy(&s, &cfg);
     for t in 0..4 {
-        assert_eq!(read_path(&again, &format!("/t{t}a")), read_path(&again, &format!("/t{t}b")));
+        assert_eq!(
+            read_path(&again, &format!("/t{t}a")),
+            read_path(&again, &format!("/t{t}b"))
+        );
     }
 }

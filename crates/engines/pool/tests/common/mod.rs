@@ -1,4 +1,4 @@
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used)]
 //! Helpers shared by the pool tests.
 
 use pmem::{DramRegion, Region};
@@ -27,7 +27,11 @@ pub fn crash_copy(s: &PoolStore<DramRegion>, cfg: &PoolConfig) -> PoolStore<Dram
 }
 
 pub fn rw() -> OpenFlags {
-    OpenFlags { read: true, write: true, ..OpenFlags::default() }
+    OpenFlags {
+        read: true,
+        write: true,
+        ..OpenFlags::default()
+    }
 }
 
 pub fn read_path(s: &dyn Store, path: &str) -> Vec<u8> {
