@@ -26,6 +26,7 @@ mod entry;
 mod fsck;
 mod inspect;
 mod layout;
+mod mapped;
 mod modes;
 mod ns;
 mod orphan;
@@ -40,5 +41,6 @@ pub use inspect::{
     BlockMapInfo, LogEntryInfo, LogOccupancy, PendingListInfo, SuperblockInfo, VersionInfo,
 };
 pub use layout::{Geometry, BLOCK_SIZE, FORMAT_VERSION};
+pub use mapped::{create, open};
 pub use recovery::RecoveryReport;
 pub use store_impl::PoolStore;

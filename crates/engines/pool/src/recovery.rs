@@ -321,6 +321,23 @@ fn used_blocks<R: Region>(core: &Core<R>) -> Result<Vec<bool>> {
 pub fn open_core<R: Region>(region: Arc<R>, cfg: &PoolConfig) -> Result<(Core<R>, RecoveryReport)> {
     let started = Instant::now();
     let geo = read_geometry(&*region)?;
+    region.define_area("superblock", 0, SB_SIZE);
+    region.define_area(
+        "metadata log",
+        geo.meta_log_offset,
+        geo.metadata_log_entries * ENTRY_SIZE,
+    );
+    region.define_area(
+        "data log",
+        geo.data_log_offset,
+        geo.data_log_entries * ENTRY_SIZE,
+    );
+    region.define_area(
+        "inode table",
+        geo.inode_offset,
+        geo.inode_count * INODE_SIZE,
+    );
+    region.define_area("blocks", geo.blocks_offset, geo.block_count * BLOCK_SIZE);
     let mut core = Core {
         region,
         geo,
