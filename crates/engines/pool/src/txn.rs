@@ -19,6 +19,8 @@ struct Committed {
     inodes: Vec<u64>,
     slots: Vec<(u64, u64)>,
     orphans: Vec<u64>,
+    /// (ino, lbn) of every pending version the transaction made.
+    blocks: Vec<(u64, u64)>,
 }
 
 impl<R: Region> PoolStore<R> {
@@ -107,6 +109,7 @@ impl<R: Region> PoolStore<R> {
             inodes: std::mem::take(&mut tx.inodes),
             slots: std::mem::take(&mut tx.deferred_slots),
             orphans: std::mem::take(&mut tx.orphans),
+            blocks: tx_blocks(tx),
         }
     }
 
@@ -115,7 +118,8 @@ impl<R: Region> PoolStore<R> {
         for &ino in &done.inodes {
             let cell = self.core.cell(ino);
             let mut st = cell.lock();
-            if let Err(e) = self.finalize_inode(&mut st, done.group, &done.ids, &done.slots) {
+            let lbns: Vec<u64> = done.blocks.iter().filter(|b| b.0 == ino).map(|b| b.1).collect();
+            if let Err(e) = self.finalize_inode(&mut st, done.group, &done.ids, &done.slots, &lbns) {
                 result = Err(e);
             }
         }
@@ -141,11 +145,17 @@ impl<R: Region> PoolStore<R> {
         group: u64,
         ids: &[u64],
         slots: &[(u64, u64)],
+        lbns: &[u64],
     ) -> Result<()> {
         let max = self.core.cfg.pending_versions_max;
         let sync = self.core.mode() == Mode::Sync;
         let mut due = Vec::new();
-        for (&lbn, list) in st.pending.iter_mut() {
+        // Only the blocks the transaction wrote (not every pending list of the file).
+        for &lbn in lbns {
+            let Some(list) = st.pending.get_mut(&lbn) else { continue };
+            if due.contains(&lbn) {
+                continue;
+            }
             let mut mine = false;
             for v in list.iter_mut() {
                 if !v.committed && ids.contains(&v.txid) {
@@ -247,7 +257,8 @@ impl<R: Region> PoolStore<R> {
                 self.core.commit_persist(&mut tx)?;
                 self.core.release_deferred(&mut tx);
                 let id = tx.id;
-                self.finalize_inode(st, id, &[id], &[])?;
+                let lbns: Vec<u64> = tx_blocks(&tx).into_iter().map(|b| b.1).collect();
+                self.finalize_inode(st, id, &[id], &[], &lbns)?;
                 self.core
                     .checkpointer
                     .last_commit_ms
@@ -327,4 +338,9 @@ impl<R: Region> PoolStore<R> {
         }
         Ok(())
     }
+}
+
+/// (ino, lbn) of the versions a transaction made.
+fn tx_blocks(tx: &Tx) -> Vec<(u64, u64)> {
+    tx.versions.iter().flatten().map(|v| (v.ino, v.lbn)).collect()
 }
