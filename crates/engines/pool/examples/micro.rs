@@ -7,6 +7,7 @@
 //! ```text
 //! cargo run --release -p atomfs-pool --example micro -- [--files 1000] [--file-mb 4]
 //!     [--txs 20000] [--modes nc,fcfs,fg-wal,scsp,soc,sync] [--dir /dev/shm] [--seed 1]
+//!     [--ckpt-threads 1] [--log-entries N (both logs; default from PoolConfig)]
 //! ```
 
 use pmem::{Accounted, MappedRegion, Region};
@@ -22,6 +23,8 @@ struct Args {
     modes: Vec<Mode>,
     dir: std::path::PathBuf,
     seed: u64,
+    ckpt_threads: usize,
+    log_entries: u64,
 }
 
 fn parse_args() -> Args {
@@ -32,6 +35,8 @@ fn parse_args() -> Args {
         modes: vec![Mode::Nc, Mode::Fcfs, Mode::FgWal, Mode::Scsp, Mode::Soc, Mode::Sync],
         dir: pmem::mapped::scratch_dir(),
         seed: 1,
+        ckpt_threads: PoolConfig::default().checkpoint_threads,
+        log_entries: 0,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     for pair in argv.chunks(2) {
@@ -42,6 +47,8 @@ fn parse_args() -> Args {
             "--file-mb" => a.file_mb = num(),
             "--txs" => a.txs = num(),
             "--seed" => a.seed = num(),
+            "--ckpt-threads" => a.ckpt_threads = num() as usize,
+            "--log-entries" => a.log_entries = num(),
             "--dir" => a.dir = value.clone().into(),
             "--modes" => a.modes = value.split(',').map(|m| Mode::parse(m).unwrap_or_else(|| panic!("unknown mode {m}"))).collect(),
             other => panic!("unknown option {other}"),
@@ -121,7 +128,11 @@ fn setup(mode: Mode, a: &Args, path: &std::path::Path) -> (PoolStore<Accounted<M
     let pool_bytes = a.files * file_bytes * 5 / 4 + (512 << 20);
     let _ = std::fs::remove_file(path);
     let region = MappedRegion::create(path, pool_bytes).expect("create pool file");
-    let cfg = PoolConfig { mode, inode_count: (a.files + 64).max(1024), ..PoolConfig::default() };
+    let mut cfg = PoolConfig { mode, inode_count: (a.files + 64).max(1024), checkpoint_threads: a.ckpt_threads, ..PoolConfig::default() };
+    if a.log_entries > 0 {
+        cfg.metadata_log_entries = a.log_entries;
+        cfg.data_log_entries = a.log_entries;
+    }
     let s = PoolStore::format(Arc::new(Accounted::new(region)), &cfg).expect("format");
     // Touch every page of the block area once, so that no mode pays tmpfs page faults for
     // blocks it allocates during the timed runs (real NVMM has no such faults).
