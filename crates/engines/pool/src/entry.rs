@@ -8,11 +8,12 @@
 //! byte 60..64  crc32c of bytes 0..60
 //! ```
 //!
-//! Writing an entry: the body (bytes 0..56) is stored first, then the seal with one atomic
-//! 8-byte store, then the line is flushed. A crash leaves the line at one of its intermediate
-//! contents; only the last one has a seal whose crc matches the body, so a torn entry is
-//! never taken for a valid one (and bit rot is caught too). Freeing: atomic store of 0 to the
-//! seal word. A zero seal is a free slot; a non-zero seal with a bad crc or flag is torn.
+//! Writing an entry: the whole line (body, seal last) is written with one non-temporal
+//! 64-byte store (no read of the cold log line; durable at the writer's next fence). A crash
+//! leaves the line at one of its intermediate contents, its words in any order; only the
+//! complete line has a seal whose crc matches the body, so a torn entry is never taken for a
+//! valid one (and bit rot is caught too). Freeing: atomic 8-byte store of 0 to the seal word,
+//! flushed. A zero seal is a free slot; a non-zero seal with a bad crc or flag is torn.
 
 use crate::layout::ENTRY_SIZE;
 

@@ -118,8 +118,14 @@ impl<R: Region> PoolStore<R> {
         for &ino in &done.inodes {
             let cell = self.core.cell(ino);
             let mut st = cell.lock();
-            let lbns: Vec<u64> = done.blocks.iter().filter(|b| b.0 == ino).map(|b| b.1).collect();
-            if let Err(e) = self.finalize_inode(&mut st, done.group, &done.ids, &done.slots, &lbns) {
+            let lbns: Vec<u64> = done
+                .blocks
+                .iter()
+                .filter(|b| b.0 == ino)
+                .map(|b| b.1)
+                .collect();
+            if let Err(e) = self.finalize_inode(&mut st, done.group, &done.ids, &done.slots, &lbns)
+            {
                 result = Err(e);
             }
         }
@@ -152,7 +158,9 @@ impl<R: Region> PoolStore<R> {
         let mut due = Vec::new();
         // Only the blocks the transaction wrote (not every pending list of the file).
         for &lbn in lbns {
-            let Some(list) = st.pending.get_mut(&lbn) else { continue };
+            let Some(list) = st.pending.get_mut(&lbn) else {
+                continue;
+            };
             if due.contains(&lbn) {
                 continue;
             }
@@ -342,5 +350,9 @@ impl<R: Region> PoolStore<R> {
 
 /// (ino, lbn) of the versions a transaction made.
 fn tx_blocks(tx: &Tx) -> Vec<(u64, u64)> {
-    tx.versions.iter().flatten().map(|v| (v.ino, v.lbn)).collect()
+    tx.versions
+        .iter()
+        .flatten()
+        .map(|v| (v.ino, v.lbn))
+        .collect()
 }
