@@ -2,7 +2,7 @@
 #![allow(clippy::unwrap_used)]
 
 use pool::PoolConfig;
-use store::{OpenOptions, Store};
+use store::OpenOptions;
 
 #[test]
 fn create_write_reopen_mapped_pool() {
