@@ -19,7 +19,7 @@
 //! A second checkpoint after recovery does the same again: the algorithm is idempotent.
 
 use crate::config::Mode;
-use crate::core::{Core, InodeState};
+use crate::core::{CommitRecord, Core, InodeState};
 use crate::layout::*;
 use crate::tlvi::owners;
 use parking_lot::{Condvar, Mutex};
@@ -30,38 +30,108 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use store::{Error, Result};
 
+/// Blocks checkpointed together (sharing fences) under one inode lock.
+const CHECKPOINT_BATCH: usize = 128;
+
+/// The plan for one block: its committed versions and the new permanent block.
+struct Plan {
+    lbn: u64,
+    k: usize,
+    versions: Vec<crate::tlvi::Version>,
+    permanent: u64,
+    target: u64,
+    ptr: u64,
+}
+
 impl<R: Region> Core<R> {
     /// Checkpoint every committed version of block `lbn` of `st.ino`.
     pub fn checkpoint_block(&self, st: &mut InodeState, lbn: u64) -> Result<()> {
-        let Some(list) = st.pending.get(&lbn) else {
+        self.checkpoint_blocks(st, &[lbn])
+    }
+
+    /// Checkpoint blocks `lbns` of `st.ino` as one batch: Algorithm 1 for each block, with
+    /// one fence per step for the whole batch (and one per round of entry frees).
+    pub fn checkpoint_blocks(&self, st: &mut InodeState, lbns: &[u64]) -> Result<()> {
+        let mut plans = Vec::new();
+        let mut copied = 0;
+        for &lbn in lbns {
+            if let Some(plan) = self.plan_block(st, lbn)? {
+                // Step 2: copy the missing latest lines into the new permanent block.
+                copied += self.copy_for(&plan);
+                plans.push(plan);
+            }
+        }
+        if plans.is_empty() {
             return Ok(());
+        }
+        // persist: every new permanent block holds the latest copy of each of its lines.
+        self.region.fence();
+        // Step 3: swing the pointers.
+        let mut swung = 0;
+        for plan in plans.iter().filter(|p| p.target != p.permanent) {
+            self.region.store_u64(plan.ptr, plan.target);
+            self.region.flush(plan.ptr, 8);
+            swung += 1;
+        }
+        if swung > 0 {
+            // persist: block pointers name the new permanent blocks before any redo entry of
+            // theirs is freed.
+            self.region.fence();
+        }
+        // Step 4: free the entries in commit order: round r frees the r-th version of every
+        // block, fenced before round r + 1 (ordering property 1).
+        let rounds = plans.iter().map(|p| p.k).max().unwrap_or(0);
+        for round in 0..rounds {
+            for plan in plans.iter().filter(|p| p.k > round) {
+                self.clear_entry(self.geo.data_entry(plan.versions[round].slot));
+            }
+            // persist: the versions of round r are freed before those of round r + 1.
+            self.region.fence();
+        }
+        let mut retired = Vec::new();
+        for plan in &plans {
+            self.release_plan(st, plan, &mut retired);
+        }
+        self.retire_commits(retired);
+        self.counters
+            .checkpoints
+            .fetch_add(plans.len() as u64, Ordering::Relaxed);
+        self.counters
+            .checkpoint_lines_copied
+            .fetch_add(copied, Ordering::Relaxed);
+        self.counters
+            .checkpoint_pointer_swings
+            .fetch_add(swung, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Step 1 of Algorithm 1 for one block: the committed versions and the block (old
+    /// permanent or a version) holding most latest lines (ties keep the permanent block).
+    fn plan_block(&self, st: &InodeState, lbn: u64) -> Result<Option<Plan>> {
+        let Some(list) = st.pending.get(&lbn) else {
+            return Ok(None);
         };
         let k = list.iter().take_while(|v| v.committed).count();
         if k == 0 {
-            return Ok(());
+            return Ok(None);
         }
         let versions: Vec<_> = list[..k].to_vec();
         let ptr = versions[0].ptr_addr;
         let (permanent, found_ptr) = self.permanent_block(st.ino, lbn)?;
         if found_ptr != Some(ptr) {
-            return Err(Error::corrupt(
-                format!(
-                    "inode {} block {lbn}: redo entry names another pointer",
-                    st.ino
-                ),
-                ptr,
-            ));
+            let what = format!(
+                "inode {} block {lbn}: redo entry names another pointer",
+                st.ino
+            );
+            return Err(Error::corrupt(what, ptr));
         }
         let owner = owners(&versions, k);
-        // Step 1: the block holding most latest lines (ties keep the permanent block).
         let mut counts = vec![0u32; k + 1];
         for o in owner.iter() {
             counts[o.map_or(0, |i| i + 1)] += 1;
         }
         let mut best = 0usize;
-        if permanent != 0 && matches!(self.mode(), Mode::Soc) {
-            best = 0;
-        } else {
+        if permanent == 0 || self.mode() != Mode::Soc {
             for (i, &c) in counts.iter().enumerate().skip(1) {
                 if c > counts[best] || (best == 0 && permanent == 0) {
                     best = i;
@@ -73,55 +143,50 @@ impl<R: Region> Core<R> {
         } else {
             versions[best - 1].pbn
         };
-        // Step 2: copy the missing latest lines.
-        let copied = if self.mode() == Mode::Soc && best == 0 {
-            self.apply_in_order(&versions, target)
+        Ok(Some(Plan {
+            lbn,
+            k,
+            versions,
+            permanent,
+            target,
+            ptr,
+        }))
+    }
+
+    /// Step 2 for one block. Returns the lines copied.
+    fn copy_for(&self, plan: &Plan) -> u64 {
+        if self.mode() == Mode::Soc && plan.target == plan.permanent {
+            self.apply_in_order(&plan.versions, plan.target)
         } else {
-            self.copy_latest(&owner, &versions, permanent, target)
-        };
-        // persist: the new permanent block holds the latest copy of every line.
-        self.region.fence();
-        // Step 3: swing the pointer.
-        if target != permanent {
-            self.region.store_u64(ptr, target);
-            self.region.flush(ptr, 8);
-            // persist: the block pointer names the new permanent block before any redo entry
-            // is freed.
-            self.region.fence();
-            self.counters
-                .checkpoint_pointer_swings
-                .fetch_add(1, Ordering::Relaxed);
+            let owner = owners(&plan.versions, plan.k);
+            self.copy_latest(&owner, &plan.versions, plan.permanent, plan.target)
         }
-        // Step 4: free the entries in commit order, then the blocks.
-        for v in &versions {
-            self.clear_entry(self.geo.data_entry(v.slot));
-            // persist: versions of a block are freed strictly in commit order (property 1).
-            self.region.fence();
-        }
-        let mut release: Vec<u64> = versions.iter().map(|v| v.pbn).collect();
-        release.push(permanent);
+    }
+
+    /// After the entries are freed: give back blocks and slots, drop the versions from the
+    /// pending list, collect the transactions whose last data entry went.
+    fn release_plan(&self, st: &mut InodeState, plan: &Plan, retired: &mut Vec<CommitRecord>) {
+        let mut release: Vec<u64> = plan.versions.iter().map(|v| v.pbn).collect();
+        release.push(plan.permanent);
         release.sort_unstable();
         release.dedup();
         for pbn in release {
-            if pbn != 0 && pbn != target {
+            if pbn != 0 && pbn != plan.target {
                 self.blocks.free(pbn);
             }
         }
-        for v in &versions {
+        for v in &plan.versions {
             self.data_slots.free(v.slot);
-            self.data_entry_retired(v.txid);
-        }
-        if let Some(list) = st.pending.get_mut(&lbn) {
-            list.drain(..k);
-            if list.is_empty() {
-                st.pending.remove(&lbn);
+            if let Some(record) = self.data_entry_done(v.txid) {
+                retired.push(record);
             }
         }
-        self.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
-        self.counters
-            .checkpoint_lines_copied
-            .fetch_add(copied, Ordering::Relaxed);
-        Ok(())
+        if let Some(list) = st.pending.get_mut(&plan.lbn) {
+            list.drain(..plan.k);
+            if list.is_empty() {
+                st.pending.remove(&plan.lbn);
+            }
+        }
     }
 
     /// Copy into `target` every line whose latest copy lives elsewhere. Returns lines copied.
@@ -193,8 +258,9 @@ impl<R: Region> Core<R> {
                 .filter(|(_, l)| l.first().is_some_and(|v| v.committed))
                 .map(|(&l, _)| l)
                 .collect();
-            for lbn in lbns {
-                self.checkpoint_block(&mut st, lbn)?;
+            // Batches of blocks share their fences; the inode lock is let go between them.
+            for batch in lbns.chunks(CHECKPOINT_BATCH) {
+                self.checkpoint_blocks(&mut st, batch)?;
             }
         }
         Ok(())
@@ -247,7 +313,7 @@ impl CheckpointQueue {
 pub fn checkpoint_thread<R: Region>(core: Arc<Core<R>>, queue: Arc<CheckpointQueue>) {
     let idle = core.cfg.checkpoint_idle_ms;
     loop {
-        let item = {
+        let items: Vec<(u64, u64)> = {
             let mut q = queue.queue.lock();
             if q.is_empty()
                 && !queue.stop.load(Ordering::Acquire)
@@ -256,15 +322,14 @@ pub fn checkpoint_thread<R: Region>(core: Arc<Core<R>>, queue: Arc<CheckpointQue
                 let wait = if idle == 0 { 1_000 } else { idle.max(1) };
                 queue.wake.wait_for(&mut q, Duration::from_millis(wait));
             }
-            q.pop_front()
+            let n = q.len().min(CHECKPOINT_BATCH);
+            q.drain(..n).collect()
         };
         if queue.stop.load(Ordering::Acquire) {
             return;
         }
-        if let Some((ino, lbn)) = item {
-            let cell = core.cell(ino);
-            let mut st = cell.lock();
-            let _ = core.checkpoint_block(&mut st, lbn);
+        if !items.is_empty() {
+            checkpoint_items(&core, items);
             continue;
         }
         let idle_now = idle > 0
@@ -274,9 +339,24 @@ pub fn checkpoint_thread<R: Region>(core: Arc<Core<R>>, queue: Arc<CheckpointQue
                 >= idle;
         if queue.everything.swap(false, Ordering::AcqRel)
             || core.blocks_low()
+            || core.logs_low()
             || (idle_now && core.has_committed_versions())
         {
             let _ = core.checkpoint_all();
         }
+    }
+}
+
+/// Checkpoint queued blocks, one batch per inode.
+fn checkpoint_items<R: Region>(core: &Core<R>, mut items: Vec<(u64, u64)>) {
+    items.sort_unstable();
+    items.dedup();
+    for group in items.chunk_by(|a, b| a.0 == b.0) {
+        let Some(cell) = core.cells.read().get(&group[0].0).cloned() else {
+            continue;
+        };
+        let mut st = cell.lock();
+        let lbns: Vec<u64> = group.iter().map(|i| i.1).collect();
+        let _ = core.checkpoint_blocks(&mut st, &lbns);
     }
 }

@@ -238,45 +238,56 @@ impl<R: Region> Core<R> {
     /// Free the log entries of a committed transaction whose data entries are all gone
     /// (ordering property 2: undo and member entries first, the commit entry last).
     pub fn retire_commit(&self, record: CommitRecord) {
-        for &slot in &record.undo_slots {
-            self.clear_entry(self.geo.meta_entry(slot));
+        self.retire_commits(vec![record]);
+    }
+
+    /// `retire_commit` for several transactions with one fence per step.
+    pub fn retire_commits(&self, records: Vec<CommitRecord>) {
+        if records.is_empty() {
+            return;
+        }
+        for record in &records {
+            for &slot in &record.undo_slots {
+                self.clear_entry(self.geo.meta_entry(slot));
+            }
         }
         // persist: undo entries are freed before the member entries naming their transaction.
         self.region.fence();
-        if !record.member_slots.is_empty() {
-            for &slot in &record.member_slots {
-                self.clear_entry(self.geo.meta_entry(slot));
+        if records.iter().any(|r| !r.member_slots.is_empty()) {
+            for record in &records {
+                for &slot in &record.member_slots {
+                    self.clear_entry(self.geo.meta_entry(slot));
+                }
             }
-            // persist: member entries are freed before the commit entry.
+            // persist: member entries are freed before the commit entries.
             self.region.fence();
         }
-        // The commit entry's free needs no fence: a commit entry left valid by a crash names
-        // no remaining entry and recovery frees it.
-        self.clear_entry(self.geo.meta_entry(record.commit_slot));
-        for slot in record
-            .undo_slots
-            .into_iter()
-            .chain(record.member_slots)
-            .chain([record.commit_slot])
-        {
-            self.meta_slots.free(slot);
+        for record in records {
+            // The commit entry's free needs no fence: a commit entry left valid by a crash
+            // names no remaining entry and recovery frees it.
+            self.clear_entry(self.geo.meta_entry(record.commit_slot));
+            let slots = record.undo_slots.into_iter().chain(record.member_slots);
+            for slot in slots.chain([record.commit_slot]) {
+                self.meta_slots.free(slot);
+            }
         }
+    }
+
+    /// One data entry of committed transaction `txid` has been freed durably; returns its
+    /// commit record when that was the last one (the caller retires it).
+    pub fn data_entry_done(&self, txid: u64) -> Option<CommitRecord> {
+        let mut committed = self.committed.lock();
+        let rec = committed.get_mut(&txid)?;
+        rec.data_remaining = rec.data_remaining.saturating_sub(1);
+        if rec.data_remaining > 0 {
+            return None;
+        }
+        committed.remove(&txid)
     }
 
     /// One data entry of committed transaction `txid` has been freed durably.
     pub fn data_entry_retired(&self, txid: u64) {
-        let record = {
-            let mut committed = self.committed.lock();
-            let Some(rec) = committed.get_mut(&txid) else {
-                return;
-            };
-            rec.data_remaining = rec.data_remaining.saturating_sub(1);
-            if rec.data_remaining > 0 {
-                return;
-            }
-            committed.remove(&txid)
-        };
-        if let Some(record) = record {
+        if let Some(record) = self.data_entry_done(txid) {
             self.retire_commit(record);
         }
     }

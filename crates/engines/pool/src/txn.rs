@@ -191,9 +191,7 @@ impl<R: Region> PoolStore<R> {
             return Ok(());
         }
         if sync || self.core.cfg.checkpoint_threads == 0 {
-            for lbn in due {
-                self.core.checkpoint_block(st, lbn)?;
-            }
+            self.core.checkpoint_blocks(st, &due)?;
         } else {
             for lbn in due {
                 self.core.checkpointer.push(st.ino, lbn);
