@@ -55,11 +55,28 @@ impl FreeList {
     /// Take one free number, or None when all are in use.
     pub fn alloc(&self) -> Option<u64> {
         let home = home_shard();
-        for i in 0..SHARDS {
-            if let Some(n) = self.shards[(home + i) % SHARDS].lock().pop() {
-                self.free.fetch_sub(1, Ordering::Relaxed);
-                return Some(n);
+        if let Some(n) = self.shards[home].lock().pop() {
+            self.free.fetch_sub(1, Ordering::Relaxed);
+            return Some(n);
+        }
+        // Home is empty: steal half of the first other shard that has numbers (one lock
+        // switch for many later allocations). Never two shard locks at once.
+        for i in 1..SHARDS {
+            let stolen: Vec<u64> = {
+                let mut other = self.shards[(home + i) % SHARDS].lock();
+                let keep = other.len() / 2;
+                other.drain(keep..).collect()
+            };
+            if stolen.is_empty() {
+                continue;
             }
+            let mut mine = self.shards[home].lock();
+            mine.extend(stolen);
+            let n = mine.pop();
+            if n.is_some() {
+                self.free.fetch_sub(1, Ordering::Relaxed);
+            }
+            return n;
         }
         None
     }
