@@ -144,6 +144,26 @@ impl<R: Region> Core<R> {
         }
     }
 
+    /// Size of an inode, validated against the largest file (and, for a directory, against
+    /// its tree: a directory has no holes).
+    pub fn inode_size(&self, ino: u64) -> Result<u64> {
+        let off = self.geo.inode(ino);
+        let size = self.read_u64(off + I_SIZE);
+        let mut bad = size > crate::data::FILE_SIZE_MAX;
+        if !bad && self.read_u8(off + I_KIND) == KIND_DIR {
+            let (_, height) = self.tree_root(ino)?;
+            bad = !size.is_multiple_of(BLOCK_SIZE)
+                || size / BLOCK_SIZE > capacity(height).min(self.geo.block_count);
+        }
+        if bad {
+            return Err(Error::corrupt(
+                format!("inode {ino} size {size}"),
+                off + I_SIZE,
+            ));
+        }
+        Ok(size)
+    }
+
     /// Tree root and height of an inode, validated.
     pub fn tree_root(&self, ino: u64) -> Result<(u64, u32)> {
         let off = self.geo.inode(ino);
@@ -208,7 +228,21 @@ impl<R: Region> Core<R> {
         if height == 0 {
             return Ok(());
         }
-        self.walk_node(root, height, 0, f)
+        // A corrupt tree may name blocks many times over: never visit more than the pool has.
+        let mut visits = 0u64;
+        let limit = self.geo.block_count;
+        let at = self.geo.inode(ino);
+        let mut bounded = |pbn: u64, index: bool, lbn: u64| {
+            visits += 1;
+            if visits > limit {
+                return Err(Error::corrupt(
+                    format!("inode {ino} tree names more blocks than the pool has"),
+                    at,
+                ));
+            }
+            f(pbn, index, lbn)
+        };
+        self.walk_node(root, height, 0, &mut bounded)
     }
 
     fn walk_node(

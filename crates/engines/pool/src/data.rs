@@ -99,7 +99,7 @@ impl<R: Region> Core<R> {
                 "write to {off} of inode {ino}"
             )));
         };
-        let size = self.read_u64(ioff + I_SIZE);
+        let size = self.inode_size(ino)?;
         let mut delta = InodeDelta {
             size: size.max(end),
             blocks: self.read_u64(ioff + I_BLOCKS),
@@ -293,7 +293,7 @@ impl<R: Region> Core<R> {
 
     /// Read `buf.len()` bytes at `off` (clipped to the size) of file `st.ino`.
     pub fn read_data(&self, st: &InodeState, off: u64, buf: &mut [u8]) -> Result<usize> {
-        let size = self.read_u64(self.geo.inode(st.ino) + I_SIZE);
+        let size = self.inode_size(st.ino)?;
         if off >= size {
             return Ok(0);
         }
@@ -343,7 +343,7 @@ impl<R: Region> Core<R> {
             return Err(Error::FileTooLarge(format!("length {len}")));
         }
         let ioff = self.geo.inode(st.ino);
-        let size = self.read_u64(ioff + I_SIZE);
+        let size = self.inode_size(st.ino)?;
         if len < size {
             // Committed versions of the blocks that go away are checkpointed first, so that
             // dropping a block never loses a committed redo entry.
@@ -369,7 +369,16 @@ impl<R: Region> Core<R> {
                 blocks: self.read_u64(ioff + I_BLOCKS),
                 pointer_writes: Vec::new(),
             };
-            for lbn in len.div_ceil(BLOCK_SIZE)..size.div_ceil(BLOCK_SIZE) {
+            // Only the allocated blocks past the new end (walking the tree, not every lbn).
+            let first_gone = len.div_ceil(BLOCK_SIZE);
+            let mut gone = Vec::new();
+            self.walk_tree(st.ino, &mut |_, index, lbn| {
+                if !index && lbn >= first_gone {
+                    gone.push(lbn);
+                }
+                Ok(())
+            })?;
+            for lbn in gone {
                 let (pbn, ptr) = self.permanent_block(st.ino, lbn)?;
                 if let (true, Some(ptr)) = (pbn != 0, ptr) {
                     delta.pointer_writes.push((ptr, 0));

@@ -57,7 +57,7 @@ impl<R: Region> Core<R> {
     /// Build the index of a directory from media (validating every entry).
     pub fn build_dir_index(&self, st: &InodeState) -> Result<DirIndex> {
         let dir = st.ino;
-        let size = self.read_u64(self.geo.inode(dir) + I_SIZE);
+        let size = self.inode_size(dir)?;
         let mut index = DirIndex::default();
         let mut block = vec![0u8; BLOCK_SIZE as usize];
         for lbn in 0..size / BLOCK_SIZE {
@@ -200,7 +200,7 @@ impl<R: Region> Core<R> {
     fn dir_grow(&self, st: &mut InodeState) -> Result<()> {
         let dir = st.ino;
         let ioff = self.geo.inode(dir);
-        let size = self.read_u64(ioff + I_SIZE);
+        let size = self.inode_size(dir)?;
         let lbn = size / BLOCK_SIZE;
         let mut tx = self.tx_new()?;
         let result = (|| {
