@@ -48,6 +48,21 @@ impl<R: Region> Core<R> {
     pub fn lookup_slot(&self, parent: u64, name: &[u8]) -> Result<Slot> {
         self.check_dir(parent)?;
         check_name(name)?;
+        if name == b"." || name == b".." {
+            let ino = if name == b"." || parent == ROOT_INO {
+                parent
+            } else {
+                self.read_u64(self.geo.inode(parent) + I_PARENT)
+            };
+            self.check_dir(ino).map_err(|_| {
+                Error::corrupt("directory parent", self.geo.inode(parent) + I_PARENT)
+            })?;
+            return Ok(Slot {
+                slot: u64::MAX,
+                ino,
+                kind: KIND_DIR,
+            });
+        }
         let cell = self.cell(parent);
         let mut st = cell.lock();
         self.dir_index(&mut st)?
@@ -115,6 +130,9 @@ impl<R: Region> Core<R> {
     /// Remove the entry `name` (a file unless `dir`), dropping a link of its inode.
     pub fn remove_entry(&self, tx: &mut Tx, parent: u64, name: &[u8], dir: bool) -> Result<()> {
         let found = self.lookup_slot(parent, name)?;
+        if found.slot == u64::MAX {
+            return Err(Error::InvalidArgument("cannot remove . or ..".into()));
+        }
         match (dir, found.kind == KIND_DIR) {
             (false, true) => return Err(Error::IsDir(String::from_utf8_lossy(name).into_owned())),
             (true, false) => return Err(Error::NotDir(String::from_utf8_lossy(name).into_owned())),
@@ -183,6 +201,9 @@ impl<R: Region> Core<R> {
         self.check_dir(new_parent)?;
         check_name(new_name)?;
         let src = self.lookup_slot(parent, name)?;
+        if src.slot == u64::MAX || new_name == b"." || new_name == b".." {
+            return Err(Error::InvalidArgument("cannot rename . or ..".into()));
+        }
         if parent == new_parent && name == new_name {
             return Ok(());
         }
@@ -192,7 +213,8 @@ impl<R: Region> Core<R> {
             ));
         }
         match self.lookup_slot(new_parent, new_name) {
-            Ok(dst) if dst.ino == src.ino => return self.remove_entry(tx, parent, name, false),
+            // Two links to one file: rename(2) does nothing.
+            Ok(dst) if dst.ino == src.ino => return Ok(()),
             Ok(dst) => match (src.kind == KIND_DIR, dst.kind == KIND_DIR) {
                 (false, true) => {
                     return Err(Error::IsDir(String::from_utf8_lossy(new_name).into_owned()))

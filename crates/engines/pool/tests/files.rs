@@ -103,6 +103,47 @@ fn directories_and_names() {
     assert_eq!(s.getattr(z.ino).unwrap().nlink, 1);
     s.unlink(ROOT_INO, b"z-link", None).unwrap();
     assert!(s.getattr(z.ino).is_err());
+    // . and .. resolve, and cannot be created or removed.
+    assert_eq!(s.lookup(e.ino, b"..").unwrap().ino, ROOT_INO);
+    assert_eq!(s.lookup(e.ino, b".").unwrap().ino, e.ino);
+    assert!(matches!(
+        s.mkdir(ROOT_INO, b".", 0o755, None),
+        Err(Error::Exists(_))
+    ));
+    assert!(matches!(
+        s.rmdir(e.ino, b"..", None),
+        Err(Error::InvalidArgument(_))
+    ));
+    // Renaming one link of a file onto another link of it does nothing.
+    create_with(&s, "/p", b"p");
+    let p = store::resolve(&s, "/p").unwrap();
+    s.link(p.ino, ROOT_INO, b"p2", None).unwrap();
+    s.rename(ROOT_INO, b"p", ROOT_INO, b"p2", None).unwrap();
+    assert!(s.lookup(ROOT_INO, b"p").is_ok() && s.lookup(ROOT_INO, b"p2").is_ok());
+    assert!(s.fsck().unwrap().is_clean(), "{:?}", s.fsck());
+}
+
+#[test]
+fn unlinked_open_file_lives_until_closed() {
+    let cfg = PoolConfig::test_min();
+    let s = fresh(&cfg);
+    create_with(&s, "/u", &pattern(5, 9000));
+    let ino = store::resolve(&s, "/u").unwrap().ino;
+    let fh = s.open(ino, rw()).unwrap();
+    let free_before = s.statfs().unwrap().blocks_free;
+    s.unlink(ROOT_INO, b"u", None).unwrap();
+    let mut buf = vec![0u8; 9000];
+    assert_eq!(s.read(fh, 0, &mut buf).unwrap(), 9000);
+    assert_eq!(buf, pattern(5, 9000));
+    s.write(fh, 0, b"still writable").unwrap();
+    assert!(s.fsck().unwrap().is_clean(), "{:?}", s.fsck());
+    // An unclean stop now: recovery frees the orphan.
+    let crashed = crash_copy(&s, &cfg);
+    assert_eq!(crashed.last_recovery().orphans_freed, 1);
+    assert!(crashed.getattr(ino).is_err());
+    s.release(fh).unwrap();
+    assert!(s.getattr(ino).is_err());
+    assert!(s.statfs().unwrap().blocks_free > free_before);
     assert!(s.fsck().unwrap().is_clean(), "{:?}", s.fsck());
 }
 
