@@ -229,9 +229,15 @@ fn step(
     }
 }
 
-fn run(mode: Mode, seed: u64, steps: u64, crash: CrashConfig) -> (u64, u64) {
+fn run(mode: Mode, seed: u64, steps: u64, crash: CrashConfig, background: bool) -> (u64, u64) {
     let region = Arc::new(SimRegion::new(640 << 10));
-    let s = PoolStore::format(region.clone(), &cfg(mode)).unwrap();
+    let mut main_cfg = cfg(mode);
+    if background {
+        // A checkpoint thread woken every millisecond runs beside the workload.
+        main_cfg.checkpoint_threads = 1;
+        main_cfg.checkpoint_idle_ms = 1;
+    }
+    let s = PoolStore::format(region.clone(), &main_cfg).unwrap();
     let names: Vec<Vec<u8>> = (0..3).map(|i| format!("f{i}").into_bytes()).collect();
     let mut model = Model::new();
     let mut fhs = Vec::new();
@@ -369,9 +375,21 @@ fn crash_images_at_every_fence_recover_to_before_or_after() {
         sample_count: 3,
         seed: 1,
     };
-    let (points, images) = run(Mode::Fcfs, 1, 40, crash);
+    let (points, images) = run(Mode::Fcfs, 1, 40, crash, false);
     eprintln!("crash test: {points} crash points, {images} crash images recovered and checked");
     assert!(points > 100 && images > points);
+}
+
+#[test]
+fn crash_images_with_a_background_checkpoint_thread() {
+    let crash = CrashConfig {
+        exhaustive_limit: 4,
+        sample_count: 2,
+        seed: 9,
+    };
+    let (points, images) = run(Mode::Fcfs, 9, 40, crash, true);
+    eprintln!("crash test with background checkpointing: {points} crash points, {images} images");
+    assert!(points > 100);
 }
 
 #[test]
@@ -382,7 +400,7 @@ fn comparison_modes_are_crash_consistent_too() {
         seed: 3,
     };
     for mode in [Mode::FgWal, Mode::Scsp, Mode::Soc, Mode::Sync] {
-        let (points, images) = run(mode, 2, 25, crash);
+        let (points, images) = run(mode, 2, 25, crash, false);
         eprintln!(
             "crash test {}: {points} crash points, {images} images",
             mode.name()
@@ -411,6 +429,6 @@ fn crash_images_long_run() {
         .ok()
         .and_then(|m| Mode::parse(&m))
         .unwrap_or(Mode::Fcfs);
-    let (points, images) = run(mode, seed, steps, crash);
+    let (points, images) = run(mode, seed, steps, crash, false);
     eprintln!("crash test (seed {seed}, {steps} steps): {points} crash points, {images} crash images recovered and checked");
 }
