@@ -102,6 +102,31 @@ impl FreeList {
     }
 }
 
+/// Hasher for maps keyed by a u64 the engine chose (block, inode, transaction and handle
+/// numbers): one multiply, no SipHash (keys never come from outside in a way that matters for
+/// hash flooding: they are dense numbers the engine hands out or validated block numbers).
+#[derive(Default, Clone, Copy)]
+pub struct U64Hasher(u64);
+
+impl std::hash::Hasher for U64Hasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .rotate_left(29);
+    }
+}
+
+/// A HashMap keyed by engine-chosen u64 numbers.
+pub type U64Map<V> = std::collections::HashMap<u64, V, std::hash::BuildHasherDefault<U64Hasher>>;
+
 #[cfg(test)]
 mod tests {
     use super::*;

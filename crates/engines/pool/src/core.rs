@@ -1,7 +1,7 @@
 //! The engine's shared state: the region, its geometry, the volatile allocators, the
 //! per-inode DRAM state (TLVI, directory index, binding) and the counters.
 
-use crate::alloc::FreeList;
+use crate::alloc::{FreeList, U64Map};
 use crate::checkpoint::CheckpointQueue;
 use crate::config::{Mode, PoolConfig};
 use crate::dir::DirIndex;
@@ -10,7 +10,7 @@ use crate::tlvi::Version;
 use crate::tx::TxCell;
 use parking_lot::{Mutex, RwLock};
 use pmem::Region;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use store::{Error, Result};
@@ -20,7 +20,7 @@ use store::{Error, Result};
 pub struct InodeState {
     pub ino: u64,
     /// TLVI first level: logical block -> pending list, oldest (first committed) first.
-    pub pending: HashMap<u64, Vec<Version>>,
+    pub pending: U64Map<Vec<Version>>,
     /// Directory name index, built on first use (directories only).
     pub dir: Option<DirIndex>,
     /// Directory slots freed by transactions that have not committed yet: never reused
@@ -66,12 +66,12 @@ pub struct Core<R: Region> {
     pub meta_slots: FreeList,
     pub data_slots: FreeList,
     pub inodes_free: FreeList,
-    pub cells: RwLock<HashMap<u64, Arc<InodeCell>>>,
+    pub cells: RwLock<U64Map<Arc<InodeCell>>>,
     /// Serialises namespace operations and aborts (never taken on the data path).
     pub ns: Mutex<()>,
     pub next_txid: AtomicU64,
     pub commit_seq: AtomicU64,
-    pub committed: Mutex<HashMap<u64, CommitRecord>>,
+    pub committed: Mutex<U64Map<CommitRecord>>,
     pub counters: Counters,
     pub closed: AtomicBool,
     pub checkpointer: Arc<CheckpointQueue>,

@@ -346,11 +346,11 @@ pub fn open_core<R: Region>(region: Arc<R>, cfg: &PoolConfig) -> Result<(Core<R>
         meta_slots: FreeList::new(0, |_| false),
         data_slots: FreeList::new(0, |_| false),
         inodes_free: FreeList::new(0, |_| false),
-        cells: RwLock::new(HashMap::new()),
+        cells: RwLock::new(Default::default()),
         ns: Mutex::new(()),
         next_txid: AtomicU64::new(1),
         commit_seq: AtomicU64::new(1),
-        committed: Mutex::new(HashMap::new()),
+        committed: Mutex::new(Default::default()),
         counters: Counters::default(),
         closed: AtomicBool::new(false),
         checkpointer: Arc::new(CheckpointQueue::new()),
@@ -411,7 +411,7 @@ pub fn open_core<R: Region>(region: Arc<R>, cfg: &PoolConfig) -> Result<(Core<R>
     core.inodes_free = FreeList::new(geo.inode_count, |ino| {
         ino > ROOT_INO && inode_kinds[ino as usize] == KIND_FREE
     });
-    *core.committed.get_mut() = records;
+    core.committed.get_mut().extend(records);
     core.next_txid = AtomicU64::new(s.max_txid + 1);
     core.commit_seq = AtomicU64::new(s.max_seq + 1);
     report.micros = started.elapsed().as_micros() as u64;

@@ -1,5 +1,6 @@
 //! `PoolStore`: the pool engine behind the `store::Store` trait.
 
+use crate::alloc::U64Map;
 use crate::checkpoint::checkpoint_thread;
 use crate::config::{Mode, PoolConfig};
 use crate::core::{Core, InodeCell};
@@ -9,7 +10,6 @@ use crate::tx::{Tx, TxCell};
 use parking_lot::{Mutex, RwLock};
 use pmem::Region;
 use std::any::Any;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -28,9 +28,9 @@ pub struct Handle {
 /// A pool over a persistent-memory region.
 pub struct PoolStore<R: Region> {
     pub(crate) core: Arc<Core<R>>,
-    pub(crate) handles: RwLock<HashMap<u64, Arc<Handle>>>,
+    pub(crate) handles: RwLock<U64Map<Arc<Handle>>>,
     next_fh: AtomicU64,
-    pub(crate) txs: Mutex<HashMap<u64, Arc<TxCell>>>,
+    pub(crate) txs: Mutex<U64Map<Arc<TxCell>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     report: RecoveryReport,
 }
@@ -66,9 +66,9 @@ impl<R: Region> PoolStore<R> {
         }
         Ok(PoolStore {
             core,
-            handles: RwLock::new(HashMap::new()),
+            handles: RwLock::new(U64Map::default()),
             next_fh: AtomicU64::new(1),
-            txs: Mutex::new(HashMap::new()),
+            txs: Mutex::new(U64Map::default()),
             threads: Mutex::new(handles),
             report,
         })

@@ -29,7 +29,7 @@ pub struct Tx {
     next_seq: u32,
     /// Metadata log slots holding this transaction's undo entries, in sequence order.
     pub undo_slots: Vec<u64>,
-    logged: HashSet<(u64, u32)>,
+    logged: HashSet<(u64, u32), std::hash::BuildHasherDefault<crate::alloc::U64Hasher>>,
     /// Reserved at begin so that the commit cannot run out of log space.
     pub commit_slot: u64,
     /// Member transactions merged into this one (syncv) and the slots of their entries.
@@ -75,7 +75,7 @@ impl<R: Region> Core<R> {
             active: true,
             next_seq: 0,
             undo_slots: Vec::new(),
-            logged: HashSet::new(),
+            logged: HashSet::default(),
             commit_slot,
             members: Vec::new(),
             versions: Vec::new(),
