@@ -215,8 +215,11 @@ impl<R: Region> PoolStore<R> {
         }
     }
 
+    /// Take the handle's O_ATOMIC transaction, if it is still open (one rolled back by a
+    /// failed write has nothing left to commit or drop).
     fn implicit_of(&self, fh: Fh) -> Result<Option<Arc<TxCell>>> {
-        Ok(self.handle(fh)?.implicit.lock().take())
+        let taken = self.handle(fh)?.implicit.lock().take();
+        Ok(taken.filter(|cell| cell.lock().active))
     }
 }
 
