@@ -285,3 +285,32 @@ fn concurrent_transactions_on_different_files() {
         );
     }
 }
+
+#[test]
+fn background_thread_checkpoints_when_idle() {
+    let cfg = PoolConfig {
+        checkpoint_threads: 1,
+        checkpoint_idle_ms: 20,
+        ..PoolConfig::test_min()
+    };
+    let s = fresh(&cfg);
+    create_with(&s, "/f", &vec![1u8; 12_000]);
+    let f = open_rw(&s, "/f");
+    s.write(f, 10, b"one").unwrap();
+    s.write(f, 5000, b"two").unwrap();
+    assert!(!s.pending_lists(None).unwrap().is_empty());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !s.pending_lists(None).unwrap().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "idle checkpoint never ran"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let mut want = vec![1u8; 12_000];
+    want[10..13].copy_from_slice(b"one");
+    want[5000..5003].copy_from_slice(b"two");
+    assert_eq!(read_path(&s, "/f"), want);
+    assert_eq!(s.log_occupancy().data_entries_used, 0);
+    assert!(s.fsck().unwrap().is_clean());
+}
