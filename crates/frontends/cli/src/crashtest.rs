@@ -88,7 +88,7 @@ pub struct CrashtestArgs {
     #[arg(long, default_value = "pool")]
     pub engine: String,
     /// Simulated workloads (each checked at every fence of its run).
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 10)]
     pub workloads: u64,
     /// Units (transactions, legacy calls, O_ATOMIC commits) per workload and thread.
     #[arg(long, default_value_t = 24)]
