@@ -1,0 +1,89 @@
+//! Pools: one store per pool file per process, however often and from wherever it is opened.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use store::{Error, Store};
+
+use crate::memstore::{self, MemStore};
+
+/// Size of a pool created by the shim when `ATOMFS_CREATE_SIZE` is set but not a number.
+pub const CREATE_SIZE_DEFAULT: u64 = 256 << 20;
+
+/// An open pool: a store and the file it lives in. The store is unmounted when the last
+/// reference (pool handle or open file) goes.
+pub struct Pool {
+    /// Process-unique, never reused.
+    pub id: u64,
+    pub path: PathBuf,
+    pub store: Arc<dyn Store>,
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        // Nothing is left to report to; every durable call already made its data durable.
+        let _ = self.store.unmount();
+    }
+}
+
+static NEXT_POOL_ID: AtomicU64 = AtomicU64::new(1);
+
+fn registry() -> &'static Mutex<HashMap<PathBuf, Weak<Pool>>> {
+    static REGISTRY: std::sync::OnceLock<Mutex<HashMap<PathBuf, Weak<Pool>>>> = std::sync::OnceLock::new();
+    REGISTRY.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+fn io_error(path: &Path, op: &'static str, source: std::io::Error) -> Error {
+    Error::Io { path: path.display().to_string(), op, source }
+}
+
+/// Open the pool file at `path`. When it does not exist and `create_size` is given, create
+/// it with that size (the engine may round it); `exclusive` makes an existing file an error
+/// (`EEXIST`), as `atomfs_pool_create` wants.
+pub fn open_pool(path: &Path, create_size: Option<u64>, exclusive: bool) -> Result<Arc<Pool>, Error> {
+    let mut registry = registry().lock().unwrap_or_else(|p| p.into_inner());
+    registry.retain(|_, weak| weak.strong_count() > 0);
+    let exists = path.exists();
+    if exists && exclusive {
+        return Err(Error::Exists(path.display().to_string()));
+    }
+    if exists {
+        let canonical = path.canonicalize().map_err(|e| io_error(path, "canonicalize", e))?;
+        if let Some(pool) = registry.get(&canonical).and_then(Weak::upgrade) {
+            return Ok(pool);
+        }
+        let store = open_store(&canonical)?;
+        return Ok(register(&mut registry, canonical, store));
+    }
+    let Some(size) = create_size else {
+        return Err(Error::NotFound(format!("{} (set ATOMFS_CREATE_SIZE to create it)", path.display())));
+    };
+    let store = create_store(path, size)?;
+    let canonical = path.canonicalize().map_err(|e| io_error(path, "canonicalize", e))?;
+    Ok(register(&mut registry, canonical, store))
+}
+
+fn register(registry: &mut HashMap<PathBuf, Weak<Pool>>, path: PathBuf, store: Arc<dyn Store>) -> Arc<Pool> {
+    let pool = Arc::new(Pool { id: NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed), path: path.clone(), store });
+    registry.insert(path, Arc::downgrade(&pool));
+    pool
+}
+
+/// Open a pool file with the engine its first bytes name.
+fn open_store(path: &Path) -> Result<Arc<dyn Store>, Error> {
+    let mut head = [0u8; 16];
+    let mut file = std::fs::File::open(path).map_err(|e| io_error(path, "open", e))?;
+    let n = file.read(&mut head).map_err(|e| io_error(path, "read", e))?;
+    if n == head.len() && &head == memstore::MAGIC {
+        return Ok(Arc::new(MemStore::open(path)?));
+    }
+    Err(Error::BadMagic(format!("{}: not an atomfs pool this build can open", path.display())))
+}
+
+/// Create a pool file. `ATOMFS_ENGINE=mem` selects the reference memstore.
+fn create_store(path: &Path, _size: u64) -> Result<Arc<dyn Store>, Error> {
+    Ok(Arc::new(MemStore::create(path)?))
+}
