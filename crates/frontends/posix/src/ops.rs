@@ -197,12 +197,18 @@ pub fn same_pool_handles(files: &[Arc<OpenFile>]) -> PResult<(Arc<Pool>, Vec<sto
 
 /// syncv (ACCFS): commit the pending O_ATOMIC writes of several files as one unit.
 pub fn syncv(files: &[Arc<OpenFile>]) -> PResult<()> {
+    if files.is_empty() {
+        return Ok(());
+    }
     let (pool, fhs) = same_pool_handles(files)?;
     pool.store.syncv(&fhs).map_err(err)
 }
 
 /// abortv (ACCFS): drop the pending O_ATOMIC writes of several files.
 pub fn abortv(files: &[Arc<OpenFile>]) -> PResult<()> {
+    if files.is_empty() {
+        return Ok(());
+    }
     let (pool, fhs) = same_pool_handles(files)?;
     pool.store.abortv(&fhs).map_err(err)
 }
