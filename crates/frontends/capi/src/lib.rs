@@ -99,7 +99,14 @@ unsafe fn c_str<'a>(p: *const c_char) -> PResult<&'a [u8]> {
 
 fn pool_of(pool: *mut atomfs_pool) -> PResult<Arc<Pool>> {
     let pools = state().pools.lock().unwrap_or_else(|p| p.into_inner());
-    pools.get(&(pool as usize)).cloned().ok_or(if pool.is_null() { libc::EFAULT } else { libc::EBADF })
+    pools
+        .get(&(pool as usize))
+        .cloned()
+        .ok_or(if pool.is_null() {
+            libc::EFAULT
+        } else {
+            libc::EBADF
+        })
 }
 
 fn file(fd: c_int) -> PResult<Arc<OpenFile>> {
@@ -116,7 +123,11 @@ fn open_pool(path: *const c_char, create: Option<u64>) -> PResult<*mut atomfs_po
     let path = Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path));
     let pool = px::open_pool(path, create, create.is_some()).map_err(|e| e.errno())?;
     let handle = new_handle();
-    state().pools.lock().unwrap_or_else(|p| p.into_inner()).insert(handle, pool);
+    state()
+        .pools
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(handle, pool);
     Ok(handle as *mut atomfs_pool)
 }
 
@@ -142,10 +153,21 @@ pub extern "C" fn atomfs_pool_open(path: *const c_char) -> *mut atomfs_pool {
 /// unmounted when the last of them is closed.
 #[no_mangle]
 pub extern "C" fn atomfs_pool_close(pool: *mut atomfs_pool) -> c_int {
-    let removed = state().pools.lock().unwrap_or_else(|p| p.into_inner()).remove(&(pool as usize));
+    let removed = state()
+        .pools
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(&(pool as usize));
     match removed {
         Some(_) => 0,
-        None => ret(Err(if pool.is_null() { libc::EFAULT } else { libc::EBADF }), -1),
+        None => ret(
+            Err(if pool.is_null() {
+                libc::EFAULT
+            } else {
+                libc::EBADF
+            }),
+            -1,
+        ),
     }
 }
 
@@ -156,7 +178,12 @@ pub extern "C" fn atomfs_pool_close(pool: *mut atomfs_pool) -> c_int {
 /// # Safety
 /// `path` is NULL or a NUL-terminated string.
 #[no_mangle]
-pub unsafe extern "C" fn atomfs_open(pool: *mut atomfs_pool, path: *const c_char, flags: c_int, mode: c_uint) -> c_int {
+pub unsafe extern "C" fn atomfs_open(
+    pool: *mut atomfs_pool,
+    path: *const c_char,
+    flags: c_int,
+    mode: c_uint,
+) -> c_int {
     let r = (|| {
         let pool = pool_of(pool)?;
         // SAFETY: forwarded caller contract.
@@ -221,7 +248,12 @@ fn offset(off: i64) -> PResult<u64> {
 #[no_mangle]
 pub unsafe extern "C" fn atomfs_read(fd: c_int, buf: *mut c_void, count: usize) -> isize {
     // SAFETY: forwarded caller contract.
-    ret(file(fd).and_then(|f| px::read(&f, unsafe { buf_mut(buf, count) }?)).map(|n| n as isize), -1)
+    ret(
+        file(fd)
+            .and_then(|f| px::read(&f, unsafe { buf_mut(buf, count) }?))
+            .map(|n| n as isize),
+        -1,
+    )
 }
 
 /// pread(2).
@@ -229,7 +261,12 @@ pub unsafe extern "C" fn atomfs_read(fd: c_int, buf: *mut c_void, count: usize) 
 /// # Safety
 /// `buf` is NULL or valid for `count` bytes.
 #[no_mangle]
-pub unsafe extern "C" fn atomfs_pread(fd: c_int, buf: *mut c_void, count: usize, off: i64) -> isize {
+pub unsafe extern "C" fn atomfs_pread(
+    fd: c_int,
+    buf: *mut c_void,
+    count: usize,
+    off: i64,
+) -> isize {
     let r = file(fd).and_then(|f| {
         let off = offset(off)?;
         // SAFETY: forwarded caller contract.
@@ -245,7 +282,12 @@ pub unsafe extern "C" fn atomfs_pread(fd: c_int, buf: *mut c_void, count: usize,
 #[no_mangle]
 pub unsafe extern "C" fn atomfs_write(fd: c_int, buf: *const c_void, count: usize) -> isize {
     // SAFETY: forwarded caller contract.
-    ret(file(fd).and_then(|f| px::write(&f, unsafe { buf_ref(buf, count) }?)).map(|n| n as isize), -1)
+    ret(
+        file(fd)
+            .and_then(|f| px::write(&f, unsafe { buf_ref(buf, count) }?))
+            .map(|n| n as isize),
+        -1,
+    )
 }
 
 /// pwrite(2).
@@ -253,7 +295,12 @@ pub unsafe extern "C" fn atomfs_write(fd: c_int, buf: *const c_void, count: usiz
 /// # Safety
 /// `buf` is NULL or valid for `count` bytes.
 #[no_mangle]
-pub unsafe extern "C" fn atomfs_pwrite(fd: c_int, buf: *const c_void, count: usize, off: i64) -> isize {
+pub unsafe extern "C" fn atomfs_pwrite(
+    fd: c_int,
+    buf: *const c_void,
+    count: usize,
+    off: i64,
+) -> isize {
     let r = file(fd).and_then(|f| {
         let off = offset(off)?;
         // SAFETY: forwarded caller contract.
@@ -265,7 +312,12 @@ pub unsafe extern "C" fn atomfs_pwrite(fd: c_int, buf: *const c_void, count: usi
 /// lseek(2).
 #[no_mangle]
 pub extern "C" fn atomfs_lseek(fd: c_int, off: i64, whence: c_int) -> i64 {
-    ret(file(fd).and_then(|f| px::lseek(&f, off, whence)).map(|n| n as i64), -1)
+    ret(
+        file(fd)
+            .and_then(|f| px::lseek(&f, off, whence))
+            .map(|n| n as i64),
+        -1,
+    )
 }
 
 /// ftruncate(2).
@@ -300,7 +352,12 @@ pub unsafe extern "C" fn atomfs_fstat(fd: c_int, st: *mut libc::stat) -> c_int {
 /// Switch a file in (`on` != 0) or out of O_ATOMIC mode; switching out commits.
 #[no_mangle]
 pub extern "C" fn atomfs_set_atomic(fd: c_int, on: c_int) -> c_int {
-    ret(file(fd).and_then(|f| px::set_atomic(&f, on != 0)).map(|_| 0), -1)
+    ret(
+        file(fd)
+            .and_then(|f| px::set_atomic(&f, on != 0))
+            .map(|_| 0),
+        -1,
+    )
 }
 
 // ----- namespace -----
@@ -309,7 +366,11 @@ pub extern "C" fn atomfs_set_atomic(fd: c_int, on: c_int) -> c_int {
 ///
 /// # Safety
 /// `path` is NULL or a NUL-terminated string.
-unsafe fn with_path(pool: *mut atomfs_pool, path: *const c_char, f: impl FnOnce(&Pool, &[u8]) -> PResult<()>) -> c_int {
+unsafe fn with_path(
+    pool: *mut atomfs_pool,
+    path: *const c_char,
+    f: impl FnOnce(&Pool, &[u8]) -> PResult<()>,
+) -> c_int {
     let r = pool_of(pool).and_then(|pool| {
         // SAFETY: forwarded caller contract.
         let path = unsafe { c_str(path) }?;
@@ -323,7 +384,11 @@ unsafe fn with_path(pool: *mut atomfs_pool, path: *const c_char, f: impl FnOnce(
 /// # Safety
 /// `path` is NULL or a C string; `st` is NULL or a writable `struct stat`.
 #[no_mangle]
-pub unsafe extern "C" fn atomfs_stat(pool: *mut atomfs_pool, path: *const c_char, st: *mut libc::stat) -> c_int {
+pub unsafe extern "C" fn atomfs_stat(
+    pool: *mut atomfs_pool,
+    path: *const c_char,
+    st: *mut libc::stat,
+) -> c_int {
     // SAFETY: forwarded caller contract.
     unsafe {
         with_path(pool, path, |pool, path| {
@@ -343,7 +408,11 @@ pub unsafe extern "C" fn atomfs_stat(pool: *mut atomfs_pool, path: *const c_char
 /// # Safety
 /// `path` is NULL or a NUL-terminated string.
 #[no_mangle]
-pub unsafe extern "C" fn atomfs_mkdir(pool: *mut atomfs_pool, path: *const c_char, mode: c_uint) -> c_int {
+pub unsafe extern "C" fn atomfs_mkdir(
+    pool: *mut atomfs_pool,
+    path: *const c_char,
+    mode: c_uint,
+) -> c_int {
     // SAFETY: forwarded caller contract.
     unsafe { with_path(pool, path, |pool, path| px::mkdir(pool, path, mode)) }
 }
@@ -373,7 +442,11 @@ pub unsafe extern "C" fn atomfs_unlink(pool: *mut atomfs_pool, path: *const c_ch
 /// # Safety
 /// `from` and `to` are NULL or NUL-terminated strings.
 #[no_mangle]
-pub unsafe extern "C" fn atomfs_rename(pool: *mut atomfs_pool, from: *const c_char, to: *const c_char) -> c_int {
+pub unsafe extern "C" fn atomfs_rename(
+    pool: *mut atomfs_pool,
+    from: *const c_char,
+    to: *const c_char,
+) -> c_int {
     // SAFETY: forwarded caller contract.
     unsafe {
         with_path(pool, from, |pool, from| {
@@ -388,15 +461,30 @@ pub unsafe extern "C" fn atomfs_rename(pool: *mut atomfs_pool, from: *const c_ch
 /// # Safety
 /// `path` is NULL or a NUL-terminated string.
 #[no_mangle]
-pub unsafe extern "C" fn atomfs_opendir(pool: *mut atomfs_pool, path: *const c_char) -> *mut atomfs_dir {
+pub unsafe extern "C" fn atomfs_opendir(
+    pool: *mut atomfs_pool,
+    path: *const c_char,
+) -> *mut atomfs_dir {
     let r = pool_of(pool).and_then(|pool| {
         // SAFETY: forwarded caller contract.
         let path = unsafe { c_str(path) }?;
         let entries = px::list_dir(&pool, path)?;
-        let current = Box::new(atomfs_dirent { d_ino: 0, d_type: 0, d_name: [0; 256] });
+        let current = Box::new(atomfs_dirent {
+            d_ino: 0,
+            d_type: 0,
+            d_name: [0; 256],
+        });
         let handle = new_handle();
-        let stream = DirStream { entries, next: 0, current };
-        state().dirs.lock().unwrap_or_else(|p| p.into_inner()).insert(handle, stream);
+        let stream = DirStream {
+            entries,
+            next: 0,
+            current,
+        };
+        state()
+            .dirs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(handle, stream);
         Ok(handle as *mut atomfs_dir)
     });
     ret(r, std::ptr::null_mut())
@@ -408,10 +496,16 @@ pub unsafe extern "C" fn atomfs_opendir(pool: *mut atomfs_pool, path: *const c_c
 pub extern "C" fn atomfs_readdir(dir: *mut atomfs_dir) -> *mut atomfs_dirent {
     let mut dirs = state().dirs.lock().unwrap_or_else(|p| p.into_inner());
     let Some(stream) = dirs.get_mut(&(dir as usize)) else {
-        set_errno(if dir.is_null() { libc::EFAULT } else { libc::EBADF });
+        set_errno(if dir.is_null() {
+            libc::EFAULT
+        } else {
+            libc::EBADF
+        });
         return std::ptr::null_mut();
     };
-    let Some(entry) = stream.entries.get(stream.next) else { return std::ptr::null_mut() };
+    let Some(entry) = stream.entries.get(stream.next) else {
+        return std::ptr::null_mut();
+    };
     stream.next += 1;
     let current = &mut *stream.current;
     current.d_ino = entry.ino;
@@ -426,10 +520,21 @@ pub extern "C" fn atomfs_readdir(dir: *mut atomfs_dir) -> *mut atomfs_dirent {
 /// Close a directory stream.
 #[no_mangle]
 pub extern "C" fn atomfs_closedir(dir: *mut atomfs_dir) -> c_int {
-    let removed = state().dirs.lock().unwrap_or_else(|p| p.into_inner()).remove(&(dir as usize));
+    let removed = state()
+        .dirs
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(&(dir as usize));
     match removed {
         Some(_) => 0,
-        None => ret(Err(if dir.is_null() { libc::EFAULT } else { libc::EBADF }), -1),
+        None => ret(
+            Err(if dir.is_null() {
+                libc::EFAULT
+            } else {
+                libc::EBADF
+            }),
+            -1,
+        ),
     }
 }
 
@@ -462,7 +567,12 @@ unsafe fn files_of(fds: *const c_int, n: c_int) -> PResult<Vec<Arc<OpenFile>>> {
 #[no_mangle]
 pub unsafe extern "C" fn syncv(fds: *const c_int, n: c_int) -> c_int {
     // SAFETY: forwarded caller contract.
-    ret(unsafe { files_of(fds, n) }.and_then(|files| px::syncv(&files)).map(|_| 0), -1)
+    ret(
+        unsafe { files_of(fds, n) }
+            .and_then(|files| px::syncv(&files))
+            .map(|_| 0),
+        -1,
+    )
 }
 
 /// Drop the pending O_ATOMIC writes of `n` files (one pool).
@@ -472,7 +582,12 @@ pub unsafe extern "C" fn syncv(fds: *const c_int, n: c_int) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn abortv(fds: *const c_int, n: c_int) -> c_int {
     // SAFETY: forwarded caller contract.
-    ret(unsafe { files_of(fds, n) }.and_then(|files| px::abortv(&files)).map(|_| 0), -1)
+    ret(
+        unsafe { files_of(fds, n) }
+            .and_then(|files| px::abortv(&files))
+            .map(|_| 0),
+        -1,
+    )
 }
 
 // ----- transactions (FCFS) -----
@@ -498,7 +613,12 @@ pub unsafe extern "C" fn tx_begin(info: *mut TxInfo) -> c_ulong {
 /// Bind one more descriptor to a running transaction.
 #[no_mangle]
 pub extern "C" fn tx_add(txid: c_ulong, fd: c_int) -> c_int {
-    ret(file(fd).and_then(|f| px::tx_add(txid as u64, &f)).map(|_| 0), -1)
+    ret(
+        file(fd)
+            .and_then(|f| px::tx_add(txid as u64, &f))
+            .map(|_| 0),
+        -1,
+    )
 }
 
 /// Commit a transaction: all its writes are durable, atomically, when this returns 0.

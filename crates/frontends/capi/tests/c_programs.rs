@@ -13,18 +13,25 @@ fn crate_dir() -> PathBuf {
 /// target/<profile>, where cargo put libatomfs.so and libatomfs.a.
 fn lib_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
-    exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>").to_path_buf()
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<test>")
+        .to_path_buf()
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("capi-{name}-{}", std::process::id()));
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("capi-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("scratch dir");
     dir
 }
 
 fn have_cc() -> bool {
-    let ok = Command::new("cc").arg("--version").output().is_ok_and(|o| o.status.success());
+    let ok = Command::new("cc")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
     if !ok {
         eprintln!("SKIP: no C compiler `cc` (install build-essential: scripts/install-deps.sh)");
     }
@@ -33,11 +40,19 @@ fn have_cc() -> bool {
 
 fn cc(args: &[&str]) {
     let out = Command::new("cc").args(args).output().expect("run cc");
-    assert!(out.status.success(), "cc {args:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "cc {args:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn run(exe: &Path, args: &[&str]) -> String {
-    let out = Command::new(exe).args(args).env("LD_LIBRARY_PATH", lib_dir()).output().expect("run program");
+    let out = Command::new(exe)
+        .args(args)
+        .env("LD_LIBRARY_PATH", lib_dir())
+        .output()
+        .expect("run program");
     assert!(
         out.status.success(),
         "{} {args:?} failed ({}):\nstdout: {}\nstderr: {}",
@@ -60,10 +75,25 @@ fn header_is_c99_clean() {
     }
     let dir = scratch("header");
     let src = dir.join("h.c");
-    std::fs::write(&src, "#include \"atomfs.h\"\nint main(void) { return ATOMFS_O_ATOMIC == 0; }\n").unwrap();
+    std::fs::write(
+        &src,
+        "#include \"atomfs.h\"\nint main(void) { return ATOMFS_O_ATOMIC == 0; }\n",
+    )
+    .unwrap();
     let obj = dir.join("h.o");
     for std in ["-std=c99", "-std=c11"] {
-        cc(&[std, "-Wall", "-Wextra", "-Werror", "-pedantic", &include(), "-c", src.to_str().unwrap(), "-o", obj.to_str().unwrap()]);
+        cc(&[
+            std,
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-pedantic",
+            &include(),
+            "-c",
+            src.to_str().unwrap(),
+            "-o",
+            obj.to_str().unwrap(),
+        ]);
     }
 }
 
@@ -76,21 +106,48 @@ fn figure1_updates_two_files_atomically() {
     let exe = dir.join("figure1");
     let src = crate_dir().join("examples/figure1.c");
     let lib = format!("-L{}", lib_dir().display());
-    cc(&["-std=c99", "-Wall", "-Wextra", "-Werror", &include(), src.to_str().unwrap(), &lib, "-latomfs", "-o", exe.to_str().unwrap()]);
+    cc(&[
+        "-std=c99",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        &include(),
+        src.to_str().unwrap(),
+        &lib,
+        "-latomfs",
+        "-o",
+        exe.to_str().unwrap(),
+    ]);
     let pool = dir.join("fig.pool");
-    assert_eq!(run(&exe, &[pool.to_str().unwrap()]), "file1=data1 file2=data2\n");
+    assert_eq!(
+        run(&exe, &[pool.to_str().unwrap()]),
+        "file1=data1 file2=data2\n"
+    );
     // Again on the existing pool, from a fresh process: the data is there and the update repeats.
-    assert_eq!(run(&exe, &[pool.to_str().unwrap()]), "file1=data1 file2=data2\n");
+    assert_eq!(
+        run(&exe, &[pool.to_str().unwrap()]),
+        "file1=data1 file2=data2\n"
+    );
 
     // The static library works the same.
     let static_exe = dir.join("figure1-static");
     let archive = lib_dir().join("libatomfs.a");
     cc(&[
-        "-std=c99", &include(), src.to_str().unwrap(), archive.to_str().unwrap(), "-lpthread", "-ldl", "-lm",
-        "-o", static_exe.to_str().unwrap(),
+        "-std=c99",
+        &include(),
+        src.to_str().unwrap(),
+        archive.to_str().unwrap(),
+        "-lpthread",
+        "-ldl",
+        "-lm",
+        "-o",
+        static_exe.to_str().unwrap(),
     ]);
     let pool2 = dir.join("fig2.pool");
-    assert_eq!(run(&static_exe, &[pool2.to_str().unwrap()]), "file1=data1 file2=data2\n");
+    assert_eq!(
+        run(&static_exe, &[pool2.to_str().unwrap()]),
+        "file1=data1 file2=data2\n"
+    );
 }
 
 #[test]
@@ -102,7 +159,18 @@ fn api_test_exercises_every_call_and_error_path() {
     let exe = dir.join("api_test");
     let src = crate_dir().join("tests/c/api_test.c");
     let lib = format!("-L{}", lib_dir().display());
-    cc(&["-std=c99", "-Wall", "-Wextra", "-Werror", &include(), src.to_str().unwrap(), &lib, "-latomfs", "-o", exe.to_str().unwrap()]);
+    cc(&[
+        "-std=c99",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        &include(),
+        src.to_str().unwrap(),
+        &lib,
+        "-latomfs",
+        "-o",
+        exe.to_str().unwrap(),
+    ]);
     let out = run(&exe, &[dir.to_str().unwrap()]);
     let checks: u32 = out
         .strip_prefix("api_test: ")

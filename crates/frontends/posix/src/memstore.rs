@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use store::{
-    DirEntry, Error, Fh, FileKind, FsckReport, Ino, Metadata, OpenFlags, Result, SetAttr, StatFs, Store, TxId,
-    NAME_MAX, ROOT_INO,
+    DirEntry, Error, Fh, FileKind, FsckReport, Ino, Metadata, OpenFlags, Result, SetAttr, StatFs,
+    Store, TxId, NAME_MAX, ROOT_INO,
 };
 
 /// First bytes of a memstore pool file.
@@ -105,10 +105,18 @@ fn lossy(name: &[u8]) -> String {
 impl MemStore {
     /// A store that lives only in this process.
     pub fn volatile() -> MemStore {
-        let mut tree = Tree { nodes: HashMap::new(), next_ino: ROOT_INO + 1 };
+        let mut tree = Tree {
+            nodes: HashMap::new(),
+            next_ino: ROOT_INO + 1,
+        };
         tree.nodes.insert(ROOT_INO, Node::new(FileKind::Dir, 0o755));
         MemStore {
-            inner: Mutex::new(Inner { tree, next_fh: 1, next_tx: 1, ..Inner::default() }),
+            inner: Mutex::new(Inner {
+                tree,
+                next_fh: 1,
+                next_tx: 1,
+                ..Inner::default()
+            }),
             path: None,
         }
     }
@@ -132,13 +140,21 @@ impl MemStore {
         let bytes = std::fs::read(path).map_err(|e| io_error(path, "read", e))?;
         let tree = decode(&bytes)?;
         Ok(MemStore {
-            inner: Mutex::new(Inner { tree, next_fh: 1, next_tx: 1, ..Inner::default() }),
+            inner: Mutex::new(Inner {
+                tree,
+                next_fh: 1,
+                next_tx: 1,
+                ..Inner::default()
+            }),
             path: Some(path.to_path_buf()),
         })
     }
 
     fn lock(&self) -> Result<std::sync::MutexGuard<'_, Inner>> {
-        let guard = self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let guard = self
+            .inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         if guard.closed {
             return Err(Error::Closed);
         }
@@ -148,7 +164,9 @@ impl MemStore {
     /// Write the durable image (live tree minus running transactions and pending O_ATOMIC
     /// writes) to the pool file.
     fn persist(&self, inner: &Inner) -> Result<()> {
-        let Some(path) = &self.path else { return Ok(()) };
+        let Some(path) = &self.path else {
+            return Ok(());
+        };
         let mut image = inner.tree.clone();
         for tx in inner.txs.values() {
             for (ino, old) in &tx.undo {
@@ -164,25 +182,38 @@ impl MemStore {
         let bytes = encode(&image);
         let tmp = path.with_extension("memstore-tmp");
         let mut file = std::fs::File::create(&tmp).map_err(|e| io_error(&tmp, "create", e))?;
-        file.write_all(&bytes).map_err(|e| io_error(&tmp, "write", e))?;
+        file.write_all(&bytes)
+            .map_err(|e| io_error(&tmp, "write", e))?;
         // persist: the new image is durable under its temporary name before it replaces the
         // old one, so the rename below swaps one complete image for another.
         file.sync_all().map_err(|e| io_error(&tmp, "fsync", e))?;
         std::fs::rename(&tmp, path).map_err(|e| io_error(path, "rename", e))?;
-        let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
         // persist: the rename itself is durable once the directory is synced.
-        std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io_error(dir, "fsync dir", e))?;
+        std::fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| io_error(dir, "fsync dir", e))?;
         Ok(())
     }
 }
 
 fn io_error(path: &Path, op: &'static str, source: std::io::Error) -> Error {
-    Error::Io { path: path.display().to_string(), op, source }
+    Error::Io {
+        path: path.display().to_string(),
+        op,
+        source,
+    }
 }
 
 impl Inner {
     fn node(&self, ino: Ino) -> Result<&Node> {
-        self.tree.nodes.get(&ino).ok_or_else(|| Error::NotFound(format!("inode {ino}")))
+        self.tree
+            .nodes
+            .get(&ino)
+            .ok_or_else(|| Error::NotFound(format!("inode {ino}")))
     }
 
     fn handle(&self, fh: Fh) -> Result<&Handle> {
@@ -228,7 +259,14 @@ impl Inner {
         Ok(node)
     }
 
-    fn add_entry(&mut self, parent: Ino, name: &[u8], kind: FileKind, perm: u32, tx: Option<u64>) -> Result<Ino> {
+    fn add_entry(
+        &mut self,
+        parent: Ino,
+        name: &[u8],
+        kind: FileKind,
+        perm: u32,
+        tx: Option<u64>,
+    ) -> Result<Ino> {
         store::path::check_name(name)?;
         if self.dir(parent)?.entries.contains_key(name) {
             return Err(Error::Exists(lossy(name)));
@@ -256,8 +294,18 @@ impl Inner {
         }
     }
 
-    fn remove_entry(&mut self, parent: Ino, name: &[u8], want_dir: bool, tx: Option<u64>) -> Result<()> {
-        let ino = *self.dir(parent)?.entries.get(name).ok_or_else(|| Error::NotFound(lossy(name)))?;
+    fn remove_entry(
+        &mut self,
+        parent: Ino,
+        name: &[u8],
+        want_dir: bool,
+        tx: Option<u64>,
+    ) -> Result<()> {
+        let ino = *self
+            .dir(parent)?
+            .entries
+            .get(name)
+            .ok_or_else(|| Error::NotFound(lossy(name)))?;
         let node = self.node(ino)?;
         match (want_dir, node.kind == FileKind::Dir) {
             (true, false) => return Err(Error::NotDir(lossy(name))),
@@ -280,7 +328,12 @@ impl Inner {
         if !handle.flags.write {
             return Err(Error::BadMode(fh.0, "writing"));
         }
-        Ok((handle.ino, handle.tx, handle.flags.atomic, handle.flags.append))
+        Ok((
+            handle.ino,
+            handle.tx,
+            handle.flags.atomic,
+            handle.flags.append,
+        ))
     }
 
     /// Before a data change through a handle: undo for its transaction or its O_ATOMIC file.
@@ -312,7 +365,11 @@ impl Store for MemStore {
 
     fn lookup(&self, parent: Ino, name: &[u8]) -> Result<Metadata> {
         let inner = self.lock()?;
-        let ino = *inner.dir(parent)?.entries.get(name).ok_or_else(|| Error::NotFound(lossy(name)))?;
+        let ino = *inner
+            .dir(parent)?
+            .entries
+            .get(name)
+            .ok_or_else(|| Error::NotFound(lossy(name)))?;
         inner.meta(ino)
     }
 
@@ -376,14 +433,27 @@ impl Store for MemStore {
         Ok(())
     }
 
-    fn rename(&self, parent: Ino, name: &[u8], new_parent: Ino, new_name: &[u8], tx: Option<TxId>) -> Result<()> {
+    fn rename(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        new_parent: Ino,
+        new_name: &[u8],
+        tx: Option<TxId>,
+    ) -> Result<()> {
         let mut inner = self.lock()?;
         let txid = tx.map(|t| t.0);
         store::path::check_name(new_name)?;
-        let ino = *inner.dir(parent)?.entries.get(name).ok_or_else(|| Error::NotFound(lossy(name)))?;
+        let ino = *inner
+            .dir(parent)?
+            .entries
+            .get(name)
+            .ok_or_else(|| Error::NotFound(lossy(name)))?;
         let is_dir = inner.node(ino)?.kind == FileKind::Dir;
         if is_dir && (ino == new_parent || is_ancestor(&inner, ino, new_parent)) {
-            return Err(Error::InvalidArgument("rename of a directory into itself".into()));
+            return Err(Error::InvalidArgument(
+                "rename of a directory into itself".into(),
+            ));
         }
         if let Some(&old) = inner.dir(new_parent)?.entries.get(new_name) {
             if old == ino {
@@ -411,7 +481,13 @@ impl Store for MemStore {
         Ok(())
     }
 
-    fn link(&self, ino: Ino, new_parent: Ino, new_name: &[u8], tx: Option<TxId>) -> Result<Metadata> {
+    fn link(
+        &self,
+        ino: Ino,
+        new_parent: Ino,
+        new_name: &[u8],
+        tx: Option<TxId>,
+    ) -> Result<Metadata> {
         let mut inner = self.lock()?;
         let txid = tx.map(|t| t.0);
         store::path::check_name(new_name)?;
@@ -444,7 +520,12 @@ impl Store for MemStore {
             .map(|(name, &child)| DirEntry {
                 name: name.clone(),
                 ino: child,
-                kind: inner.tree.nodes.get(&child).map(|n| n.kind).unwrap_or(FileKind::File),
+                kind: inner
+                    .tree
+                    .nodes
+                    .get(&child)
+                    .map(|n| n.kind)
+                    .unwrap_or(FileKind::File),
             })
             .collect())
     }
@@ -458,7 +539,14 @@ impl Store for MemStore {
         }
         let fh = inner.next_fh;
         inner.next_fh += 1;
-        inner.handles.insert(fh, Handle { ino, flags, tx: None });
+        inner.handles.insert(
+            fh,
+            Handle {
+                ino,
+                flags,
+                tx: None,
+            },
+        );
         Ok(Fh(fh))
     }
 
@@ -466,13 +554,24 @@ impl Store for MemStore {
         let mut inner = self.lock()?;
         let handle = inner.handles.remove(&fh.0).ok_or(Error::BadHandle(fh.0))?;
         let still_open = inner.handles.values().any(|h| h.ino == handle.ino);
-        if handle.flags.atomic && !inner.handles.values().any(|h| h.ino == handle.ino && h.flags.atomic) {
+        if handle.flags.atomic
+            && !inner
+                .handles
+                .values()
+                .any(|h| h.ino == handle.ino && h.flags.atomic)
+        {
             // Pending O_ATOMIC writes not fsynced are dropped, as a crash would drop them.
             if let Some(node) = inner.atomic_undo.remove(&handle.ino) {
                 inner.tree.nodes.insert(handle.ino, node);
             }
         }
-        if !still_open && inner.tree.nodes.get(&handle.ino).is_some_and(|n| n.nlink == 0) {
+        if !still_open
+            && inner
+                .tree
+                .nodes
+                .get(&handle.ino)
+                .is_some_and(|n| n.nlink == 0)
+        {
             inner.tree.nodes.remove(&handle.ino);
         }
         Ok(())
@@ -496,9 +595,13 @@ impl Store for MemStore {
         let (ino, tx, atomic, append) = inner.writable(fh)?;
         let size = inner.node(ino)?.data.len() as u64;
         let off = if append { size } else { off };
-        let end = off.checked_add(data.len() as u64).ok_or_else(|| Error::FileTooLarge("offset overflow".into()))?;
+        let end = off
+            .checked_add(data.len() as u64)
+            .ok_or_else(|| Error::FileTooLarge("offset overflow".into()))?;
         if inner.data_bytes() + end.saturating_sub(size) > CAPACITY_BYTES_MAX {
-            return Err(Error::NoSpace(format!("memstore holds at most {CAPACITY_BYTES_MAX} bytes")));
+            return Err(Error::NoSpace(format!(
+                "memstore holds at most {CAPACITY_BYTES_MAX} bytes"
+            )));
         }
         inner.before_data_change(ino, tx, atomic)?;
         if let Some(node) = inner.tree.nodes.get_mut(&ino) {
@@ -520,7 +623,9 @@ impl Store for MemStore {
         let (ino, tx, atomic, _) = inner.writable(fh)?;
         let size = inner.node(ino)?.data.len() as u64;
         if inner.data_bytes() + len.saturating_sub(size) > CAPACITY_BYTES_MAX {
-            return Err(Error::NoSpace(format!("memstore holds at most {CAPACITY_BYTES_MAX} bytes")));
+            return Err(Error::NoSpace(format!(
+                "memstore holds at most {CAPACITY_BYTES_MAX} bytes"
+            )));
         }
         inner.before_data_change(ino, tx, atomic)?;
         if let Some(node) = inner.tree.nodes.get_mut(&ino) {
@@ -562,7 +667,10 @@ impl Store for MemStore {
 
     fn syncv(&self, fhs: &[Fh]) -> Result<()> {
         let mut inner = self.lock()?;
-        let inos = fhs.iter().map(|&fh| inner.handle(fh).map(|h| h.ino)).collect::<Result<Vec<_>>>()?;
+        let inos = fhs
+            .iter()
+            .map(|&fh| inner.handle(fh).map(|h| h.ino))
+            .collect::<Result<Vec<_>>>()?;
         let mut changed = false;
         for ino in inos {
             changed |= inner.atomic_undo.remove(&ino).is_some();
@@ -575,7 +683,10 @@ impl Store for MemStore {
 
     fn abortv(&self, fhs: &[Fh]) -> Result<()> {
         let mut inner = self.lock()?;
-        let inos = fhs.iter().map(|&fh| inner.handle(fh).map(|h| h.ino)).collect::<Result<Vec<_>>>()?;
+        let inos = fhs
+            .iter()
+            .map(|&fh| inner.handle(fh).map(|h| h.ino))
+            .collect::<Result<Vec<_>>>()?;
         for ino in inos {
             if let Some(node) = inner.atomic_undo.remove(&ino) {
                 inner.tree.nodes.insert(ino, node);
@@ -592,7 +703,10 @@ impl Store for MemStore {
                 return Err(Error::FileInTransaction(tx));
             }
             if seen.contains(fh) {
-                return Err(Error::InvalidArgument(format!("file handle {} given twice", fh.0)));
+                return Err(Error::InvalidArgument(format!(
+                    "file handle {} given twice",
+                    fh.0
+                )));
             }
             seen.push(*fh);
         }
@@ -624,14 +738,20 @@ impl Store for MemStore {
 
     fn tx_commit(&self, tx: TxId) -> Result<()> {
         let mut inner = self.lock()?;
-        inner.txs.remove(&tx.0).ok_or(Error::NoSuchTransaction(tx.0))?;
+        inner
+            .txs
+            .remove(&tx.0)
+            .ok_or(Error::NoSuchTransaction(tx.0))?;
         unbind(&mut inner, tx.0);
         self.persist(&inner)
     }
 
     fn tx_abort(&self, tx: TxId) -> Result<()> {
         let mut inner = self.lock()?;
-        let state = inner.txs.remove(&tx.0).ok_or(Error::NoSuchTransaction(tx.0))?;
+        let state = inner
+            .txs
+            .remove(&tx.0)
+            .ok_or(Error::NoSuchTransaction(tx.0))?;
         for (ino, old) in state.undo {
             match old {
                 Some(node) => inner.tree.nodes.insert(ino, node),
@@ -657,7 +777,10 @@ impl Store for MemStore {
 
     fn stats(&self) -> Vec<(String, u64)> {
         match self.lock() {
-            Ok(inner) => vec![("inodes".into(), inner.tree.nodes.len() as u64), ("data bytes".into(), inner.data_bytes())],
+            Ok(inner) => vec![
+                ("inodes".into(), inner.tree.nodes.len() as u64),
+                ("data bytes".into(), inner.data_bytes()),
+            ],
             Err(_) => Vec::new(),
         }
     }
@@ -668,11 +791,16 @@ impl Store for MemStore {
         for (ino, node) in &inner.tree.nodes {
             for (name, child) in &node.entries {
                 if !inner.tree.nodes.contains_key(child) {
-                    report.problem(format!("entry {} names missing inode {child}", lossy(name)), format!("inode {ino}"));
+                    report.problem(
+                        format!("entry {} names missing inode {child}", lossy(name)),
+                        format!("inode {ino}"),
+                    );
                 }
             }
         }
-        report.checked.push(("inodes".into(), inner.tree.nodes.len() as u64));
+        report
+            .checked
+            .push(("inodes".into(), inner.tree.nodes.len() as u64));
         Ok(report)
     }
 
@@ -701,7 +829,12 @@ fn is_ancestor(inner: &Inner, dir: Ino, mut ino: Ino) -> bool {
         if ino == ROOT_INO {
             return false;
         }
-        let parent = inner.tree.nodes.iter().find(|(_, n)| n.entries.values().any(|&c| c == ino)).map(|(&p, _)| p);
+        let parent = inner
+            .tree
+            .nodes
+            .iter()
+            .find(|(_, n)| n.entries.values().any(|&c| c == ino))
+            .map(|(&p, _)| p);
         match parent {
             Some(p) if p == dir => return true,
             Some(p) => ino = p,
@@ -719,7 +852,9 @@ fn is_ancestor(inner: &Inner, dir: Ino, mut ino: Ino) -> bool {
 //       entries: name len u16 | name | ino u64            (all little-endian)
 
 fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 fn encode(tree: &Tree) -> Vec<u8> {
@@ -794,10 +929,19 @@ fn decode(bytes: &[u8]) -> Result<Tree> {
     let mut sum_bytes = [0u8; 8];
     sum_bytes.copy_from_slice(sum);
     if fnv1a(body) != u64::from_le_bytes(sum_bytes) {
-        return Err(Error::corrupt("memstore checksum mismatch", body.len() as u64));
+        return Err(Error::corrupt(
+            "memstore checksum mismatch",
+            body.len() as u64,
+        ));
     }
-    let mut r = Reader { bytes: body, at: MAGIC.len() };
-    let mut tree = Tree { nodes: HashMap::new(), next_ino: r.u64()? };
+    let mut r = Reader {
+        bytes: body,
+        at: MAGIC.len(),
+    };
+    let mut tree = Tree {
+        nodes: HashMap::new(),
+        next_ino: r.u64()?,
+    };
     let count = r.len()?;
     for _ in 0..count {
         let ino = r.u64()?;
@@ -816,9 +960,27 @@ fn decode(bytes: &[u8]) -> Result<Tree> {
             let name = r.take(n)?.to_vec();
             entries.insert(name, r.u64()?);
         }
-        tree.nodes.insert(ino, Node { kind, perm, nlink, uid, gid, atime, mtime, ctime, data, entries });
+        tree.nodes.insert(
+            ino,
+            Node {
+                kind,
+                perm,
+                nlink,
+                uid,
+                gid,
+                atime,
+                mtime,
+                ctime,
+                data,
+                entries,
+            },
+        );
     }
-    if !tree.nodes.get(&ROOT_INO).is_some_and(|n| n.kind == FileKind::Dir) {
+    if !tree
+        .nodes
+        .get(&ROOT_INO)
+        .is_some_and(|n| n.kind == FileKind::Dir)
+    {
         return Err(Error::corrupt("memstore image has no root directory", 0));
     }
     Ok(tree)
@@ -836,7 +998,16 @@ mod tests {
         let path = dir.join("pool");
         let s = MemStore::create(&path).unwrap();
         let f = s.create(ROOT_INO, b"a", 0o644, None).unwrap();
-        let fh = s.open(f.ino, OpenFlags { read: true, write: true, ..Default::default() }).unwrap();
+        let fh = s
+            .open(
+                f.ino,
+                OpenFlags {
+                    read: true,
+                    write: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
         s.write(fh, 0, b"hello").unwrap();
         let tx = s.tx_begin(&[fh]).unwrap();
         s.write(fh, 0, b"HELLO").unwrap();

@@ -28,15 +28,18 @@ pub fn open(pool: &Arc<Pool>, path: &[u8], flags: i32, mode: u32) -> PResult<Arc
         }
         Err(e) => return Err(err(e)),
         Ok((parent, name)) => match store.lookup(parent, &name) {
-            Ok(_) if flags & libc::O_CREAT != 0 && flags & libc::O_EXCL != 0 => return Err(libc::EEXIST),
-            Ok(meta) => meta,
-            Err(Error::NotFound(_)) if flags & libc::O_CREAT != 0 => {
-                store.create(parent, &name, mode & 0o7777, None).map_err(err)?
+            Ok(_) if flags & libc::O_CREAT != 0 && flags & libc::O_EXCL != 0 => {
+                return Err(libc::EEXIST)
             }
+            Ok(meta) => meta,
+            Err(Error::NotFound(_)) if flags & libc::O_CREAT != 0 => store
+                .create(parent, &name, mode & 0o7777, None)
+                .map_err(err)?,
             Err(e) => return Err(err(e)),
         },
     };
-    let status = flags & (libc::O_ACCMODE | libc::O_APPEND | libc::O_NONBLOCK | libc::O_SYNC | libc::O_DSYNC);
+    let status = flags
+        & (libc::O_ACCMODE | libc::O_APPEND | libc::O_NONBLOCK | libc::O_SYNC | libc::O_DSYNC);
     let make = |target| {
         Arc::new(OpenFile {
             pool: pool.clone(),
@@ -49,7 +52,9 @@ pub fn open(pool: &Arc<Pool>, path: &[u8], flags: i32, mode: u32) -> PResult<Arc
         })
     };
     match meta.kind {
-        FileKind::Dir if writable || flags & (libc::O_CREAT | libc::O_TRUNC) != 0 => return Err(libc::EISDIR),
+        FileKind::Dir if writable || flags & (libc::O_CREAT | libc::O_TRUNC) != 0 => {
+            return Err(libc::EISDIR)
+        }
         FileKind::Dir => return Ok(make(Target::Dir)),
         _ if flags & libc::O_DIRECTORY != 0 => return Err(libc::ENOTDIR),
         _ => {}
@@ -83,7 +88,11 @@ pub fn pread(file: &OpenFile, buf: &mut [u8], off: u64) -> PResult<usize> {
     let len = buf.len().min(IO_BYTES_MAX);
     let mut done = 0;
     while done < len {
-        let n = file.pool.store.read(fh, off + done as u64, &mut buf[done..len]).map_err(err)?;
+        let n = file
+            .pool
+            .store
+            .read(fh, off + done as u64, &mut buf[done..len])
+            .map_err(err)?;
         if n == 0 {
             break;
         }
@@ -97,7 +106,11 @@ pub fn write(file: &OpenFile, data: &[u8]) -> PResult<usize> {
     let mut pos = file.pos.lock().unwrap_or_else(|p| p.into_inner());
     let append = file.status.load(Ordering::Relaxed) & libc::O_APPEND != 0;
     let n = pwrite(file, data, *pos)?;
-    *pos = if append { file.pool.store.fstat(file.fh()?).map_err(err)?.size } else { *pos + n as u64 };
+    *pos = if append {
+        file.pool.store.fstat(file.fh()?).map_err(err)?.size
+    } else {
+        *pos + n as u64
+    };
     Ok(n)
 }
 
@@ -105,7 +118,10 @@ pub fn write(file: &OpenFile, data: &[u8]) -> PResult<usize> {
 pub fn pwrite(file: &OpenFile, data: &[u8], off: u64) -> PResult<usize> {
     file.check_writable()?;
     let fh = file.fh()?;
-    if off.checked_add(data.len() as u64).is_none_or(|end| end > i64::MAX as u64) {
+    if off
+        .checked_add(data.len() as u64)
+        .is_none_or(|end| end > i64::MAX as u64)
+    {
         return Err(libc::EFBIG);
     }
     let data = &data[..data.len().min(IO_BYTES_MAX)];
@@ -224,7 +240,10 @@ pub fn mkdir(pool: &Pool, path: &[u8], mode: u32) -> PResult<()> {
         Error::InvalidArgument(_) => libc::EEXIST,
         e => err(e),
     })?;
-    pool.store.mkdir(parent, &name, mode & 0o7777, None).map(|_| ()).map_err(err)
+    pool.store
+        .mkdir(parent, &name, mode & 0o7777, None)
+        .map(|_| ())
+        .map_err(err)
 }
 
 /// rmdir(2).
@@ -253,7 +272,9 @@ pub fn rename(pool: &Pool, from: &[u8], to: &[u8]) -> PResult<()> {
     };
     let (parent, name) = store::resolve_parent(&*pool.store, from).map_err(busy)?;
     let (new_parent, new_name) = store::resolve_parent(&*pool.store, to).map_err(busy)?;
-    pool.store.rename(parent, &name, new_parent, &new_name, None).map_err(err)
+    pool.store
+        .rename(parent, &name, new_parent, &new_name, None)
+        .map_err(err)
 }
 
 /// access(2): existence, and the permission bits of the owner (the store has one user).

@@ -32,18 +32,27 @@ impl Drop for Pool {
 static NEXT_POOL_ID: AtomicU64 = AtomicU64::new(1);
 
 fn registry() -> &'static Mutex<HashMap<PathBuf, Weak<Pool>>> {
-    static REGISTRY: std::sync::OnceLock<Mutex<HashMap<PathBuf, Weak<Pool>>>> = std::sync::OnceLock::new();
+    static REGISTRY: std::sync::OnceLock<Mutex<HashMap<PathBuf, Weak<Pool>>>> =
+        std::sync::OnceLock::new();
     REGISTRY.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
 fn io_error(path: &Path, op: &'static str, source: std::io::Error) -> Error {
-    Error::Io { path: path.display().to_string(), op, source }
+    Error::Io {
+        path: path.display().to_string(),
+        op,
+        source,
+    }
 }
 
 /// Open the pool file at `path`. When it does not exist and `create_size` is given, create
 /// it with that size (the engine may round it); `exclusive` makes an existing file an error
 /// (`EEXIST`), as `atomfs_pool_create` wants.
-pub fn open_pool(path: &Path, create_size: Option<u64>, exclusive: bool) -> Result<Arc<Pool>, Error> {
+pub fn open_pool(
+    path: &Path,
+    create_size: Option<u64>,
+    exclusive: bool,
+) -> Result<Arc<Pool>, Error> {
     let mut registry = registry().lock().unwrap_or_else(|p| p.into_inner());
     registry.retain(|_, weak| weak.strong_count() > 0);
     let exists = path.exists();
@@ -51,7 +60,9 @@ pub fn open_pool(path: &Path, create_size: Option<u64>, exclusive: bool) -> Resu
         return Err(Error::Exists(path.display().to_string()));
     }
     if exists {
-        let canonical = path.canonicalize().map_err(|e| io_error(path, "canonicalize", e))?;
+        let canonical = path
+            .canonicalize()
+            .map_err(|e| io_error(path, "canonicalize", e))?;
         if let Some(pool) = registry.get(&canonical).and_then(Weak::upgrade) {
             return Ok(pool);
         }
@@ -59,15 +70,28 @@ pub fn open_pool(path: &Path, create_size: Option<u64>, exclusive: bool) -> Resu
         return Ok(register(&mut registry, canonical, store));
     }
     let Some(size) = create_size else {
-        return Err(Error::NotFound(format!("{} (set ATOMFS_CREATE_SIZE to create it)", path.display())));
+        return Err(Error::NotFound(format!(
+            "{} (set ATOMFS_CREATE_SIZE to create it)",
+            path.display()
+        )));
     };
     let store = create_store(path, size)?;
-    let canonical = path.canonicalize().map_err(|e| io_error(path, "canonicalize", e))?;
+    let canonical = path
+        .canonicalize()
+        .map_err(|e| io_error(path, "canonicalize", e))?;
     Ok(register(&mut registry, canonical, store))
 }
 
-fn register(registry: &mut HashMap<PathBuf, Weak<Pool>>, path: PathBuf, store: Arc<dyn Store>) -> Arc<Pool> {
-    let pool = Arc::new(Pool { id: NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed), path: path.clone(), store });
+fn register(
+    registry: &mut HashMap<PathBuf, Weak<Pool>>,
+    path: PathBuf,
+    store: Arc<dyn Store>,
+) -> Arc<Pool> {
+    let pool = Arc::new(Pool {
+        id: NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed),
+        path: path.clone(),
+        store,
+    });
     registry.insert(path, Arc::downgrade(&pool));
     pool
 }
@@ -76,11 +100,16 @@ fn register(registry: &mut HashMap<PathBuf, Weak<Pool>>, path: PathBuf, store: A
 fn open_store(path: &Path) -> Result<Arc<dyn Store>, Error> {
     let mut head = [0u8; 16];
     let mut file = std::fs::File::open(path).map_err(|e| io_error(path, "open", e))?;
-    let n = file.read(&mut head).map_err(|e| io_error(path, "read", e))?;
+    let n = file
+        .read(&mut head)
+        .map_err(|e| io_error(path, "read", e))?;
     if n == head.len() && &head == memstore::MAGIC {
         return Ok(Arc::new(MemStore::open(path)?));
     }
-    Err(Error::BadMagic(format!("{}: not an atomfs pool this build can open", path.display())))
+    Err(Error::BadMagic(format!(
+        "{}: not an atomfs pool this build can open",
+        path.display()
+    )))
 }
 
 /// Create a pool file. `ATOMFS_ENGINE=mem` selects the reference memstore.

@@ -73,7 +73,9 @@ pub fn tx_add(id: u64, file: &OpenFile) -> PResult<()> {
 /// Commit: every change of the transaction is durable when this returns 0. If the store
 /// cannot commit, the transaction is aborted and its id is finished all the same.
 pub fn tx_commit(id: u64) -> PResult<()> {
-    let Some((pool, tx)) = take(id)?.bound else { return Ok(()) };
+    let Some((pool, tx)) = take(id)?.bound else {
+        return Ok(());
+    };
     pool.store.tx_commit(tx).map_err(|e| {
         let _ = pool.store.tx_abort(tx);
         e.errno()
@@ -82,7 +84,9 @@ pub fn tx_commit(id: u64) -> PResult<()> {
 
 /// Abort: none of the transaction's changes remain.
 pub fn tx_abort(id: u64) -> PResult<()> {
-    let Some((pool, tx)) = take(id)?.bound else { return Ok(()) };
+    let Some((pool, tx)) = take(id)?.bound else {
+        return Ok(());
+    };
     pool.store.tx_abort(tx).map_err(|e| e.errno())
 }
 
