@@ -1,1 +1,220 @@
-//! placeholder
+//! `libatomfs_preload.so`: an LD_PRELOAD shim that serves the paths under `ATOMFS_PREFIX`
+//! (default `/atomfs`) from the atomfs pool at `ATOMFS_POOL`, so that unmodified programs
+//! store files there. Everything else goes to the real libc (`dlsym(RTLD_NEXT)`).
+//! See docs/preload.md.
+//!
+//! - Descriptors of shim files are real kernel descriptors: each open reserves a sealed,
+//!   empty memfd (no write, grow or shrink possible) and maps its number to a store handle, so
+//!   numbers never collide and select/poll/close_range keep working; any I/O that reaches
+//!   the kernel by a path the shim does not intercept fails (EPERM) instead of going astray.
+//! - Every write outside a transaction and outside O_ATOMIC mode is atomic and durable when it
+//!   returns; fsync of a file opened with `ATOMFS_O_ATOMIC` commits its writes since the
+//!   last fsync. `tx_begin`/`tx_add`/`tx_commit`/`tx_abort`, `syncv` and `abortv` are exported
+//!   and work on shim descriptors.
+//! - When the pool cannot be opened, one clear message goes to stderr and calls for paths
+//!   under the prefix fail with an errno; other paths are unaffected.
+//! - Threads: all state is behind locks. fork: a child keeps its inherited descriptor numbers
+//!   but may not use the parent's pool (its calls under the prefix fail with EIO); exec
+//!   drops shim descriptors (the new program's shim does not know them).
+//!
+//! The functions with a variadic C prototype (`open`, `openat`, `fcntl`, `ioctl`) are defined
+//! with their optional argument as a plain parameter: on x86-64 and AArch64 Linux an int or
+//! pointer variadic argument travels in the same register as a fixed one.
+
+#![allow(clippy::missing_safety_doc)]
+
+mod dirs;
+mod fds;
+mod paths;
+mod real;
+mod stdio;
+
+use std::cell::Cell;
+use std::ffi::{c_char, c_int, CStr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use atomfs_posix::{FdTable, OpenFile, PResult, Pool};
+
+/// Prefix served when `ATOMFS_PREFIX` is not set.
+pub const PREFIX_DEFAULT: &str = "/atomfs";
+
+struct Config {
+    /// Normalised prefix, without trailing slash ("/atomfs").
+    prefix: Vec<u8>,
+    pool_path: Option<String>,
+    create_size: Option<u64>,
+}
+
+fn config() -> &'static Config {
+    static CONFIG: OnceLock<Config> = OnceLock::new();
+    CONFIG.get_or_init(|| {
+        let prefix = std::env::var_os("ATOMFS_PREFIX")
+            .map(|p| std::os::unix::ffi::OsStringExt::into_vec(p))
+            .filter(|p| p.starts_with(b"/"))
+            .unwrap_or_else(|| PREFIX_DEFAULT.as_bytes().to_vec());
+        let create_size = std::env::var("ATOMFS_CREATE_SIZE").ok().map(|s| {
+            let s = s.trim();
+            let parsed = match s.strip_prefix("0x") {
+                Some(hex) => u64::from_str_radix(hex, 16).ok(),
+                None => s.parse().ok(),
+            };
+            parsed.filter(|&n| n > 0).unwrap_or(atomfs_posix::CREATE_SIZE_DEFAULT)
+        });
+        Config {
+            prefix: paths::normalize(&prefix),
+            pool_path: std::env::var("ATOMFS_POOL").ok().filter(|p| !p.is_empty()),
+            create_size,
+        }
+    })
+}
+
+/// The pool, opened at first use. On failure: one message on stderr, then the errno.
+fn pool() -> PResult<Arc<Pool>> {
+    static POOL: OnceLock<Result<Arc<Pool>, c_int>> = OnceLock::new();
+    if FORKED.load(Ordering::Relaxed) {
+        forked_message();
+        return Err(libc::EIO);
+    }
+    POOL.get_or_init(|| {
+        let cfg = config();
+        let prefix = String::from_utf8_lossy(&cfg.prefix);
+        let Some(path) = &cfg.pool_path else {
+            eprintln!("atomfs-preload: ATOMFS_POOL is not set; calls under {prefix} fail with ENODEV");
+            return Err(libc::ENODEV);
+        };
+        match atomfs_posix::open_pool(std::path::Path::new(path), cfg.create_size, false) {
+            Ok(pool) => Ok(pool),
+            Err(e) => {
+                let errno = e.errno();
+                let name = std::io::Error::from_raw_os_error(errno);
+                eprintln!("atomfs-preload: cannot open pool {path}: {e}; calls under {prefix} fail ({name})");
+                Err(errno)
+            }
+        }
+    })
+    .clone()
+}
+
+fn forked_message() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        eprintln!(
+            "atomfs-preload: this process was forked from the one that owns the pool; \
+             its calls under {} fail with EIO (use threads, or exec a new program)",
+            String::from_utf8_lossy(&config().prefix)
+        )
+    });
+}
+
+/// Shim descriptors: kernel descriptor number → open file.
+fn fds() -> &'static FdTable {
+    static FDS: OnceLock<FdTable> = OnceLock::new();
+    FDS.get_or_init(|| {
+        register_atfork();
+        FdTable::new()
+    })
+}
+
+/// Set in a child after fork: the pool belongs to the parent.
+static FORKED: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    /// Set while this thread runs shim code: libc calls made by the shim itself (the store
+    /// writing its pool file, ...) go straight to the real libc.
+    static BUSY: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the calling thread is inside the shim already.
+fn busy() -> bool {
+    BUSY.with(|b| b.get())
+}
+
+/// Lock held (shared) while shim code runs and (exclusive) across fork, so that a child
+/// never inherits a lock or a store in the middle of an operation.
+static mut FORK_LOCK: libc::pthread_rwlock_t = libc::PTHREAD_RWLOCK_INITIALIZER;
+
+fn fork_lock() -> *mut libc::pthread_rwlock_t {
+    std::ptr::addr_of_mut!(FORK_LOCK)
+}
+
+/// Run shim code: marks the thread busy and holds the fork lock shared.
+fn ours<T>(f: impl FnOnce() -> T) -> T {
+    struct Guard(bool);
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            BUSY.with(|b| b.set(self.0));
+            // SAFETY: the lock was taken shared by this thread in `ours`.
+            unsafe { libc::pthread_rwlock_unlock(fork_lock()) };
+        }
+    }
+    // SAFETY: FORK_LOCK is a statically initialised rwlock that is never destroyed.
+    unsafe { libc::pthread_rwlock_rdlock(fork_lock()) };
+    let _guard = Guard(BUSY.with(|b| b.replace(true)));
+    f()
+}
+
+extern "C" fn before_fork() {
+    // SAFETY: static rwlock; taken exclusive so no shim operation runs during fork.
+    unsafe { libc::pthread_rwlock_wrlock(fork_lock()) };
+}
+
+extern "C" fn after_fork_parent() {
+    // SAFETY: taken exclusive by this thread in before_fork.
+    unsafe { libc::pthread_rwlock_unlock(fork_lock()) };
+}
+
+extern "C" fn after_fork_child() {
+    FORKED.store(true, Ordering::Relaxed);
+    // SAFETY: the child's copy of the lock is held exclusive by this (its only) thread.
+    unsafe { libc::pthread_rwlock_unlock(fork_lock()) };
+}
+
+fn register_atfork() {
+    // SAFETY: registering plain extern "C" handlers with no captured state.
+    unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork_parent), Some(after_fork_child)) };
+}
+
+fn set_errno(e: c_int) {
+    // SAFETY: this thread's errno slot.
+    unsafe { *libc::__errno_location() = e };
+}
+
+/// The C convention: the value, or -1 (as `T`) with errno set.
+fn ret<T: From<i8>>(r: PResult<T>) -> T {
+    r.unwrap_or_else(|e| {
+        set_errno(e);
+        T::from(-1)
+    })
+}
+
+/// The open file behind a shim descriptor, if `fd` is one (None: pass to the real libc).
+fn shim_file(fd: c_int) -> Option<Arc<OpenFile>> {
+    if fd < 0 || busy() {
+        return None;
+    }
+    ours(|| fds().get(fd).ok())
+}
+
+/// Like [`shim_file`], but `EIO` in a forked child.
+fn usable(file: &OpenFile) -> PResult<&OpenFile> {
+    if FORKED.load(Ordering::Relaxed) {
+        forked_message();
+        return Err(libc::EIO);
+    }
+    Ok(file)
+}
+
+/// Borrow a C string (None for NULL).
+unsafe fn bytes<'a>(p: *const c_char) -> Option<&'a [u8]> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: non-NULL C string by the caller's contract.
+    Some(unsafe { CStr::from_ptr(p) }.to_bytes())
+}
+
+pub use dirs::*;
+pub use fds::*;
+pub use paths::*;
+pub use stdio::*;
