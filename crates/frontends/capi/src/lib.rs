@@ -7,6 +7,10 @@
 //! Descriptors are small positive ints in their own number space starting at
 //! [`FD_BASE`], so they never collide with kernel descriptors; they are never reused.
 
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+// `unsigned long` (c_ulong) is u64 here but u32 on 32-bit targets: the casts are for those.
+#![allow(clippy::unnecessary_cast)]
+
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_uint, c_ulong, c_void, CStr};
 use std::path::Path;

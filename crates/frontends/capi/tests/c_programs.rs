@@ -3,6 +3,8 @@
 //! -std=c99 -pedantic, the seed's Figure 1, and `api_test.c` (every call and its error paths).
 //! Skips with a message when no C compiler is installed.
 
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -11,6 +11,8 @@
 //! Skips with a message when cc, sqlite3ext.h, the sqlite3 shell or a Python whose sqlite3
 //! module can load extensions is missing.
 
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

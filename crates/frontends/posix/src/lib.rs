@@ -13,6 +13,8 @@
 //!
 //! Nothing here panics on bad input: every failure is an errno.
 
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
 pub mod memstore;
 mod ops;
 mod pools;

@@ -29,7 +29,12 @@ fn streams() -> &'static Mutex<HashSet<usize>> {
 }
 
 fn is_ours(dir: *mut libc::DIR) -> bool {
-    !dir.is_null() && !busy() && streams().lock().unwrap_or_else(|p| p.into_inner()).contains(&(dir as usize))
+    !dir.is_null()
+        && !busy()
+        && streams()
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&(dir as usize))
 }
 
 /// A stream over the directory open as shim descriptor `fd`.
@@ -40,14 +45,25 @@ fn stream_for(fd: c_int) -> PResult<*mut libc::DIR> {
             return Err(libc::ENOTDIR);
         }
         let meta = px::fstat(&file)?;
-        let mut entries = vec![(b".".to_vec(), meta.ino, libc::DT_DIR), (b"..".to_vec(), meta.ino, libc::DT_DIR)];
+        let mut entries = vec![
+            (b".".to_vec(), meta.ino, libc::DT_DIR),
+            (b"..".to_vec(), meta.ino, libc::DT_DIR),
+        ];
         for e in file.pool.store.read_dir(meta.ino).map_err(|e| e.errno())? {
             entries.push((e.name, e.ino, px::d_type(e.kind)));
         }
         // SAFETY: dirent64 is plain old data; all-zero bytes are a valid value.
         let current = Box::new(unsafe { std::mem::zeroed::<libc::dirent64>() });
-        let ptr = Box::into_raw(Box::new(ShimDir { fd, entries, next: 0, current })) as usize;
-        streams().lock().unwrap_or_else(|p| p.into_inner()).insert(ptr);
+        let ptr = Box::into_raw(Box::new(ShimDir {
+            fd,
+            entries,
+            next: 0,
+            current,
+        })) as usize;
+        streams()
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(ptr);
         Ok(ptr as *mut libc::DIR)
     })
 }
@@ -66,12 +82,13 @@ fn null_with(e: c_int) -> *mut libc::DIR {
 #[no_mangle]
 pub unsafe extern "C" fn opendir(path: *const c_char) -> *mut libc::DIR {
     if let Some(p) = classify(libc::AT_FDCWD, path) {
-        let r = open_ours(&p, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC, 0).and_then(|fd| {
-            stream_for(fd).inspect_err(|_| {
-                // SAFETY: closing the descriptor just opened.
-                unsafe { crate::fds::close(fd) };
-            })
-        });
+        let r =
+            open_ours(&p, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC, 0).and_then(|fd| {
+                stream_for(fd).inspect_err(|_| {
+                    // SAFETY: closing the descriptor just opened.
+                    unsafe { crate::fds::close(fd) };
+                })
+            });
         return r.unwrap_or_else(null_with);
     }
     match real!(opendir: OpendirFn) {
@@ -97,7 +114,9 @@ fn next_entry(dir: *mut libc::DIR) -> *mut libc::dirent64 {
     // SAFETY: `dir` is in the stream set, so it is a live Box<ShimDir> of ours; a stream is
     // used by one thread at a time (as POSIX requires of readdir callers).
     let stream = unsafe { &mut *(dir as *mut ShimDir) };
-    let Some((name, ino, kind)) = stream.entries.get(stream.next) else { return std::ptr::null_mut() };
+    let Some((name, ino, kind)) = stream.entries.get(stream.next) else {
+        return std::ptr::null_mut();
+    };
     stream.next += 1;
     let ent = &mut *stream.current;
     ent.d_ino = *ino;
@@ -160,7 +179,10 @@ pub unsafe extern "C" fn dirfd(dir: *mut libc::DIR) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn closedir(dir: *mut libc::DIR) -> c_int {
     if is_ours(dir) {
-        streams().lock().unwrap_or_else(|p| p.into_inner()).remove(&(dir as usize));
+        streams()
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&(dir as usize));
         // SAFETY: created by Box::into_raw in stream_for and removed from the set above, so
         // this is the only release.
         let stream = unsafe { Box::from_raw(dir as *mut ShimDir) };

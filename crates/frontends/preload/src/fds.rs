@@ -57,16 +57,26 @@ type PreadChkFn = unsafe extern "C" fn(c_int, *mut c_void, usize, i64, usize) ->
 pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, count: usize) -> isize {
     match shim_file(fd) {
         // SAFETY: the caller's buffer.
-        Some(f) => ret(with(&f, |f| px::read(f, unsafe { out_buf(buf, count) }?)).map(|n| n as isize)),
+        Some(f) => {
+            ret(with(&f, |f| px::read(f, unsafe { out_buf(buf, count) }?)).map(|n| n as isize))
+        }
         None => call_real!(read: ReadFn, fd, buf, count),
     }
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn __read_chk(fd: c_int, buf: *mut c_void, count: usize, buflen: usize) -> isize {
+pub unsafe extern "C" fn __read_chk(
+    fd: c_int,
+    buf: *mut c_void,
+    count: usize,
+    buflen: usize,
+) -> isize {
     match shim_file(fd) {
         // SAFETY: the caller's buffer (of buflen bytes; never more than that is written).
-        Some(f) => ret(with(&f, |f| px::read(f, unsafe { out_buf(buf, count.min(buflen)) }?)).map(|n| n as isize)),
+        Some(f) => ret(with(&f, |f| {
+            px::read(f, unsafe { out_buf(buf, count.min(buflen)) }?)
+        })
+        .map(|n| n as isize)),
         None => call_real!(__read_chk: ChkFn, fd, buf, count, buflen),
     }
 }
@@ -75,19 +85,27 @@ pub unsafe extern "C" fn __read_chk(fd: c_int, buf: *mut c_void, count: usize, b
 pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, count: usize) -> isize {
     match shim_file(fd) {
         // SAFETY: the caller's buffer.
-        Some(f) => ret(with(&f, |f| px::write(f, unsafe { in_buf(buf, count) }?)).map(|n| n as isize)),
+        Some(f) => {
+            ret(with(&f, |f| px::write(f, unsafe { in_buf(buf, count) }?)).map(|n| n as isize))
+        }
         None => call_real!(write: WriteFn, fd, buf, count),
     }
 }
 
 fn pread_ours(f: &OpenFile, buf: *mut c_void, count: usize, off: i64) -> isize {
     // SAFETY: the caller's buffer.
-    ret(with(f, |f| px::pread(f, unsafe { out_buf(buf, count) }?, offset(off)?)).map(|n| n as isize))
+    ret(with(f, |f| {
+        px::pread(f, unsafe { out_buf(buf, count) }?, offset(off)?)
+    })
+    .map(|n| n as isize))
 }
 
 fn pwrite_ours(f: &OpenFile, buf: *const c_void, count: usize, off: i64) -> isize {
     // SAFETY: the caller's buffer.
-    ret(with(f, |f| px::pwrite(f, unsafe { in_buf(buf, count) }?, offset(off)?)).map(|n| n as isize))
+    ret(with(f, |f| {
+        px::pwrite(f, unsafe { in_buf(buf, count) }?, offset(off)?)
+    })
+    .map(|n| n as isize))
 }
 
 #[no_mangle]
@@ -107,7 +125,13 @@ pub unsafe extern "C" fn pread64(fd: c_int, buf: *mut c_void, count: usize, off:
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn __pread_chk(fd: c_int, buf: *mut c_void, count: usize, off: i64, buflen: usize) -> isize {
+pub unsafe extern "C" fn __pread_chk(
+    fd: c_int,
+    buf: *mut c_void,
+    count: usize,
+    off: i64,
+    buflen: usize,
+) -> isize {
     match shim_file(fd) {
         Some(f) => pread_ours(&f, buf, count.min(buflen), off),
         None => call_real!(__pread_chk: PreadChkFn, fd, buf, count, off, buflen),
@@ -115,7 +139,13 @@ pub unsafe extern "C" fn __pread_chk(fd: c_int, buf: *mut c_void, count: usize, 
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn __pread64_chk(fd: c_int, buf: *mut c_void, count: usize, off: i64, buflen: usize) -> isize {
+pub unsafe extern "C" fn __pread64_chk(
+    fd: c_int,
+    buf: *mut c_void,
+    count: usize,
+    off: i64,
+    buflen: usize,
+) -> isize {
     match shim_file(fd) {
         Some(f) => pread_ours(&f, buf, count.min(buflen), off),
         None => call_real!(__pread64_chk: PreadChkFn, fd, buf, count, off, buflen),
@@ -162,7 +192,11 @@ type VecFn = unsafe extern "C" fn(c_int, *const libc::iovec, c_int) -> isize;
 fn readv_ours(f: &OpenFile, iov: *const libc::iovec, n: c_int) -> PResult<isize> {
     // SAFETY: the caller's iovecs.
     let iov = unsafe { iovecs(iov, n) }?;
-    let total = iov.iter().map(|v| v.iov_len).sum::<usize>().min(px::IO_BYTES_MAX);
+    let total = iov
+        .iter()
+        .map(|v| v.iov_len)
+        .sum::<usize>()
+        .min(px::IO_BYTES_MAX);
     let mut tmp = vec![0u8; total];
     let got = with(f, |f| px::read(f, &mut tmp))?;
     let mut done = 0;
@@ -172,7 +206,9 @@ fn readv_ours(f: &OpenFile, iov: *const libc::iovec, n: c_int) -> PResult<isize>
         }
         let take = v.iov_len.min(got - done);
         // SAFETY: iov_base is valid for iov_len >= take bytes (caller's contract).
-        unsafe { std::ptr::copy_nonoverlapping(tmp.as_ptr().add(done), v.iov_base.cast::<u8>(), take) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(tmp.as_ptr().add(done), v.iov_base.cast::<u8>(), take)
+        };
         done += take;
     }
     Ok(got as isize)
@@ -333,7 +369,10 @@ fn fcntl_ours(fd: c_int, file: Arc<OpenFile>, cmd: c_int, arg: c_ulong) -> Optio
         libc::F_GETFL => Some(file.status.load(Ordering::Relaxed) | libc::O_LARGEFILE),
         libc::F_SETFL => {
             let keep = file.status.load(Ordering::Relaxed) & !(libc::O_APPEND | libc::O_NONBLOCK);
-            file.status.store(keep | (arg as c_int & (libc::O_APPEND | libc::O_NONBLOCK)), Ordering::Relaxed);
+            file.status.store(
+                keep | (arg as c_int & (libc::O_APPEND | libc::O_NONBLOCK)),
+                Ordering::Relaxed,
+            );
             Some(0)
         }
         libc::F_SETLK | libc::F_SETLKW | libc::F_OFD_SETLK | libc::F_OFD_SETLKW => Some(0),
@@ -422,7 +461,10 @@ pub unsafe extern "C" fn __fxstat64(ver: c_int, fd: c_int, buf: *mut libc::stat)
 
 /// Make the file at least `off + len` bytes long (posix_fallocate semantics).
 fn extend(f: &OpenFile, off: i64, len: i64) -> PResult<()> {
-    let end = off.checked_add(len).filter(|_| off >= 0 && len > 0).ok_or(libc::EINVAL)?;
+    let end = off
+        .checked_add(len)
+        .filter(|_| off >= 0 && len > 0)
+        .ok_or(libc::EINVAL)?;
     with(f, |f| {
         if px::fstat(f)?.size < end as u64 {
             px::ftruncate(f, end)?;
@@ -499,7 +541,14 @@ type SpliceFn = unsafe extern "C" fn(c_int, *mut i64, c_int, *mut i64, usize, c_
 type MmapFn = unsafe extern "C" fn(*mut c_void, usize, c_int, c_int, c_int, i64) -> *mut c_void;
 
 #[no_mangle]
-pub unsafe extern "C" fn copy_file_range(a: c_int, ao: *mut i64, b: c_int, bo: *mut i64, n: usize, fl: c_uint) -> isize {
+pub unsafe extern "C" fn copy_file_range(
+    a: c_int,
+    ao: *mut i64,
+    b: c_int,
+    bo: *mut i64,
+    n: usize,
+    fl: c_uint,
+) -> isize {
     if shim_file(a).is_some() || shim_file(b).is_some() {
         return ret::<isize>(Err(libc::EXDEV));
     }
@@ -523,7 +572,14 @@ pub unsafe extern "C" fn sendfile64(out: c_int, inp: c_int, off: *mut i64, n: us
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn splice(a: c_int, ao: *mut i64, b: c_int, bo: *mut i64, n: usize, fl: c_uint) -> isize {
+pub unsafe extern "C" fn splice(
+    a: c_int,
+    ao: *mut i64,
+    b: c_int,
+    bo: *mut i64,
+    n: usize,
+    fl: c_uint,
+) -> isize {
     if shim_file(a).is_some() || shim_file(b).is_some() {
         return ret::<isize>(Err(libc::EINVAL));
     }
@@ -536,7 +592,14 @@ fn mmap_refused() -> *mut c_void {
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn mmap(addr: *mut c_void, len: usize, prot: c_int, flags: c_int, fd: c_int, off: i64) -> *mut c_void {
+pub unsafe extern "C" fn mmap(
+    addr: *mut c_void,
+    len: usize,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    off: i64,
+) -> *mut c_void {
     if flags & libc::MAP_ANONYMOUS == 0 && shim_file(fd).is_some() {
         return mmap_refused();
     }
@@ -548,7 +611,14 @@ pub unsafe extern "C" fn mmap(addr: *mut c_void, len: usize, prot: c_int, flags:
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn mmap64(addr: *mut c_void, len: usize, prot: c_int, flags: c_int, fd: c_int, off: i64) -> *mut c_void {
+pub unsafe extern "C" fn mmap64(
+    addr: *mut c_void,
+    len: usize,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    off: i64,
+) -> *mut c_void {
     if flags & libc::MAP_ANONYMOUS == 0 && shim_file(fd).is_some() {
         return mmap_refused();
     }
@@ -569,8 +639,15 @@ type FutimensFn = unsafe extern "C" fn(c_int, *const libc::timespec) -> c_int;
 pub unsafe extern "C" fn fchmod(fd: c_int, mode: c_uint) -> c_int {
     match shim_file(fd) {
         Some(f) => ret(with(&f, |f| {
-            let attr = store::SetAttr { perm: Some(mode & 0o7777), ..Default::default() };
-            f.pool.store.setattr(f.ino, &attr, None).map(|_| 0).map_err(|e| e.errno())
+            let attr = store::SetAttr {
+                perm: Some(mode & 0o7777),
+                ..Default::default()
+            };
+            f.pool
+                .store
+                .setattr(f.ino, &attr, None)
+                .map(|_| 0)
+                .map_err(|e| e.errno())
         })),
         None => call_real!(fchmod: FchmodFn, fd, mode),
     }
@@ -636,7 +713,9 @@ pub unsafe extern "C" fn tx_begin(info: *mut TxInfo) -> c_ulong {
     // SAFETY: non-NULL `struct TxInfo` from the caller.
     let (num, set) = unsafe { ((*info).num, (*info).fdSet) };
     // SAFETY: the caller's descriptor array.
-    let r = not_forked().and_then(|_| unsafe { files_of(set, num) }).and_then(|files| ours(|| px::tx_begin(&files)));
+    let r = not_forked()
+        .and_then(|_| unsafe { files_of(set, num) })
+        .and_then(|files| ours(|| px::tx_begin(&files)));
     r.map(|id| id as c_ulong).unwrap_or_else(|e| {
         crate::set_errno(e);
         0
@@ -645,37 +724,49 @@ pub unsafe extern "C" fn tx_begin(info: *mut TxInfo) -> c_ulong {
 
 #[no_mangle]
 pub extern "C" fn tx_add(txid: c_ulong, fd: c_int) -> c_int {
-    let r = not_forked().and_then(|_| ours(|| fds().get(fd))).and_then(|f| ours(|| px::tx_add(txid as u64, &f)));
+    let r = not_forked()
+        .and_then(|_| ours(|| fds().get(fd)))
+        .and_then(|f| ours(|| px::tx_add(txid as u64, &f)));
     ret(r.map(|_| 0))
 }
 
 #[no_mangle]
 pub extern "C" fn tx_commit(txid: c_ulong) -> c_int {
-    ret(not_forked().and_then(|_| ours(|| px::tx_commit(txid as u64))).map(|_| 0))
+    ret(not_forked()
+        .and_then(|_| ours(|| px::tx_commit(txid as u64)))
+        .map(|_| 0))
 }
 
 #[no_mangle]
 pub extern "C" fn tx_abort(txid: c_ulong) -> c_int {
-    ret(not_forked().and_then(|_| ours(|| px::tx_abort(txid as u64))).map(|_| 0))
+    ret(not_forked()
+        .and_then(|_| ours(|| px::tx_abort(txid as u64)))
+        .map(|_| 0))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn syncv(fds_ptr: *const c_int, n: c_int) -> c_int {
     // SAFETY: the caller's descriptor array.
-    let r = not_forked().and_then(|_| unsafe { files_of(fds_ptr, n) }).and_then(|files| ours(|| px::syncv(&files)));
+    let r = not_forked()
+        .and_then(|_| unsafe { files_of(fds_ptr, n) })
+        .and_then(|files| ours(|| px::syncv(&files)));
     ret(r.map(|_| 0))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn abortv(fds_ptr: *const c_int, n: c_int) -> c_int {
     // SAFETY: the caller's descriptor array.
-    let r = not_forked().and_then(|_| unsafe { files_of(fds_ptr, n) }).and_then(|files| ours(|| px::abortv(&files)));
+    let r = not_forked()
+        .and_then(|_| unsafe { files_of(fds_ptr, n) })
+        .and_then(|files| ours(|| px::abortv(&files)));
     ret(r.map(|_| 0))
 }
 
 /// `atomfs_set_atomic` under the shim: switch a shim descriptor in or out of O_ATOMIC mode.
 #[no_mangle]
 pub extern "C" fn atomfs_set_atomic(fd: c_int, on: c_int) -> c_int {
-    let r = not_forked().and_then(|_| ours(|| fds().get(fd))).and_then(|f| ours(|| px::set_atomic(&f, on != 0)));
+    let r = not_forked()
+        .and_then(|_| ours(|| fds().get(fd)))
+        .and_then(|f| ours(|| px::set_atomic(&f, on != 0)));
     ret(r.map(|_| 0))
 }

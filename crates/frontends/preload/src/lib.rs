@@ -14,13 +14,19 @@
 //! - When the pool cannot be opened, one clear message goes to stderr and calls for paths
 //!   under the prefix fail with an errno; other paths are unaffected.
 //! - Threads: all state is behind locks. fork: a child keeps its inherited descriptor numbers
-//!   but may not use the parent's pool (its calls under the prefix fail with EIO); exec
-//!   drops shim descriptors (the new program's shim does not know them).
+//!   but may not use the parent's pool (its calls under the prefix and on inherited shim
+//!   descriptors fail with EIO; close works); exec drops shim descriptors (the new program's
+//!   shim does not know them). A fork handler only sets a flag (no locks are taken across
+//!   fork), so a multithreaded program that forks while another thread is inside the shim
+//!   could leave a table lock held in the child; the child then blocks on its first shim call.
 //!
 //! The functions with a variadic C prototype (`open`, `openat`, `fcntl`, `ioctl`) are defined
 //! with their optional argument as a plain parameter: on x86-64 and AArch64 Linux an int or
 //! pointer variadic argument travels in the same register as a fixed one.
 
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+// `unsigned long` (c_ulong) is u64 here but u32 on 32-bit targets: the casts are for those.
+#![allow(clippy::unnecessary_cast)]
 #![allow(clippy::missing_safety_doc)]
 
 mod dirs;
@@ -50,7 +56,7 @@ fn config() -> &'static Config {
     static CONFIG: OnceLock<Config> = OnceLock::new();
     CONFIG.get_or_init(|| {
         let prefix = std::env::var_os("ATOMFS_PREFIX")
-            .map(|p| std::os::unix::ffi::OsStringExt::into_vec(p))
+            .map(std::os::unix::ffi::OsStringExt::into_vec)
             .filter(|p| p.starts_with(b"/"))
             .unwrap_or_else(|| PREFIX_DEFAULT.as_bytes().to_vec());
         let create_size = std::env::var("ATOMFS_CREATE_SIZE").ok().map(|s| {
@@ -59,7 +65,9 @@ fn config() -> &'static Config {
                 Some(hex) => u64::from_str_radix(hex, 16).ok(),
                 None => s.parse().ok(),
             };
-            parsed.filter(|&n| n > 0).unwrap_or(atomfs_posix::CREATE_SIZE_DEFAULT)
+            parsed
+                .filter(|&n| n > 0)
+                .unwrap_or(atomfs_posix::CREATE_SIZE_DEFAULT)
         });
         Config {
             prefix: paths::normalize(&prefix),
@@ -130,49 +138,28 @@ fn busy() -> bool {
     BUSY.with(|b| b.get())
 }
 
-/// Lock held (shared) while shim code runs and (exclusive) across fork, so that a child
-/// never inherits a lock or a store in the middle of an operation.
-static mut FORK_LOCK: libc::pthread_rwlock_t = libc::PTHREAD_RWLOCK_INITIALIZER;
-
-fn fork_lock() -> *mut libc::pthread_rwlock_t {
-    std::ptr::addr_of_mut!(FORK_LOCK)
-}
-
-/// Run shim code: marks the thread busy and holds the fork lock shared.
+/// Run shim code: marks the thread busy, so that libc calls the shim itself makes (the
+/// store writing its pool file, ...) go straight to the real libc.
 fn ours<T>(f: impl FnOnce() -> T) -> T {
     struct Guard(bool);
     impl Drop for Guard {
         fn drop(&mut self) {
             BUSY.with(|b| b.set(self.0));
-            // SAFETY: the lock was taken shared by this thread in `ours`.
-            unsafe { libc::pthread_rwlock_unlock(fork_lock()) };
         }
     }
-    // SAFETY: FORK_LOCK is a statically initialised rwlock that is never destroyed.
-    unsafe { libc::pthread_rwlock_rdlock(fork_lock()) };
     let _guard = Guard(BUSY.with(|b| b.replace(true)));
     f()
 }
 
-extern "C" fn before_fork() {
-    // SAFETY: static rwlock; taken exclusive so no shim operation runs during fork.
-    unsafe { libc::pthread_rwlock_wrlock(fork_lock()) };
-}
-
-extern "C" fn after_fork_parent() {
-    // SAFETY: taken exclusive by this thread in before_fork.
-    unsafe { libc::pthread_rwlock_unlock(fork_lock()) };
-}
-
+/// In the child after fork: the pool stays the parent's. Only an atomic store here: a fork
+/// handler must not take locks.
 extern "C" fn after_fork_child() {
     FORKED.store(true, Ordering::Relaxed);
-    // SAFETY: the child's copy of the lock is held exclusive by this (its only) thread.
-    unsafe { libc::pthread_rwlock_unlock(fork_lock()) };
 }
 
 fn register_atfork() {
     // SAFETY: registering plain extern "C" handlers with no captured state.
-    unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork_parent), Some(after_fork_child)) };
+    unsafe { libc::pthread_atfork(None, None, Some(after_fork_child)) };
 }
 
 fn set_errno(e: c_int) {

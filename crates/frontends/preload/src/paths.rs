@@ -76,7 +76,9 @@ pub(crate) fn reserve_fd(cloexec: bool) -> PResult<c_int> {
     // SAFETY: NUL-terminated name; memfd_create has no other preconditions.
     let fd = unsafe { libc::memfd_create(c"atomfs".as_ptr(), flags) };
     if fd < 0 {
-        return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EMFILE));
+        return Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EMFILE));
     }
     let seals = libc::F_SEAL_SEAL | libc::F_SEAL_WRITE | libc::F_SEAL_GROW | libc::F_SEAL_SHRINK;
     // SAFETY: fcntl on the descriptor just created (the shim is busy: this goes to libc).
@@ -88,7 +90,12 @@ pub(crate) fn reserve_fd(cloexec: bool) -> PResult<c_int> {
 pub(crate) fn open_ours(path: &[u8], flags: c_int, mode: c_uint) -> PResult<c_int> {
     ours(|| {
         let pool = pool()?;
-        let file = px::open(&pool, path, flags & !(libc::O_CLOEXEC | libc::O_LARGEFILE | libc::O_NOCTTY), mode)?;
+        let file = px::open(
+            &pool,
+            path,
+            flags & !(libc::O_CLOEXEC | libc::O_LARGEFILE | libc::O_NOCTTY),
+            mode,
+        )?;
         let fd = reserve_fd(flags & libc::O_CLOEXEC != 0)?;
         fds().insert(fd, file);
         Ok(fd)
@@ -127,7 +134,12 @@ pub unsafe extern "C" fn __open64_2(path: *const c_char, flags: c_int) -> c_int 
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn openat(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_uint) -> c_int {
+pub unsafe extern "C" fn openat(
+    dirfd: c_int,
+    path: *const c_char,
+    flags: c_int,
+    mode: c_uint,
+) -> c_int {
     match classify(dirfd, path) {
         Some(p) => ret(open_ours(&p, flags, mode)),
         None => call_real!(openat: OpenatFn, dirfd, path, flags, mode),
@@ -135,7 +147,12 @@ pub unsafe extern "C" fn openat(dirfd: c_int, path: *const c_char, flags: c_int,
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn openat64(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_uint) -> c_int {
+pub unsafe extern "C" fn openat64(
+    dirfd: c_int,
+    path: *const c_char,
+    flags: c_int,
+    mode: c_uint,
+) -> c_int {
     match classify(dirfd, path) {
         Some(p) => ret(open_ours(&p, flags, mode)),
         None => call_real!(openat64: OpenatFn, dirfd, path, flags, mode),
@@ -192,7 +209,8 @@ pub(crate) fn fstat_ours(file: &px::OpenFile, buf: *mut libc::stat) -> PResult<c
 type StatFn = unsafe extern "C" fn(*const c_char, *mut libc::stat) -> c_int;
 type XstatFn = unsafe extern "C" fn(c_int, *const c_char, *mut libc::stat) -> c_int;
 type FstatatFn = unsafe extern "C" fn(c_int, *const c_char, *mut libc::stat, c_int) -> c_int;
-type FxstatatFn = unsafe extern "C" fn(c_int, c_int, *const c_char, *mut libc::stat, c_int) -> c_int;
+type FxstatatFn =
+    unsafe extern "C" fn(c_int, c_int, *const c_char, *mut libc::stat, c_int) -> c_int;
 
 macro_rules! stat_fn {
     ($name:ident) => {
@@ -227,7 +245,12 @@ xstat_fn!(__lxstat);
 xstat_fn!(__lxstat64);
 
 /// fstatat: `AT_EMPTY_PATH` with "" means the descriptor itself.
-fn fstatat_ours(dirfd: c_int, path: *const c_char, buf: *mut libc::stat, flags: c_int) -> Option<c_int> {
+fn fstatat_ours(
+    dirfd: c_int,
+    path: *const c_char,
+    buf: *mut libc::stat,
+    flags: c_int,
+) -> Option<c_int> {
     // SAFETY: NULL or a C string from the caller.
     let empty = unsafe { bytes(path) }.is_some_and(|p| p.is_empty());
     if empty && flags & libc::AT_EMPTY_PATH != 0 {
@@ -300,7 +323,13 @@ fn fill_statx(meta: &store::Metadata, buf: *mut libc::statx) -> PResult<c_int> {
 type StatxFn = unsafe extern "C" fn(c_int, *const c_char, c_int, c_uint, *mut libc::statx) -> c_int;
 
 #[no_mangle]
-pub unsafe extern "C" fn statx(dirfd: c_int, path: *const c_char, flags: c_int, mask: c_uint, buf: *mut libc::statx) -> c_int {
+pub unsafe extern "C" fn statx(
+    dirfd: c_int,
+    path: *const c_char,
+    flags: c_int,
+    mask: c_uint,
+    buf: *mut libc::statx,
+) -> c_int {
     // SAFETY: NULL or a C string from the caller.
     let empty = unsafe { bytes(path) }.is_some_and(|p| p.is_empty());
     if empty && flags & libc::AT_EMPTY_PATH != 0 {
@@ -335,7 +364,12 @@ pub unsafe extern "C" fn euidaccess(path: *const c_char, mode: c_int) -> c_int {
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn faccessat(dirfd: c_int, path: *const c_char, mode: c_int, flags: c_int) -> c_int {
+pub unsafe extern "C" fn faccessat(
+    dirfd: c_int,
+    path: *const c_char,
+    mode: c_int,
+    flags: c_int,
+) -> c_int {
     match classify(dirfd, path) {
         Some(p) => ret(ours(|| px::access(&*pool()?, &p, mode)).map(|_| 0)),
         None => call_real!(faccessat: FaccessatFn, dirfd, path, mode, flags),
@@ -348,7 +382,8 @@ type AtPathFn = unsafe extern "C" fn(c_int, *const c_char, c_int) -> c_int;
 type AtPathModeFn = unsafe extern "C" fn(c_int, *const c_char, c_uint) -> c_int;
 type RenameFn = unsafe extern "C" fn(*const c_char, *const c_char) -> c_int;
 type RenameatFn = unsafe extern "C" fn(c_int, *const c_char, c_int, *const c_char) -> c_int;
-type Renameat2Fn = unsafe extern "C" fn(c_int, *const c_char, c_int, *const c_char, c_uint) -> c_int;
+type Renameat2Fn =
+    unsafe extern "C" fn(c_int, *const c_char, c_int, *const c_char, c_uint) -> c_int;
 
 fn path_call(p: &[u8], f: impl FnOnce(&px::Pool, &[u8]) -> PResult<()>) -> c_int {
     ret(ours(|| f(&*pool()?, p)).map(|_| 0))
@@ -413,7 +448,12 @@ pub unsafe extern "C" fn rename(from: *const c_char, to: *const c_char) -> c_int
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn renameat(fromfd: c_int, from: *const c_char, tofd: c_int, to: *const c_char) -> c_int {
+pub unsafe extern "C" fn renameat(
+    fromfd: c_int,
+    from: *const c_char,
+    tofd: c_int,
+    to: *const c_char,
+) -> c_int {
     match rename_mixed(classify(fromfd, from), classify(tofd, to)) {
         Some(r) => r,
         None => call_real!(renameat: RenameatFn, fromfd, from, tofd, to),
@@ -421,7 +461,13 @@ pub unsafe extern "C" fn renameat(fromfd: c_int, from: *const c_char, tofd: c_in
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn renameat2(fromfd: c_int, from: *const c_char, tofd: c_int, to: *const c_char, flags: c_uint) -> c_int {
+pub unsafe extern "C" fn renameat2(
+    fromfd: c_int,
+    from: *const c_char,
+    tofd: c_int,
+    to: *const c_char,
+    flags: c_uint,
+) -> c_int {
     let (a, b) = (classify(fromfd, from), classify(tofd, to));
     if (a.is_some() || b.is_some()) && flags != 0 {
         // RENAME_NOREPLACE / EXCHANGE / WHITEOUT are not offered by the store.
@@ -470,7 +516,8 @@ type ChmodFn = unsafe extern "C" fn(*const c_char, c_uint) -> c_int;
 type FchmodatFn = unsafe extern "C" fn(c_int, *const c_char, c_uint, c_int) -> c_int;
 type ChownFn = unsafe extern "C" fn(*const c_char, c_uint, c_uint) -> c_int;
 type FchownatFn = unsafe extern "C" fn(c_int, *const c_char, c_uint, c_uint, c_int) -> c_int;
-type UtimensatFn = unsafe extern "C" fn(c_int, *const c_char, *const libc::timespec, c_int) -> c_int;
+type UtimensatFn =
+    unsafe extern "C" fn(c_int, *const c_char, *const libc::timespec, c_int) -> c_int;
 type UtimeFn = unsafe extern "C" fn(*const c_char, *const c_void) -> c_int;
 type ReadlinkFn = unsafe extern "C" fn(*const c_char, *mut c_char, usize) -> isize;
 type ReadlinkatFn = unsafe extern "C" fn(c_int, *const c_char, *mut c_char, usize) -> isize;
@@ -480,8 +527,14 @@ fn chmod_ours(p: &[u8], mode: c_uint) -> c_int {
     ret(ours(|| {
         let pool = pool()?;
         let meta = px::stat(&pool, p)?;
-        let attr = store::SetAttr { perm: Some(mode & 0o7777), ..Default::default() };
-        pool.store.setattr(meta.ino, &attr, None).map(|_| 0).map_err(|e| e.errno())
+        let attr = store::SetAttr {
+            perm: Some(mode & 0o7777),
+            ..Default::default()
+        };
+        pool.store
+            .setattr(meta.ino, &attr, None)
+            .map(|_| 0)
+            .map_err(|e| e.errno())
     }))
 }
 
@@ -494,7 +547,12 @@ pub unsafe extern "C" fn chmod(path: *const c_char, mode: c_uint) -> c_int {
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn fchmodat(dirfd: c_int, path: *const c_char, mode: c_uint, flags: c_int) -> c_int {
+pub unsafe extern "C" fn fchmodat(
+    dirfd: c_int,
+    path: *const c_char,
+    mode: c_uint,
+    flags: c_int,
+) -> c_int {
     match classify(dirfd, path) {
         Some(p) => chmod_ours(&p, mode),
         None => call_real!(fchmodat: FchmodatFn, dirfd, path, mode, flags),
@@ -518,7 +576,13 @@ pub unsafe extern "C" fn lchown(path: *const c_char, uid: c_uint, gid: c_uint) -
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn fchownat(dirfd: c_int, path: *const c_char, uid: c_uint, gid: c_uint, flags: c_int) -> c_int {
+pub unsafe extern "C" fn fchownat(
+    dirfd: c_int,
+    path: *const c_char,
+    uid: c_uint,
+    gid: c_uint,
+    flags: c_int,
+) -> c_int {
     match classify(dirfd, path) {
         Some(p) => exists_ours(&p),
         None => call_real!(fchownat: FchownatFn, dirfd, path, uid, gid, flags),
@@ -526,7 +590,12 @@ pub unsafe extern "C" fn fchownat(dirfd: c_int, path: *const c_char, uid: c_uint
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn utimensat(dirfd: c_int, path: *const c_char, times: *const libc::timespec, flags: c_int) -> c_int {
+pub unsafe extern "C" fn utimensat(
+    dirfd: c_int,
+    path: *const c_char,
+    times: *const libc::timespec,
+    flags: c_int,
+) -> c_int {
     match classify(dirfd, path) {
         Some(p) => exists_ours(&p),
         None => call_real!(utimensat: UtimensatFn, dirfd, path, times, flags),
@@ -551,7 +620,7 @@ pub unsafe extern "C" fn utimes(path: *const c_char, times: *const c_void) -> c_
 
 /// The store has no symbolic links: readlink of an existing path is EINVAL.
 fn readlink_ours(p: &[u8]) -> isize {
-    ret(ours(|| px::stat(&*pool()?, p)).and_then(|_| Err(libc::EINVAL)))
+    ret(ours(|| px::stat(&*pool()?, p)).and(Err(libc::EINVAL)))
 }
 
 #[no_mangle]
@@ -563,7 +632,12 @@ pub unsafe extern "C" fn readlink(path: *const c_char, buf: *mut c_char, size: u
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn readlinkat(dirfd: c_int, path: *const c_char, buf: *mut c_char, size: usize) -> isize {
+pub unsafe extern "C" fn readlinkat(
+    dirfd: c_int,
+    path: *const c_char,
+    buf: *mut c_char,
+    size: usize,
+) -> isize {
     match classify(dirfd, path) {
         Some(p) => readlink_ours(&p),
         None => call_real!(readlinkat: ReadlinkatFn, dirfd, path, buf, size),
@@ -574,25 +648,13 @@ pub unsafe extern "C" fn readlinkat(dirfd: c_int, path: *const c_char, buf: *mut
 #[allow(dead_code)]
 type Unused = c_ulong;
 
-#[cfg(test)]
-mod tests {
-    use super::normalize;
-
-    #[test]
-    fn normalize_is_lexical() {
-        assert_eq!(normalize(b"/atomfs//a/./b/../c/"), b"/atomfs/a/c");
-        assert_eq!(normalize(b"/atomfs/../etc"), b"/etc");
-        assert_eq!(normalize(b"/../.."), b"/");
-    }
-}
-
 // ----- extended attributes: the store keeps none -----
 
 type GetxattrFn = unsafe extern "C" fn(*const c_char, *const c_char, *mut c_void, usize) -> isize;
 type ListxattrFn = unsafe extern "C" fn(*const c_char, *mut c_char, usize) -> isize;
 
 fn no_xattr(p: &[u8]) -> isize {
-    ret(ours(|| px::stat(&*pool()?, p)).and_then(|_| Err(libc::ENODATA)))
+    ret(ours(|| px::stat(&*pool()?, p)).and(Err(libc::ENODATA)))
 }
 
 fn no_xattr_list(p: &[u8]) -> isize {
@@ -600,7 +662,12 @@ fn no_xattr_list(p: &[u8]) -> isize {
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn getxattr(path: *const c_char, name: *const c_char, value: *mut c_void, size: usize) -> isize {
+pub unsafe extern "C" fn getxattr(
+    path: *const c_char,
+    name: *const c_char,
+    value: *mut c_void,
+    size: usize,
+) -> isize {
     match classify(libc::AT_FDCWD, path) {
         Some(p) => no_xattr(&p),
         None => call_real!(getxattr: GetxattrFn, path, name, value, size),
@@ -608,7 +675,12 @@ pub unsafe extern "C" fn getxattr(path: *const c_char, name: *const c_char, valu
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn lgetxattr(path: *const c_char, name: *const c_char, value: *mut c_void, size: usize) -> isize {
+pub unsafe extern "C" fn lgetxattr(
+    path: *const c_char,
+    name: *const c_char,
+    value: *mut c_void,
+    size: usize,
+) -> isize {
     match classify(libc::AT_FDCWD, path) {
         Some(p) => no_xattr(&p),
         None => call_real!(lgetxattr: GetxattrFn, path, name, value, size),
@@ -635,7 +707,12 @@ type FgetxattrFn = unsafe extern "C" fn(c_int, *const c_char, *mut c_void, usize
 type FlistxattrFn = unsafe extern "C" fn(c_int, *mut c_char, usize) -> isize;
 
 #[no_mangle]
-pub unsafe extern "C" fn fgetxattr(fd: c_int, name: *const c_char, value: *mut c_void, size: usize) -> isize {
+pub unsafe extern "C" fn fgetxattr(
+    fd: c_int,
+    name: *const c_char,
+    value: *mut c_void,
+    size: usize,
+) -> isize {
     match shim_file(fd) {
         Some(_) => ret::<isize>(Err(libc::ENODATA)),
         None => call_real!(fgetxattr: FgetxattrFn, fd, name, value, size),
@@ -647,5 +724,17 @@ pub unsafe extern "C" fn flistxattr(fd: c_int, list: *mut c_char, size: usize) -
     match shim_file(fd) {
         Some(_) => 0,
         None => call_real!(flistxattr: FlistxattrFn, fd, list, size),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalize;
+
+    #[test]
+    fn normalize_is_lexical() {
+        assert_eq!(normalize(b"/atomfs//a/./b/../c/"), b"/atomfs/a/c");
+        assert_eq!(normalize(b"/atomfs/../etc"), b"/etc");
+        assert_eq!(normalize(b"/../.."), b"/");
     }
 }

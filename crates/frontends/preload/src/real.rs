@@ -8,7 +8,12 @@ macro_rules! real {
         if p == 0 {
             // SAFETY: dlsym with a NUL-terminated name; RTLD_NEXT finds the next definition
             // after this library (the real libc one).
-            p = unsafe { libc::dlsym(libc::RTLD_NEXT, concat!(stringify!($name), "\0").as_ptr().cast()) } as usize;
+            p = unsafe {
+                libc::dlsym(
+                    libc::RTLD_NEXT,
+                    concat!(stringify!($name), "\0").as_ptr().cast(),
+                )
+            } as usize;
             PTR.store(p, std::sync::atomic::Ordering::Relaxed);
         }
         if p == 0 {

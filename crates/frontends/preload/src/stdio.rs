@@ -66,7 +66,12 @@ fn mode_flags(mode: &[u8]) -> Option<c_int> {
 }
 
 fn stream_over(fd: c_int, mode: *const c_char) -> *mut libc::FILE {
-    let io = CookieIo { read: Some(cookie_read), write: Some(cookie_write), seek: Some(cookie_seek), close: Some(cookie_close) };
+    let io = CookieIo {
+        read: Some(cookie_read),
+        write: Some(cookie_write),
+        seek: Some(cookie_seek),
+        close: Some(cookie_close),
+    };
     // SAFETY: fopencookie with a valid mode string and callbacks that stay valid forever.
     unsafe { fopencookie(fd as usize as *mut c_void, mode, io) }
 }
