@@ -181,3 +181,77 @@ fn api_test_exercises_every_call_and_error_path() {
         .unwrap_or_else(|| panic!("unexpected output {out:?}"));
     assert!(checks > 300, "only {checks} checks ran");
 }
+
+#[test]
+fn install_script_and_pkg_config() {
+    if !have_cc() {
+        return;
+    }
+    if !lib_dir().join("libatomfs_preload.so").exists() {
+        eprintln!(
+            "SKIP: libatomfs_preload.so not built in {} (cargo build -p atomfs-preload)",
+            lib_dir().display()
+        );
+        return;
+    }
+    let have_pkg_config = Command::new("pkg-config")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have_pkg_config {
+        eprintln!("SKIP: pkg-config missing (scripts/install-deps.sh)");
+        return;
+    }
+    let dir = scratch("install");
+    let prefix = dir.join("prefix");
+    let script = crate_dir().join("../../../scripts/install-c.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .arg(&prefix)
+        .env("ATOMFS_LIB_DIR", lib_dir())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "install-c.sh: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for f in [
+        "include/atomfs.h",
+        "lib/libatomfs.so",
+        "lib/libatomfs.a",
+        "lib/libatomfs_preload.so",
+        "lib/pkgconfig/atomfs.pc",
+    ] {
+        assert!(prefix.join(f).exists(), "{f} not installed");
+    }
+    let pc = Command::new("pkg-config")
+        .args(["--cflags", "--libs", "atomfs"])
+        .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig"))
+        .output()
+        .unwrap();
+    assert!(pc.status.success());
+    let flags = String::from_utf8_lossy(&pc.stdout).into_owned();
+    let exe = dir.join("figure1");
+    let src = crate_dir().join("examples/figure1.c");
+    let mut args = vec![
+        "-std=c99",
+        "-Wall",
+        "-Werror",
+        src.to_str().unwrap(),
+        "-o",
+        exe.to_str().unwrap(),
+    ];
+    args.extend(flags.split_whitespace());
+    cc(&args);
+    // Runs from the installed library (rpath from the .pc file), not from target/.
+    let out = Command::new(&exe)
+        .arg(dir.join("p.pool"))
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "file1=data1 file2=data2\n"
+    );
+}
