@@ -57,14 +57,23 @@ impl Region for DramRegion {
         check_range(self.len, off, buf.len() as u64);
         // SAFETY: the range is inside the buffer (checked above); `buf` is a distinct
         // allocation, so the copies cannot overlap.
-        unsafe { std::ptr::copy_nonoverlapping(self.base().add(off as usize), buf.as_mut_ptr(), buf.len()) }
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.base().add(off as usize),
+                buf.as_mut_ptr(),
+                buf.len(),
+            )
+        }
     }
 
     fn write(&self, off: u64, data: &[u8]) {
         check_range(self.len, off, data.len() as u64);
         // SAFETY: in range (checked above); callers serialise conflicting accesses.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.base().add(off as usize), data.len()) }
-        self.bytes_stored.fetch_add(data.len() as u64, Ordering::Relaxed);
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), self.base().add(off as usize), data.len())
+        }
+        self.bytes_stored
+            .fetch_add(data.len() as u64, Ordering::Relaxed);
     }
 
     fn fill(&self, off: u64, len: u64, byte: u8) {
@@ -76,11 +85,12 @@ impl Region for DramRegion {
 
     fn write_nt(&self, off: u64, data: &[u8]) {
         self.write(off, data);
-        self.lines_flushed.fetch_add(crate::lines_in(off, data.len() as u64), Ordering::Relaxed);
+        self.lines_flushed
+            .fetch_add(crate::lines_in(off, data.len() as u64), Ordering::Relaxed);
     }
 
     fn load_u64(&self, off: u64) -> u64 {
-        assert!(off % 8 == 0, "pmem: unaligned 8-byte load at {off}");
+        assert!(off & 7 == 0, "pmem: unaligned 8-byte load at {off}");
         check_range(self.len, off, 8);
         // SAFETY: aligned (asserted), in range, and the buffer is made of u64 words; AtomicU64
         // has the same layout as u64.
@@ -88,16 +98,19 @@ impl Region for DramRegion {
     }
 
     fn store_u64(&self, off: u64, value: u64) {
-        assert!(off % 8 == 0, "pmem: unaligned 8-byte store at {off}");
+        assert!(off & 7 == 0, "pmem: unaligned 8-byte store at {off}");
         check_range(self.len, off, 8);
         // SAFETY: as in load_u64.
-        unsafe { (*(self.base().add(off as usize) as *const AtomicU64)).store(value, Ordering::Release) }
+        unsafe {
+            (*(self.base().add(off as usize) as *const AtomicU64)).store(value, Ordering::Release)
+        }
         self.bytes_stored.fetch_add(8, Ordering::Relaxed);
     }
 
     fn flush(&self, off: u64, len: u64) {
         check_range(self.len, off, len);
-        self.lines_flushed.fetch_add(crate::lines_in(off, len), Ordering::Relaxed);
+        self.lines_flushed
+            .fetch_add(crate::lines_in(off, len), Ordering::Relaxed);
     }
 
     fn fence(&self) {
