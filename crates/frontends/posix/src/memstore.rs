@@ -150,6 +150,11 @@ impl MemStore {
         })
     }
 
+    /// The pool file, for a store that has one.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
     fn lock(&self) -> Result<std::sync::MutexGuard<'_, Inner>> {
         let guard = self
             .inner
