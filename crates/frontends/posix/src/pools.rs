@@ -112,7 +112,11 @@ fn open_store(path: &Path) -> Result<Arc<dyn Store>, Error> {
     )))
 }
 
-/// Create a pool file. `ATOMFS_ENGINE=mem` selects the reference memstore.
+/// Create a pool file. The `pool` engine (FCFS) is not in this build yet: the reference
+/// memstore is created (`ATOMFS_ENGINE=mem` or unset).
 fn create_store(path: &Path, _size: u64) -> Result<Arc<dyn Store>, Error> {
-    Ok(Arc::new(MemStore::create(path)?))
+    match std::env::var("ATOMFS_ENGINE").as_deref() {
+        Ok("mem") | Err(_) => Ok(Arc::new(MemStore::create(path)?)),
+        Ok(other) => Err(Error::Unsupported(format!("ATOMFS_ENGINE={other}: this build has the mem engine only"))),
+    }
 }
