@@ -216,7 +216,7 @@ fn build_c(dir: &Path) -> Option<PathBuf> {
         .arg(format!("-I{}", include.display()))
         .arg(crate_dir.join("tests/c/shim_tx.c"))
         // No -latomfs: tx_* and syncv/abortv come from the preloaded shim at run time.
-        .args(["-ldl", "-o"])
+        .args(["-ldl", "-lpthread", "-o"])
         .arg(&exe)
         .output();
     match status {

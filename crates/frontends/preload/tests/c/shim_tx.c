@@ -9,6 +9,8 @@
  *   shim_tx DIR atomic        O_ATOMIC writes to DIR/a then fsync; prints "synced"
  *   shim_tx DIR errors        bad input to every shim call -> -1/errno; prints "errors ok"
  *   shim_tx DIR fork          a forked child gets EIO under the prefix; the parent goes on
+ *   shim_tx DIR threads       8 threads each write, fsync, reread and dup their own file, and
+ *                             run transactions on it, at the same time; prints "threads ok"
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <dlfcn.h>
@@ -63,6 +66,29 @@ static int open_in(const char *dir, const char *name, int flags)
     if (fd < 0)
         DIE(path);
     return fd;
+}
+
+static const char *thread_dir;
+
+static void *worker(void *arg)
+{
+    long id = (long) arg;
+    char name[32], want[64], got[64];
+    snprintf(name, sizeof name, "t%ld", id);
+    for (int round = 0; round < 50; round++) {
+        int fd = open_in(thread_dir, name, O_RDWR | O_CREAT | O_TRUNC);
+        int len = snprintf(want, sizeof want, "thread %ld round %d", id, round);
+        struct TxInfo info = {1, &fd};
+        unsigned long tx = tx_begin(&info);
+        if (!tx || write(fd, want, (size_t) len) != len || tx_commit(tx) != 0 || fsync(fd) != 0)
+            return (void *) 1;
+        int copy = dup(fd);
+        if (copy < 0 || pread(copy, got, sizeof got, 0) != len || memcmp(got, want, (size_t) len) != 0)
+            return (void *) 2;
+        if (close(copy) != 0 || close(fd) != 0)
+            return (void *) 3;
+    }
+    return NULL;
 }
 
 int main(int argc, char **argv)
@@ -130,6 +156,22 @@ int main(int argc, char **argv)
         if (close(fd) != 0) DIE("close");
         EXPECT(read(fd, set, 1), EBADF);
         puts("errors ok");
+        return 0;
+    }
+    if (strcmp(mode, "threads") == 0) {
+        pthread_t threads[8];
+        thread_dir = dir;
+        for (long i = 0; i < 8; i++)
+            if (pthread_create(&threads[i], NULL, worker, (void *) i) != 0)
+                DIE("pthread_create");
+        for (int i = 0; i < 8; i++) {
+            void *result;
+            if (pthread_join(threads[i], &result) != 0 || result != NULL) {
+                fprintf(stderr, "shim_tx: thread %d failed (%ld)\n", i, (long) result);
+                return 1;
+            }
+        }
+        puts("threads ok");
         return 0;
     }
     if (strcmp(mode, "fork") == 0) {
