@@ -55,6 +55,13 @@ pub fn open_pool(
 ) -> Result<Arc<Pool>, Error> {
     let mut registry = registry().lock().unwrap_or_else(|p| p.into_inner());
     registry.retain(|_, weak| weak.strong_count() > 0);
+    // Fast path: this very spelling was opened before and is still open (the SQLite VFS
+    // asks for its pool at every transaction; canonicalize costs a syscall per component).
+    if !exclusive {
+        if let Some(pool) = registry.get(path).and_then(Weak::upgrade) {
+            return Ok(pool);
+        }
+    }
     let exists = path.exists();
     if exists && exclusive {
         return Err(Error::Exists(path.display().to_string()));
@@ -64,10 +71,11 @@ pub fn open_pool(
             .canonicalize()
             .map_err(|e| io_error(path, "canonicalize", e))?;
         if let Some(pool) = registry.get(&canonical).and_then(Weak::upgrade) {
+            registry.insert(path.to_path_buf(), Arc::downgrade(&pool));
             return Ok(pool);
         }
         let store = open_store(&canonical)?;
-        return Ok(register(&mut registry, canonical, store));
+        return Ok(register(&mut registry, path, canonical, store));
     }
     let Some(size) = create_size else {
         return Err(Error::NotFound(format!(
@@ -79,20 +87,22 @@ pub fn open_pool(
     let canonical = path
         .canonicalize()
         .map_err(|e| io_error(path, "canonicalize", e))?;
-    Ok(register(&mut registry, canonical, store))
+    Ok(register(&mut registry, path, canonical, store))
 }
 
 fn register(
     registry: &mut HashMap<PathBuf, Weak<Pool>>,
-    path: PathBuf,
+    spelled: &Path,
+    canonical: PathBuf,
     store: Arc<dyn Store>,
 ) -> Arc<Pool> {
     let pool = Arc::new(Pool {
         id: NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed),
-        path: path.clone(),
+        path: canonical.clone(),
         store,
     });
-    registry.insert(path, Arc::downgrade(&pool));
+    registry.insert(canonical, Arc::downgrade(&pool));
+    registry.insert(spelled.to_path_buf(), Arc::downgrade(&pool));
     pool
 }
 
@@ -117,6 +127,8 @@ fn open_store(path: &Path) -> Result<Arc<dyn Store>, Error> {
 fn create_store(path: &Path, _size: u64) -> Result<Arc<dyn Store>, Error> {
     match std::env::var("ATOMFS_ENGINE").as_deref() {
         Ok("mem") | Err(_) => Ok(Arc::new(MemStore::create(path)?)),
-        Ok(other) => Err(Error::Unsupported(format!("ATOMFS_ENGINE={other}: this build has the mem engine only"))),
+        Ok(other) => Err(Error::Unsupported(format!(
+            "ATOMFS_ENGINE={other}: this build has the mem engine only"
+        ))),
     }
 }
