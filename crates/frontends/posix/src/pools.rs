@@ -20,6 +20,8 @@ pub struct Pool {
     pub id: u64,
     pub path: PathBuf,
     pub store: Arc<dyn Store>,
+    /// `<pool>.lock`, flock'ed exclusively while the pool is open: one process at a time.
+    _lock: std::fs::File,
 }
 
 impl Drop for Pool {
@@ -74,8 +76,9 @@ pub fn open_pool(
             registry.insert(path.to_path_buf(), Arc::downgrade(&pool));
             return Ok(pool);
         }
+        let lock = lock_pool(&canonical)?;
         let store = open_store(&canonical)?;
-        return Ok(register(&mut registry, path, canonical, store));
+        return Ok(register(&mut registry, path, canonical, store, lock));
     }
     let Some(size) = create_size else {
         return Err(Error::NotFound(format!(
@@ -83,11 +86,63 @@ pub fn open_pool(
             path.display()
         )));
     };
-    let store = create_store(path, size)?;
+    let lock = lock_pool(path)?;
+    if path.exists() {
+        return Err(Error::Exists(format!(
+            "{} (created by another process meanwhile)",
+            path.display()
+        )));
+    }
+    let store = match create_store(path, size) {
+        Ok(store) => store,
+        Err(e) => {
+            // Leave no half-made pool file behind for the next open to trip over.
+            let _ = std::fs::remove_file(path);
+            return Err(e);
+        }
+    };
     let canonical = path
         .canonicalize()
         .map_err(|e| io_error(path, "canonicalize", e))?;
-    Ok(register(&mut registry, path, canonical, store))
+    Ok(register(&mut registry, path, canonical, store, lock))
+}
+
+/// Take the pool's lock file (`<pool>.lock` beside it) exclusively, without waiting:
+/// `Busy` when another process has the pool open. The engines map the pool file and keep
+/// their indexes in DRAM, so two processes must never open one pool at once.
+fn lock_pool(path: &Path) -> Result<std::fs::File, Error> {
+    use std::os::unix::io::AsRawFd;
+    let name = path
+        .file_name()
+        .ok_or_else(|| Error::InvalidArgument(format!("{}: not a file name", path.display())))?;
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let dir = parent
+        .canonicalize()
+        .map_err(|e| io_error(parent, "canonicalize", e))?;
+    let mut lock_name = name.to_os_string();
+    lock_name.push(".lock");
+    let lock_path = dir.join(lock_name);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| io_error(&lock_path, "open", e))?;
+    // SAFETY: flock on a descriptor this function owns.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            return Err(Error::Busy(format!(
+                "{} is open in another process",
+                path.display()
+            )));
+        }
+        return Err(io_error(&lock_path, "flock", e));
+    }
+    Ok(file)
 }
 
 fn register(
@@ -95,11 +150,13 @@ fn register(
     spelled: &Path,
     canonical: PathBuf,
     store: Arc<dyn Store>,
+    lock: std::fs::File,
 ) -> Arc<Pool> {
     let pool = Arc::new(Pool {
         id: NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed),
         path: canonical.clone(),
         store,
+        _lock: lock,
     });
     registry.insert(canonical, Arc::downgrade(&pool));
     registry.insert(spelled.to_path_buf(), Arc::downgrade(&pool));

@@ -13,9 +13,11 @@
 //!   and work on shim descriptors.
 //! - When the pool cannot be opened, one clear message goes to stderr and calls for paths
 //!   under the prefix fail with an errno; other paths are unaffected.
-//! - Threads: all state is behind locks. fork: a child keeps its inherited descriptor numbers
-//!   but may not use the parent's pool (its calls under the prefix and on inherited shim
-//!   descriptors fail with EIO; close works); exec drops shim descriptors (the new program's
+//! - Threads: all state is behind locks. fork: a child of a process that has the pool open
+//!   keeps its inherited descriptor numbers but may not use the parent's pool (its calls
+//!   under the prefix and on inherited shim descriptors fail with EIO; close works); a child
+//!   of a process that never opened the pool opens it itself (one process at a time: the pool
+//!   is locked, a concurrent second opener gets EBUSY); exec drops shim descriptors (the new program's
 //!   shim does not know them). A fork handler only sets a flag (no locks are taken across
 //!   fork), so a multithreaded program that forks while another thread is inside the shim
 //!   could leave a table lock held in the child; the child then blocks on its first shim call.
@@ -44,6 +46,9 @@ use atomfs_posix::{FdTable, OpenFile, PResult, Pool};
 
 /// Prefix served when `ATOMFS_PREFIX` is not set.
 pub const PREFIX_DEFAULT: &str = "/atomfs";
+
+/// `ATOMFS_CREATE_SIZE` values below this (e.g. `1`) ask for the default size.
+pub const CREATE_SIZE_MIN: u64 = 1 << 20;
 
 struct Config {
     /// Normalised prefix, without trailing slash ("/atomfs").
@@ -92,7 +97,10 @@ fn pool() -> PResult<Arc<Pool>> {
             return Err(libc::ENODEV);
         };
         match atomfs_posix::open_pool(std::path::Path::new(path), cfg.create_size, false) {
-            Ok(pool) => Ok(pool),
+            Ok(pool) => {
+                POOL_OPEN.store(true, Ordering::Relaxed);
+                Ok(pool)
+            }
             Err(e) => {
                 let errno = e.errno();
                 let name = std::io::Error::from_raw_os_error(errno);
@@ -124,8 +132,11 @@ fn fds() -> &'static FdTable {
     })
 }
 
-/// Set in a child after fork: the pool belongs to the parent.
+/// Set in a child after fork when the parent had the pool open: the pool is the parent's.
 static FORKED: AtomicBool = AtomicBool::new(false);
+
+/// Whether this process opened the pool.
+static POOL_OPEN: AtomicBool = AtomicBool::new(false);
 
 thread_local! {
     /// Set while this thread runs shim code: libc calls made by the shim itself (the store
@@ -154,7 +165,9 @@ fn ours<T>(f: impl FnOnce() -> T) -> T {
 /// In the child after fork: the pool stays the parent's. Only an atomic store here: a fork
 /// handler must not take locks.
 extern "C" fn after_fork_child() {
-    FORKED.store(true, Ordering::Relaxed);
+    if POOL_OPEN.load(Ordering::Relaxed) {
+        FORKED.store(true, Ordering::Relaxed);
+    }
 }
 
 fn register_atfork() {

@@ -2,10 +2,13 @@
  * Exercises every call of atomfs.h, with its error paths: NULL pointers, bad descriptors,
  * descriptors of another pool, unknown and finished transaction ids, a descriptor bound to
  * two transactions. Durability is checked from a fresh process (this program re-executed
- * as `api_test cat POOL PATH`), since one process shares one store per pool file.
+ * as `api_test cat POOL PATH`) on a copy of the pool file taken while this process is idle:
+ * a pool is open in one process at a time (a second open fails with EBUSY, also checked),
+ * and a copy of the file is what a power cut at that moment would leave.
  *
- *   api_test DIR        runs every check with pools in DIR; prints "api_test: N checks ok"
- *   api_test cat POOL PATH   prints the durable content of PATH (used by the checks)
+ *   api_test DIR             runs every check with pools in DIR; prints "api_test: N checks ok"
+ *   api_test cat POOL PATH   prints the content of PATH in POOL (used by the checks)
+ *   api_test busy POOL       exits 0 when opening POOL fails with EBUSY
  */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
@@ -56,10 +59,42 @@ static int cat_main(const char *pool_path, const char *path)
     return n < 0 ? 3 : 0;
 }
 
+/* Copy the pool file to `to` (byte for byte, while this process is idle). */
+static void snapshot(const char *from, const char *to)
+{
+    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+    CHECK(in && out);
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        CHECK(fwrite(buf, 1, n, out) == n);
+    CHECK(!ferror(in) && fclose(in) == 0 && fclose(out) == 0);
+}
+
+/* Run this program again with `mode` and `arg`s; its exit status. */
+static int rerun(const char *mode, const char *a, const char *b, int out_fd)
+{
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        if (out_fd >= 0)
+            dup2(out_fd, 1);
+        execl(self, self, mode, a, b, (char *) NULL);
+        _exit(5);
+    }
+    int status;
+    CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
 /* The durable content of `path` as a fresh process sees it; "<missing>" if absent. */
 static const char *durable(const char *pool_path, const char *path)
 {
     static char out[8192];
+    char snap[4200];
+    snprintf(snap, sizeof snap, "%s.snap", pool_path);
+    snapshot(pool_path, snap);
+    pool_path = snap;
     int pipefd[2];
     CHECK(pipe(pipefd) == 0);
     pid_t pid = fork();
@@ -400,6 +435,8 @@ int main(int argc, char **argv)
     self = argv[0];
     if (argc == 4 && strcmp(argv[1], "cat") == 0)
         return cat_main(argv[2], argv[3]);
+    if (argc >= 3 && strcmp(argv[1], "busy") == 0)
+        return atomfs_pool_open(argv[2]) == NULL && errno == EBUSY ? 0 : 1;
     if (argc != 2) {
         fprintf(stderr, "usage: api_test DIR | api_test cat POOL PATH\n");
         return 2;
@@ -407,6 +444,8 @@ int main(int argc, char **argv)
     char p1[4096], p2[4096];
     atomfs_pool *a, *b;
     test_pools(argv[1], p1, p2, &a, &b);
+    /* another process cannot open a pool this one has open */
+    CHECK(rerun("busy", p1, "", -1) == 0);
     test_files(a, p1);
     test_namespace(a);
     test_transactions(a, b, p1);
