@@ -30,7 +30,7 @@ install -m 0644 "$ATOMFS_LIB_DIR/libatomfs.a" "$libdir/"
 
 if [ -f /usr/include/sqlite3ext.h ]; then
     cc -std=c99 -O2 -Wall -Wextra -Werror -fPIC -shared -I"$incdir" \
-        crates/frontends/capi/sqlite/atomfs_sqlite.c -L"$libdir" -latomfs -Wl,-rpath,"$libdir" \
+        crates/frontends/sqlite/atomfs_sqlite.c -L"$libdir" -latomfs -Wl,-rpath,"$libdir" \
         -o "$libdir/libatomfs_sqlite.so"
 else
     echo "install-c: sqlite3ext.h missing (libsqlite3-dev): libatomfs_sqlite.so not built" >&2

@@ -59,7 +59,7 @@ fn build_extension(dir: &Path) -> bool {
             "-std=c99", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared",
         ])
         .arg(format!("-I{}", crate_dir().join("include").display()))
-        .arg(crate_dir().join("sqlite/atomfs_sqlite.c"))
+        .arg(crate_dir().join("../sqlite/atomfs_sqlite.c"))
         .arg(format!("-L{}", lib.display()))
         .arg("-latomfs")
         .arg(format!("-Wl,-rpath,{}", lib.display()))
