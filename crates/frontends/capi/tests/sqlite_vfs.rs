@@ -103,7 +103,17 @@ fn python() -> Option<String> {
 }
 
 fn shell(ext: &Path, script: &str) -> String {
-    let mut child = Command::new("sqlite3")
+    shell_with(ext, script, None)
+}
+
+/// The sqlite3 shell with `ATOMFS_POOL` set to `pool` (or removed).
+fn shell_with(ext: &Path, script: &str, pool: Option<&Path>) -> String {
+    let mut cmd = Command::new("sqlite3");
+    match pool {
+        Some(p) => cmd.env("ATOMFS_POOL", p),
+        None => cmd.env_remove("ATOMFS_POOL"),
+    };
+    let mut child = cmd
         .arg("-batch")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -161,6 +171,13 @@ fn sqlite3_shell_creates_inserts_updates_and_reopens() {
         &format!("{open}INSERT INTO t(v) VALUES (-1);\nSELECT count(*), sum(v) FROM t;\nPRAGMA integrity_check;\n"),
     );
     assert_eq!(out, format!("10001|{}\nok\n", expected_sum - 1));
+    // The pool from $ATOMFS_POOL when the URI names none.
+    let out = shell_with(
+        &ext,
+        ".open file:/app.db?vfs=atomfs\nSELECT count(*) FROM t;\n",
+        Some(&pool),
+    );
+    assert_eq!(out, "10001\n");
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -9,6 +9,7 @@
  *   shim_tx DIR atomic        O_ATOMIC writes to DIR/a then fsync; prints "synced"
  *   shim_tx DIR errors        bad input to every shim call -> -1/errno; prints "errors ok"
  *   shim_tx DIR fork          a forked child gets EIO under the prefix; the parent goes on
+ *   shim_tx DIR stdio         fopen/fprintf/fgets/fseek/fclose and fdopen on shim files
  *   shim_tx DIR threads       8 threads each write, fsync, reread and dup their own file, and
  *                             run transactions on it, at the same time; prints "threads ok"
  */
@@ -156,6 +157,29 @@ int main(int argc, char **argv)
         if (close(fd) != 0) DIE("close");
         EXPECT(read(fd, set, 1), EBADF);
         puts("errors ok");
+        return 0;
+    }
+    if (strcmp(mode, "stdio") == 0) {
+        char path[4096], line[64];
+        snprintf(path, sizeof path, "%s/stdio.txt", dir);
+        FILE *f = fopen(path, "w");
+        if (!f || fprintf(f, "line one\nline %d\n", 2) < 0 || fclose(f) != 0)
+            DIE("fopen w");
+        f = fopen(path, "a+");
+        if (!f || fputs("line three\n", f) < 0 || fseek(f, 0, SEEK_SET) != 0)
+            DIE("fopen a+");
+        if (!fgets(line, sizeof line, f) || strcmp(line, "line one\n") != 0)
+            DIE("fgets");
+        if (fclose(f) != 0)
+            DIE("fclose");
+        int fd = open(path, O_RDONLY);
+        f = fd < 0 ? NULL : fdopen(fd, "r");
+        int lines = 0;
+        while (f && fgets(line, sizeof line, f))
+            lines++;
+        if (!f || lines != 3 || fclose(f) != 0)
+            DIE("fdopen");
+        puts("stdio ok");
         return 0;
     }
     if (strcmp(mode, "threads") == 0) {
