@@ -70,6 +70,26 @@ pub(crate) fn classify(dirfd: c_int, path: *const c_char) -> Option<Vec<u8>> {
     rest.starts_with(b"/").then(|| rest.to_vec())
 }
 
+/// For a path spelled under the prefix that leaves it lexically ("/atomfs/../etc"): the
+/// normalised path to give the real libc instead (the kernel has no /atomfs to walk through).
+pub(crate) fn outside(path: *const c_char) -> Option<std::ffi::CString> {
+    if busy() {
+        return None;
+    }
+    // SAFETY: NULL or a C string from the intercepted call's caller.
+    let raw = unsafe { bytes(path) }?;
+    let prefix = &config().prefix;
+    if !raw.starts_with(prefix) || raw.get(prefix.len()).is_some_and(|&b| b != b'/') {
+        return None;
+    }
+    std::ffi::CString::new(normalize(raw)).ok()
+}
+
+/// `path`, or its replacement from [`outside`].
+fn real_path(path: *const c_char, fixed: &Option<std::ffi::CString>) -> *const c_char {
+    fixed.as_ref().map_or(path, |c| c.as_ptr())
+}
+
 /// Reserve a kernel descriptor for a shim file: an empty memfd sealed against writes.
 pub(crate) fn reserve_fd(cloexec: bool) -> PResult<c_int> {
     let flags = libc::MFD_ALLOW_SEALING | if cloexec { libc::MFD_CLOEXEC } else { 0 };
@@ -109,7 +129,10 @@ type OpenatFn = unsafe extern "C" fn(c_int, *const c_char, c_int, ...) -> c_int;
 pub unsafe extern "C" fn open(path: *const c_char, flags: c_int, mode: c_uint) -> c_int {
     match classify(libc::AT_FDCWD, path) {
         Some(p) => ret(open_ours(&p, flags, mode)),
-        None => call_real!(open: OpenFn, path, flags, mode),
+        None => {
+            let fixed = outside(path);
+            call_real!(open: OpenFn, real_path(path, &fixed), flags, mode)
+        }
     }
 }
 
@@ -117,7 +140,10 @@ pub unsafe extern "C" fn open(path: *const c_char, flags: c_int, mode: c_uint) -
 pub unsafe extern "C" fn open64(path: *const c_char, flags: c_int, mode: c_uint) -> c_int {
     match classify(libc::AT_FDCWD, path) {
         Some(p) => ret(open_ours(&p, flags, mode)),
-        None => call_real!(open64: OpenFn, path, flags, mode),
+        None => {
+            let fixed = outside(path);
+            call_real!(open64: OpenFn, real_path(path, &fixed), flags, mode)
+        }
     }
 }
 
@@ -142,7 +168,10 @@ pub unsafe extern "C" fn openat(
 ) -> c_int {
     match classify(dirfd, path) {
         Some(p) => ret(open_ours(&p, flags, mode)),
-        None => call_real!(openat: OpenatFn, dirfd, path, flags, mode),
+        None => {
+            let fixed = outside(path);
+            call_real!(openat: OpenatFn, dirfd, real_path(path, &fixed), flags, mode)
+        }
     }
 }
 
@@ -155,7 +184,10 @@ pub unsafe extern "C" fn openat64(
 ) -> c_int {
     match classify(dirfd, path) {
         Some(p) => ret(open_ours(&p, flags, mode)),
-        None => call_real!(openat64: OpenatFn, dirfd, path, flags, mode),
+        None => {
+            let fixed = outside(path);
+            call_real!(openat64: OpenatFn, dirfd, real_path(path, &fixed), flags, mode)
+        }
     }
 }
 
@@ -218,7 +250,10 @@ macro_rules! stat_fn {
         pub unsafe extern "C" fn $name(path: *const c_char, buf: *mut libc::stat) -> c_int {
             match classify(libc::AT_FDCWD, path) {
                 Some(p) => ret(stat_ours(&p, buf)),
-                None => call_real!($name: StatFn, path, buf),
+                None => {
+                    let fixed = outside(path);
+                    call_real!($name: StatFn, real_path(path, &fixed), buf)
+                }
             }
         }
     };
@@ -234,7 +269,10 @@ macro_rules! xstat_fn {
         pub unsafe extern "C" fn $name(ver: c_int, path: *const c_char, buf: *mut libc::stat) -> c_int {
             match classify(libc::AT_FDCWD, path) {
                 Some(p) => ret(stat_ours(&p, buf)),
-                None => call_real!($name: XstatFn, ver, path, buf),
+                None => {
+                    let fixed = outside(path);
+                    call_real!($name: XstatFn, ver, real_path(path, &fixed), buf)
+                }
             }
         }
     };
@@ -266,7 +304,10 @@ macro_rules! fstatat_fn {
         pub unsafe extern "C" fn $name(dirfd: c_int, path: *const c_char, buf: *mut libc::stat, flags: c_int) -> c_int {
             match fstatat_ours(dirfd, path, buf, flags) {
                 Some(r) => r,
-                None => call_real!($name: FstatatFn, dirfd, path, buf, flags),
+                None => {
+                    let fixed = outside(path);
+                    call_real!($name: FstatatFn, dirfd, real_path(path, &fixed), buf, flags)
+                }
             }
         }
     };
@@ -339,7 +380,8 @@ pub unsafe extern "C" fn statx(
     } else if let Some(p) = classify(dirfd, path) {
         return ret(ours(|| px::stat(&*pool()?, &p)).and_then(|m| fill_statx(&m, buf)));
     }
-    call_real!(statx: StatxFn, dirfd, path, flags, mask, buf)
+    let fixed = outside(path);
+    call_real!(statx: StatxFn, dirfd, real_path(path, &fixed), flags, mask, buf)
 }
 
 // ----- access, namespace -----
@@ -351,7 +393,10 @@ type FaccessatFn = unsafe extern "C" fn(c_int, *const c_char, c_int, c_int) -> c
 pub unsafe extern "C" fn access(path: *const c_char, mode: c_int) -> c_int {
     match classify(libc::AT_FDCWD, path) {
         Some(p) => ret(ours(|| px::access(&*pool()?, &p, mode)).map(|_| 0)),
-        None => call_real!(access: AccessFn, path, mode),
+        None => {
+            let fixed = outside(path);
+            call_real!(access: AccessFn, real_path(path, &fixed), mode)
+        }
     }
 }
 
@@ -670,7 +715,10 @@ pub unsafe extern "C" fn getxattr(
 ) -> isize {
     match classify(libc::AT_FDCWD, path) {
         Some(p) => no_xattr(&p),
-        None => call_real!(getxattr: GetxattrFn, path, name, value, size),
+        None => {
+            let fixed = outside(path);
+            call_real!(getxattr: GetxattrFn, real_path(path, &fixed), name, value, size)
+        }
     }
 }
 
@@ -683,7 +731,10 @@ pub unsafe extern "C" fn lgetxattr(
 ) -> isize {
     match classify(libc::AT_FDCWD, path) {
         Some(p) => no_xattr(&p),
-        None => call_real!(lgetxattr: GetxattrFn, path, name, value, size),
+        None => {
+            let fixed = outside(path);
+            call_real!(lgetxattr: GetxattrFn, real_path(path, &fixed), name, value, size)
+        }
     }
 }
 
@@ -691,7 +742,10 @@ pub unsafe extern "C" fn lgetxattr(
 pub unsafe extern "C" fn listxattr(path: *const c_char, list: *mut c_char, size: usize) -> isize {
     match classify(libc::AT_FDCWD, path) {
         Some(p) => no_xattr_list(&p),
-        None => call_real!(listxattr: ListxattrFn, path, list, size),
+        None => {
+            let fixed = outside(path);
+            call_real!(listxattr: ListxattrFn, real_path(path, &fixed), list, size)
+        }
     }
 }
 
@@ -699,7 +753,10 @@ pub unsafe extern "C" fn listxattr(path: *const c_char, list: *mut c_char, size:
 pub unsafe extern "C" fn llistxattr(path: *const c_char, list: *mut c_char, size: usize) -> isize {
     match classify(libc::AT_FDCWD, path) {
         Some(p) => no_xattr_list(&p),
-        None => call_real!(llistxattr: ListxattrFn, path, list, size),
+        None => {
+            let fixed = outside(path);
+            call_real!(llistxattr: ListxattrFn, real_path(path, &fixed), list, size)
+        }
     }
 }
 

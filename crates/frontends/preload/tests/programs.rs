@@ -340,3 +340,25 @@ fn unusable_pool_fails_only_under_the_prefix_with_one_message() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn paths_leaving_the_prefix_go_to_the_real_file_system() {
+    if !have("ls") {
+        return;
+    }
+    let dir = scratch("dotdot");
+    let real = dir.join("real.txt");
+    std::fs::write(&real, b"real file\n").unwrap();
+    // "/atomfs/../<dir>/real.txt" is the real file: the shim hands libc the normalised path.
+    let through = format!("/atomfs/..{}", real.display());
+    assert_eq!(cat(&dir, &through), "real file\n");
+    // `ls -la /atomfs` stats "/atomfs/.." (the real /) without an error.
+    let out = under_shim(&dir, "ls", &["-la", "/atomfs"], None);
+    ok(&out, "ls -la");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
