@@ -173,19 +173,24 @@ fn open_store(path: &Path) -> Result<Arc<dyn Store>, Error> {
     if n == head.len() && &head == memstore::MAGIC {
         return Ok(Arc::new(MemStore::open(path)?));
     }
+    // The pool engine's superblock starts with its magic (crates/engines/pool layout.rs).
+    if n >= 8 && &head[..8] == b"ATOMFSPL" {
+        return pool::open(path, &pool::PoolConfig::default());
+    }
     Err(Error::BadMagic(format!(
         "{}: not an atomfs pool this build can open",
         path.display()
     )))
 }
 
-/// Create a pool file. The `pool` engine (FCFS) is not in this build yet: the reference
-/// memstore is created (`ATOMFS_ENGINE=mem` or unset).
-fn create_store(path: &Path, _size: u64) -> Result<Arc<dyn Store>, Error> {
+/// Create a pool file: the `pool` engine (FCFS), or the reference memstore when
+/// `ATOMFS_ENGINE=mem`.
+fn create_store(path: &Path, size: u64) -> Result<Arc<dyn Store>, Error> {
     match std::env::var("ATOMFS_ENGINE").as_deref() {
-        Ok("mem") | Err(_) => Ok(Arc::new(MemStore::create(path)?)),
-        Ok(other) => Err(Error::Unsupported(format!(
-            "ATOMFS_ENGINE={other}: this build has the mem engine only"
+        Ok("mem") => Ok(Arc::new(MemStore::create(path)?)),
+        Ok("pool") | Err(_) => pool::create(path, size, &pool::PoolConfig::default()),
+        Ok(other) => Err(Error::InvalidArgument(format!(
+            "ATOMFS_ENGINE={other}: known engines are pool and mem"
         ))),
     }
 }
