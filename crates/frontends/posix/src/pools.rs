@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use store::{Error, Store};
@@ -21,7 +21,7 @@ pub struct Pool {
     pub path: PathBuf,
     pub store: Arc<dyn Store>,
     /// `<pool>.lock`, flock'ed exclusively while the pool is open: one process at a time.
-    _lock: std::fs::File,
+    lock: PoolLock,
 }
 
 impl Drop for Pool {
@@ -110,7 +110,7 @@ pub fn open_pool(
 /// Take the pool's lock file (`<pool>.lock` beside it) exclusively, without waiting:
 /// `Busy` when another process has the pool open. The engines map the pool file and keep
 /// their indexes in DRAM, so two processes must never open one pool at once.
-fn lock_pool(path: &Path) -> Result<std::fs::File, Error> {
+fn lock_pool(path: &Path) -> Result<PoolLock, Error> {
     use std::os::unix::io::AsRawFd;
     let name = path
         .file_name()
@@ -142,7 +142,83 @@ fn lock_pool(path: &Path) -> Result<std::fs::File, Error> {
         }
         return Err(io_error(&lock_path, "flock", e));
     }
-    Ok(file)
+    // Keep the lock's descriptor out of the way of the application's own numbers (shells
+    // dup2 onto low descriptors); the flock stays with the duplicate.
+    let fd = std::os::unix::io::IntoRawFd::into_raw_fd(file);
+    let lock = PoolLock {
+        fd: AtomicI32::new(fd),
+    };
+    lock.relocate_from(fd);
+    Ok(lock)
+}
+
+/// The descriptor holding a pool's flock. Its number can be moved ([`relocate_internal_fd`])
+/// when the application wants that number (dup2 onto it, close of it).
+struct PoolLock {
+    fd: AtomicI32,
+}
+
+impl PoolLock {
+    /// Move the descriptor to a number at or above [`internal_fd_floor`] other than `avoid`.
+    fn relocate_from(&self, avoid: i32) -> bool {
+        let fd = self.fd.load(Ordering::Relaxed);
+        // SAFETY: duplicating a descriptor this lock owns; F_DUPFD_CLOEXEC picks a free number.
+        let mut new = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, internal_fd_floor()) };
+        if new == avoid && new >= 0 {
+            // SAFETY: as above, from one past the number to avoid.
+            let again = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, avoid + 1) };
+            // SAFETY: closing the duplicate just made.
+            unsafe { libc::close(new) };
+            new = again;
+        }
+        if new < 0 {
+            return false;
+        }
+        self.fd.store(new, Ordering::Relaxed);
+        // SAFETY: the old number is this lock's; the flock lives on in `new`.
+        unsafe { libc::close(fd) };
+        true
+    }
+}
+
+impl Drop for PoolLock {
+    fn drop(&mut self) {
+        // SAFETY: the descriptor is owned by this lock.
+        unsafe { libc::close(self.fd.load(Ordering::Relaxed)) };
+    }
+}
+
+/// Lowest descriptor number for the layer's own descriptors: 64 below the soft
+/// RLIMIT_NOFILE, capped at 4096 (shells use 10 and up, 255; few programs go that high).
+fn internal_fd_floor() -> i32 {
+    // SAFETY: getrlimit with a valid out pointer.
+    let mut limit = libc::rlimit {
+        rlim_cur: 1024,
+        rlim_max: 1024,
+    };
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+    let soft = i64::try_from(limit.rlim_cur).unwrap_or(i64::MAX);
+    soft.saturating_sub(64).clamp(16, 4096) as i32
+}
+
+/// Whether `fd` is a descriptor this layer holds for itself (a pool lock).
+pub fn is_internal_fd(fd: i32) -> bool {
+    with_locks(|lock| lock.fd.load(Ordering::Relaxed) == fd)
+}
+
+/// Move this layer's descriptor numbered `fd` elsewhere, so the application can use the
+/// number (the LD_PRELOAD shim calls this before a dup2 onto it or a close of it).
+/// Returns whether `fd` was one of ours.
+pub fn relocate_internal_fd(fd: i32) -> bool {
+    with_locks(|lock| lock.fd.load(Ordering::Relaxed) == fd && lock.relocate_from(fd))
+}
+
+fn with_locks(mut f: impl FnMut(&PoolLock) -> bool) -> bool {
+    let registry = registry().lock().unwrap_or_else(|p| p.into_inner());
+    registry
+        .values()
+        .filter_map(Weak::upgrade)
+        .any(|pool| f(&pool.lock))
 }
 
 fn register(
@@ -150,13 +226,13 @@ fn register(
     spelled: &Path,
     canonical: PathBuf,
     store: Arc<dyn Store>,
-    lock: std::fs::File,
+    lock: PoolLock,
 ) -> Arc<Pool> {
     let pool = Arc::new(Pool {
         id: NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed),
         path: canonical.clone(),
         store,
-        _lock: lock,
+        lock,
     });
     registry.insert(canonical, Arc::downgrade(&pool));
     registry.insert(spelled.to_path_buf(), Arc::downgrade(&pool));

@@ -307,10 +307,20 @@ pub(crate) fn forget(fd: c_int) {
     })
 }
 
+/// Move the shim's own descriptor numbered `fd` (a pool lock) out of the application's way;
+/// whether there was one.
+fn free_number(fd: c_int) -> bool {
+    !crate::busy() && fd >= 0 && ours(|| px::relocate_internal_fd(fd))
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     if shim_file(fd).is_some() {
         forget(fd);
+    } else if free_number(fd) {
+        // The number held the shim's pool lock (the application never opened it): moved
+        // away, so the number is free now, as the application expects after close.
+        return 0;
     }
     call_real!(close: FdFn, fd)
 }
@@ -343,6 +353,9 @@ pub unsafe extern "C" fn dup(fd: c_int) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
     let (file, target) = (shim_file(old), shim_file(new));
+    if old != new {
+        free_number(new);
+    }
     let r: c_int = call_real!(dup2: Dup2Fn, old, new);
     if r >= 0 && old != new && (file.is_some() || target.is_some()) {
         after_dup(file, new);
@@ -353,6 +366,9 @@ pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
     let (file, target) = (shim_file(old), shim_file(new));
+    if old != new {
+        free_number(new);
+    }
     let r: c_int = call_real!(dup3: Dup3Fn, old, new, flags);
     if r >= 0 && (file.is_some() || target.is_some()) {
         after_dup(file, new);

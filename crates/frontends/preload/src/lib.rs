@@ -70,8 +70,9 @@ fn config() -> &'static Config {
                 Some(hex) => u64::from_str_radix(hex, 16).ok(),
                 None => s.parse().ok(),
             };
+            // "1", "yes", "0": anything below 1 MiB means "create it, default size".
             parsed
-                .filter(|&n| n > 0)
+                .filter(|&n| n >= CREATE_SIZE_MIN)
                 .unwrap_or(atomfs_posix::CREATE_SIZE_DEFAULT)
         });
         Config {

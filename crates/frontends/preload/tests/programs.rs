@@ -362,3 +362,43 @@ fn paths_leaving_the_prefix_go_to_the_real_file_system() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_pool_open_in_another_process_is_busy_not_shared() {
+    if !have("sleep") {
+        return;
+    }
+    let dir = scratch("busy");
+    ok(
+        &under_shim(&dir, "sh", &["-c", "printf x > /atomfs/a"], None),
+        "create",
+    );
+    // The holder: a shell that opened the pool (its redirect) and stays alive a while (the
+    // trailing `true` keeps the shell from exec-ing `sleep`, which would close the lock).
+    let mut holder = Command::new("sh")
+        .args(["-c", "exec 3</atomfs/a; echo held; sleep 2; true"])
+        .env("LD_PRELOAD", shim())
+        .env("ATOMFS_POOL", dir.join("pool"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line, "held\n");
+    let out = under_shim(&dir, "cat", &["/atomfs/a"], None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "a second process opened a pool in use"
+    );
+    assert!(stderr.contains("open in another process"), "{stderr}");
+    assert!(stderr.contains("Device or resource busy"), "{stderr}");
+    holder.wait().unwrap();
+    // Once the holder is gone the pool opens again.
+    assert_eq!(cat(&dir, "/atomfs/a"), "x");
+    std::fs::remove_dir_all(&dir).ok();
+}
