@@ -15,7 +15,6 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
-pub mod memstore;
 mod ops;
 mod pools;
 mod tx;

@@ -8,8 +8,6 @@ use std::sync::{Arc, Mutex, Weak};
 
 use store::{Error, Store};
 
-use crate::memstore::{self, MemStore};
-
 /// Size of a pool created by the shim when `ATOMFS_CREATE_SIZE` is set but not a number.
 pub const CREATE_SIZE_DEFAULT: u64 = 256 << 20;
 
@@ -246,9 +244,6 @@ fn open_store(path: &Path) -> Result<Arc<dyn Store>, Error> {
     let n = file
         .read(&mut head)
         .map_err(|e| io_error(path, "read", e))?;
-    if n == head.len() && &head == memstore::MAGIC {
-        return Ok(Arc::new(MemStore::open(path)?));
-    }
     // The pool engine's superblock starts with its magic (crates/engines/pool layout.rs).
     if n >= 8 && &head[..8] == b"ATOMFSPL" {
         return pool::open(path, &pool::PoolConfig::default());
@@ -259,14 +254,13 @@ fn open_store(path: &Path) -> Result<Arc<dyn Store>, Error> {
     )))
 }
 
-/// Create a pool file: the `pool` engine (FCFS), or the reference memstore when
-/// `ATOMFS_ENGINE=mem`.
+/// Create a pool file with the engine `ATOMFS_ENGINE` names (default and only one so far:
+/// `pool`, FCFS).
 fn create_store(path: &Path, size: u64) -> Result<Arc<dyn Store>, Error> {
     match std::env::var("ATOMFS_ENGINE").as_deref() {
-        Ok("mem") => Ok(Arc::new(MemStore::create(path)?)),
         Ok("pool") | Err(_) => pool::create(path, size, &pool::PoolConfig::default()),
         Ok(other) => Err(Error::InvalidArgument(format!(
-            "ATOMFS_ENGINE={other}: known engines are pool and mem"
+            "ATOMFS_ENGINE={other}: the known engine is pool"
         ))),
     }
 }
