@@ -206,15 +206,25 @@ pub fn umount(dir: &Path) -> CmdResult {
     let pid: Option<i32> = std::fs::read_to_string(pid_file(dir))
         .ok()
         .and_then(|s| s.trim().parse().ok());
-    let out = Command::new("fusermount3")
-        .arg("-u")
-        .arg(dir)
-        .output()
-        .map_err(|e| {
-            Failure::new(format!(
-                "cannot run fusermount3 (install the fuse3 package): {e}"
-            ))
-        })?;
+    // A busy mount is often busy for a moment only (a process that forked while holding one
+    // of its files keeps it until it execs): retry for two seconds before giving up.
+    let started = Instant::now();
+    let out = loop {
+        let out = Command::new("fusermount3")
+            .arg("-u")
+            .arg(dir)
+            .output()
+            .map_err(|e| {
+                Failure::new(format!(
+                    "cannot run fusermount3 (install the fuse3 package): {e}"
+                ))
+            })?;
+        let busy = String::from_utf8_lossy(&out.stderr).contains("busy");
+        if out.status.success() || !busy || started.elapsed() > Duration::from_secs(2) {
+            break out;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     if !out.status.success() {
         let msg = String::from_utf8_lossy(&out.stderr).trim().to_string();
         let hint = if msg.contains("busy") {

@@ -100,6 +100,7 @@ impl MountOptions {
 pub struct Mount {
     session: fuser::BackgroundSession,
     store: Arc<dyn Store>,
+    mountpoint: std::path::PathBuf,
 }
 
 impl std::fmt::Debug for Mount {
@@ -126,7 +127,11 @@ pub fn spawn_mount(
         .map_err(|e| mount_error(mountpoint, e))?;
     let _ = notifier_slot.set(session.notifier());
     let session = session.spawn()?;
-    Ok(Mount { session, store })
+    Ok(Mount {
+        session,
+        store,
+        mountpoint: mountpoint.to_path_buf(),
+    })
 }
 
 impl Mount {
@@ -139,16 +144,44 @@ impl Mount {
     /// Unmount (when still mounted), wait for the serving threads, then checkpoint and close
     /// the store.
     pub fn unmount(self) -> io::Result<()> {
-        let served = if self.session.guard.is_finished() {
-            self.session.join()
-        } else {
-            self.session.umount_and_join()
-        };
+        if !self.session.guard.is_finished() {
+            unmount_retrying(&self.mountpoint)?;
+        }
+        // The kernel ended the session: the serving threads stop (fuser's own unmount at drop
+        // then finds nothing mounted, which it ignores).
+        let served = self.session.join();
         let closed = self
             .store
             .unmount()
             .map_err(|e| io::Error::other(format!("closing the store: {e}")));
         served.and(closed)
+    }
+}
+
+/// How long [`Mount::unmount`] retries while the mount point is busy.
+const UNMOUNT_BUSY_RETRY: Duration = Duration::from_secs(5);
+
+/// `fusermount3 -u`, retried while the mount is busy: a busy mount is often transient (a
+/// process that forked while holding a file of the mount keeps it until it execs or exits).
+fn unmount_retrying(mountpoint: &Path) -> io::Result<()> {
+    let started = std::time::Instant::now();
+    loop {
+        let out = std::process::Command::new("fusermount3")
+            .arg("-u")
+            .arg("-q")
+            .arg(mountpoint)
+            .output()?;
+        if out.status.success() {
+            return Ok(());
+        }
+        let msg = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        if !msg.contains("busy") || started.elapsed() >= UNMOUNT_BUSY_RETRY {
+            return Err(io::Error::other(format!(
+                "unmounting {}: {msg}",
+                mountpoint.display()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
