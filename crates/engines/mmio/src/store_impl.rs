@@ -1,0 +1,862 @@
+//! [`MmioStore`]: the Store API over host files, open-file handles, transactions,
+//! O_ATOMIC, and the store's life cycle (format, open with recovery, unmount).
+
+use crate::engine::{checkpoint_loop, Shared};
+use crate::file::MmioFile;
+use crate::layout::{self, Superblock, TxFile};
+use crate::media::{rel_path, FileMedia, HostMedia, MediaStat};
+pub use crate::recovery::RecoveryReport;
+use crate::{io_err, MmioConfig, MmioError};
+use parking_lot::Mutex;
+use pmem::{MappedRegion, Region};
+use std::any::Any;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use store::{
+    DirEntry, Error, FileKind, Fh, FsckReport, Ino, Metadata, OpenFlags, Result, SetAttr, StatFs, Store,
+    TxId, ROOT_INO,
+};
+
+/// The engine over a real directory and a mapped log pool file.
+pub type HostMmioStore = MmioStore<MappedRegion, HostMedia>;
+
+struct Handle<R: Region, M: FileMedia> {
+    file: Arc<MmioFile<R, M>>,
+    flags: OpenFlags,
+}
+
+#[derive(Default)]
+struct FileUse {
+    handles: usize,
+    atomic_handles: usize,
+    tx: Option<u64>,
+}
+
+struct Tables<R: Region, M: FileMedia> {
+    /// Known inodes: ino -> (parent, name).
+    names: HashMap<Ino, (Ino, Vec<u8>)>,
+    open: HashMap<Ino, (Arc<MmioFile<R, M>>, FileUse)>,
+    handles: HashMap<u64, Handle<R, M>>,
+    txs: HashMap<u64, Vec<Ino>>,
+}
+
+/// The mmio engine (see the crate documentation).
+pub struct MmioStore<R: Region, M: FileMedia> {
+    shared: Arc<Shared<R, M>>,
+    tables: Mutex<Tables<R, M>>,
+    next_fh: AtomicU64,
+    next_tx: AtomicU64,
+    closed: AtomicBool,
+    root_id: u64,
+    checkpointer: Mutex<Option<std::thread::JoinHandle<()>>>,
+    recovery: RecoveryReport,
+}
+
+fn new_store_id() -> u64 {
+    let t = store::now_ns();
+    let pid = std::process::id() as u64;
+    let local = &t as *const u64 as u64;
+    let mut x = t ^ (pid << 32) ^ local.rotate_left(17) ^ 0x9E37_79B9_7F4A_7C15;
+    // splitmix64 finaliser
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (x ^ (x >> 31)) | 1
+}
+
+impl HostMmioStore {
+    /// Format a new store: `dir` (an existing directory) holds the files, `log_pool` (a new
+    /// file, best on tmpfs/DAX) the logs.
+    pub fn create(dir: &Path, log_pool: &Path, config: &MmioConfig) -> Result<Self> {
+        let media = HostMedia::new(dir).map_err(|e| io_err(dir, "open", e))?;
+        let pool = MappedRegion::create(log_pool, config.log_pool_len).map_err(pm_err)?;
+        Self::create_on(pool, media, config)
+    }
+
+    /// Open an existing store, running recovery.
+    pub fn open(dir: &Path, log_pool: &Path, config: &MmioConfig) -> Result<Self> {
+        let media = HostMedia::new(dir).map_err(|e| io_err(dir, "open", e))?;
+        let pool = MappedRegion::open(log_pool).map_err(pm_err)?;
+        Self::open_on(pool, media, config)
+    }
+}
+
+fn pm_err(e: pmem::PmError) -> Error {
+    match e {
+        pmem::PmError::Io { path, op, source } => Error::Io { path: path.display().to_string(), op, source },
+        pmem::PmError::Invalid { path, reason } => Error::InvalidArgument(format!("{}: {reason}", path.display())),
+    }
+}
+
+impl<R: Region, M: FileMedia> MmioStore<R, M> {
+    /// Format a store over any log pool region and file media.
+    pub fn create_on(pool: R, media: M, config: &MmioConfig) -> Result<Self> {
+        check_config(config)?;
+        if media.marker().map_err(|e| io_err(media.describe().as_ref(), "read marker", e))?.is_some() {
+            return Err(Error::Exists(format!("{} already belongs to an mmio store", media.describe())));
+        }
+        let store_id = new_store_id();
+        let sb = Superblock::plan(
+            store_id,
+            pool.len(),
+            config.files_max,
+            config.index_entries_max,
+            config.tx_records_max,
+            config.log_entry_max,
+        )?;
+        pool.fill(layout::SUPERBLOCK_LEN, sb.index_off + sb.index_entries_max as u64 * 64 - layout::SUPERBLOCK_LEN, 0);
+        // persist: metadata, transaction records and index entries are all free ...
+        pool.persist(layout::SUPERBLOCK_LEN, sb.index_off + sb.index_entries_max as u64 * 64 - layout::SUPERBLOCK_LEN);
+        pool.write(0, &sb.encode());
+        // persist: ... before the superblock makes the pool valid.
+        pool.persist(0, 128);
+        media.set_marker(store_id).map_err(|e| io_err(media.describe().as_ref(), "write marker", e))?;
+        Self::open_on(pool, media, config)
+    }
+
+    /// Open a store over any log pool region and file media, running recovery.
+    pub fn open_on(pool: R, media: M, config: &MmioConfig) -> Result<Self> {
+        check_config(config)?;
+        if pool.len() < 128 {
+            return Err(MmioError::BadMagic.into());
+        }
+        let mut b = [0u8; 128];
+        pool.read(0, &mut b);
+        let sb = Superblock::decode(&b, pool.len())?;
+        let marker = media.marker().map_err(|e| io_err(media.describe().as_ref(), "read marker", e))?;
+        if marker != Some(sb.store_id) {
+            return Err(Error::CrossStore(format!(
+                "the log pool (store {:#x}) does not belong to {} (store {})",
+                sb.store_id,
+                media.describe(),
+                marker.map(|m| format!("{m:#x}")).unwrap_or_else(|| "none".into())
+            )));
+        }
+        let recovery = crate::recovery::recover(&pool, &sb, &media)?;
+        let root_id = media.stat(Path::new("")).map_err(|e| io_err(media.describe().as_ref(), "stat", e))?.id;
+        let shared = Arc::new(Shared::new(pool, sb, media, config.clone()));
+        let checkpointer = config.checkpoint_period.map(|_| {
+            let weak = Arc::downgrade(&shared);
+            std::thread::spawn(move || checkpoint_loop(weak))
+        });
+        let mut names = HashMap::new();
+        names.insert(ROOT_INO, (ROOT_INO, Vec::new()));
+        Ok(MmioStore {
+            shared,
+            tables: Mutex::new(Tables { names, open: HashMap::new(), handles: HashMap::new(), txs: HashMap::new() }),
+            next_fh: AtomicU64::new(1),
+            next_tx: AtomicU64::new(1),
+            closed: AtomicBool::new(false),
+            root_id,
+            checkpointer: Mutex::new(checkpointer),
+            recovery,
+        })
+    }
+
+    /// What recovery did when this store was opened.
+    pub fn recovery_report(&self) -> &RecoveryReport {
+        &self.recovery
+    }
+
+    /// The log pool region (for tools and tests).
+    pub fn log_pool(&self) -> &R {
+        &self.shared.pool
+    }
+
+    /// The host file media.
+    pub fn media(&self) -> &M {
+        &self.shared.media
+    }
+
+    /// Checkpoint every committed log entry of every open file now.
+    pub fn checkpoint_all(&self) -> Result<usize> {
+        let files: Vec<_> = self.tables.lock().open.values().map(|(f, _)| f.clone()).collect();
+        let mut n = 0;
+        for f in files {
+            n += f.checkpoint_committed(&self.shared, true)?;
+        }
+        Ok(n)
+    }
+
+    /// The logging policy an open file uses in its current epoch.
+    pub fn file_policy(&self, fh: Fh) -> Result<layout::Policy> {
+        let f = self.handle_file(fh)?;
+        Ok(if f.redo.load(Ordering::Acquire) { layout::Policy::Redo } else { layout::Policy::Undo })
+    }
+
+    /// Live log entries of an open file (committed or not).
+    pub fn live_entries(&self, fh: Fh) -> Result<usize> {
+        Ok(self.handle_file(fh)?.live.lock().len())
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    fn ino_of(&self, id: u64) -> Ino {
+        if id == self.root_id {
+            ROOT_INO
+        } else if id == ROOT_INO {
+            self.root_id
+        } else {
+            id
+        }
+    }
+
+    fn path_of(t: &Tables<R, M>, ino: Ino) -> Result<PathBuf> {
+        let mut parts = Vec::new();
+        let mut cur = ino;
+        let mut guard = 0;
+        while cur != ROOT_INO {
+            let (parent, name) = t.names.get(&cur).ok_or_else(|| Error::NotFound(format!("inode {ino}")))?;
+            parts.push(name.clone());
+            cur = *parent;
+            guard += 1;
+            if guard > 4096 {
+                return Err(Error::corrupt("namespace loop", ino));
+            }
+        }
+        parts.reverse();
+        Ok(rel_path(&parts))
+    }
+
+    fn child_path(t: &Tables<R, M>, parent: Ino, name: &[u8]) -> Result<PathBuf> {
+        store::path::check_name(name)?;
+        if name == b"." || name == b".." || (parent == ROOT_INO && name == crate::media::MARKER_NAME.as_bytes()) {
+            return Err(Error::InvalidArgument(format!("reserved name {:?}", String::from_utf8_lossy(name))));
+        }
+        use std::os::unix::ffi::OsStrExt;
+        Ok(Self::path_of(t, parent)?.join(std::ffi::OsStr::from_bytes(name)))
+    }
+
+    fn meta_of(&self, t: &Tables<R, M>, st: &MediaStat) -> Metadata {
+        let ino = self.ino_of(st.id);
+        let size = t.open.get(&ino).map(|(f, _)| f.size()).unwrap_or(st.len);
+        Metadata {
+            ino,
+            kind: st.kind,
+            size,
+            perm: st.perm,
+            nlink: st.nlink,
+            uid: st.uid,
+            gid: st.gid,
+            allocated: size.div_ceil(4096) * 4096,
+            atime: st.atime,
+            mtime: st.mtime,
+            ctime: st.ctime,
+        }
+    }
+
+    fn stat_path(&self, path: &Path) -> Result<MediaStat> {
+        self.shared.media.stat(path).map_err(|e| io_err(path, "stat", e))
+    }
+
+    fn handle_file(&self, fh: Fh) -> Result<Arc<MmioFile<R, M>>> {
+        let t = self.tables.lock();
+        t.handles.get(&fh.0).map(|h| h.file.clone()).ok_or(Error::BadHandle(fh.0))
+    }
+
+    /// Writes of this file are deferred to a commit (transaction or O_ATOMIC).
+    fn deferred(t: &Tables<R, M>, ino: Ino) -> bool {
+        t.open.get(&ino).is_some_and(|(_, u)| u.tx.is_some() || u.atomic_handles > 0)
+    }
+
+    /// Close (checkpoint, free the slot) a file that is being unlinked or replaced.
+    fn detach_open(&self, t: &mut Tables<R, M>, ino: Ino) -> Result<()> {
+        if let Some((f, _)) = t.open.get(&ino) {
+            f.close(&self.shared)?;
+            let mut st = f.state.write();
+            st.path = None;
+        }
+        Ok(())
+    }
+
+    /// Close the file of `ino` if nothing uses it any more.
+    fn maybe_close(&self, t: &mut Tables<R, M>, ino: Ino) -> Result<()> {
+        let idle = t.open.get(&ino).is_some_and(|(_, u)| u.handles == 0 && u.tx.is_none());
+        if idle {
+            if let Some((f, _)) = t.open.remove(&ino) {
+                f.close(&self.shared)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Commit several files as one atomic unit (one transaction record, one 8-byte commit).
+    fn commit_files(&self, files: &[Arc<MmioFile<R, M>>]) -> Result<()> {
+        let mut files: Vec<_> = files.iter().filter(|f| f.needs_commit()).cloned().collect();
+        files.sort_by_key(|f| f.slot);
+        files.dedup_by_key(|f| f.slot);
+        if files.len() <= 1 {
+            return files.first().map_or(Ok(()), |f| f.commit(&self.shared));
+        }
+        let s = &*self.shared;
+        if files.len() > s.config.tx_files_max {
+            return Err(Error::TooMany { what: "files in one transaction", max: s.config.tx_files_max as u64 });
+        }
+        let mut guards: Vec<_> = files.iter().map(|f| f.state.write()).collect();
+        for (f, st) in files.iter().zip(&guards) {
+            f.prepare_commit(st)?;
+        }
+        let record = s.free_tx_records.lock().pop().ok_or(Error::TooMany {
+            what: "concurrent multi-file commits (tx_records_max)",
+            max: s.sb.tx_records_max as u64,
+        })?;
+        let list: Vec<TxFile> = files
+            .iter()
+            .map(|f| TxFile { slot: f.slot, target_epoch: f.epoch.load(Ordering::Acquire) + 1 })
+            .collect();
+        let at = s.sb.tx_at(record);
+        s.pool.write(at + 8, &layout::encode_tx_body(&list));
+        // persist: the record's file list is durable before its commit word.
+        s.pool.persist(at + 8, layout::TX_RECORD_LEN - 8);
+        s.pool.store_u64(at, layout::TX_COMMITTED);
+        // persist: COMMIT POINT of the transaction: recovery bumps every listed epoch.
+        s.pool.persist(at, 8);
+        for tf in &list {
+            let e = s.sb.file_meta_at(tf.slot) + layout::fm::EPOCH;
+            s.pool.store_u64(e, tf.target_epoch);
+            s.pool.flush(e, 8);
+        }
+        // persist: every file's epoch is bumped ...
+        s.pool.fence();
+        s.pool.store_u64(at, 0);
+        // persist: ... before the record is freed.
+        s.pool.persist(at, 8);
+        s.free_tx_records.lock().push(record);
+        s.counters.tx_commits.fetch_add(1, Ordering::Relaxed);
+        let mut first_err = None;
+        for ((f, st), tf) in files.iter().zip(guards.iter_mut()).zip(&list) {
+            if let Err(e) = f.finish_commit(s, st, tf.target_epoch) {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    fn files_of_handles(&self, fhs: &[Fh]) -> Result<Vec<Arc<MmioFile<R, M>>>> {
+        let t = self.tables.lock();
+        fhs.iter().map(|fh| t.handles.get(&fh.0).map(|h| h.file.clone()).ok_or(Error::BadHandle(fh.0))).collect()
+    }
+
+    /// Map a file for Libnvmmio-style access (see [`crate::NvMap`]).
+    pub fn nvmmap(&self, path: &[u8]) -> Result<crate::NvMap<'_, R, M>> {
+        let meta = store::resolve(self, path)?;
+        let fh = self.open(meta.ino, OpenFlags { read: true, write: true, append: false, atomic: true })?;
+        Ok(crate::NvMap::new(self, fh))
+    }
+}
+
+fn check_config(c: &MmioConfig) -> Result<()> {
+    let ok = c.log_entry_max.is_power_of_two()
+        && c.log_entry_max >= layout::BLOCK_SIZE
+        && c.log_entry_max <= 1 << 30
+        && c.files_max > 0
+        && c.index_entries_max > 0
+        && c.tx_records_max > 0
+        && c.tx_files_max >= 1
+        && c.tx_files_max <= layout::TX_FILES_MAX
+        && c.redo_write_percent_min <= 100;
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument(format!("bad mmio configuration {c:?}")))
+    }
+}
+
+impl<R: Region, M: FileMedia> Drop for MmioStore<R, M> {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+        self.shared.work_cv.notify_all();
+        if let Some(t) = self.checkpointer.lock().take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
+    fn engine_name(&self) -> String {
+        format!("mmio ({:?})", self.shared.config.policy_mode).to_lowercase()
+    }
+
+    fn lookup(&self, parent: Ino, name: &[u8]) -> Result<Metadata> {
+        self.check()?;
+        let mut t = self.tables.lock();
+        let path = Self::child_path(&t, parent, name)?;
+        let st = self.stat_path(&path)?;
+        let ino = self.ino_of(st.id);
+        t.names.insert(ino, (parent, name.to_vec()));
+        Ok(self.meta_of(&t, &st))
+    }
+
+    fn getattr(&self, ino: Ino) -> Result<Metadata> {
+        self.check()?;
+        let t = self.tables.lock();
+        let path = Self::path_of(&t, ino)?;
+        let st = self.stat_path(&path)?;
+        Ok(self.meta_of(&t, &st))
+    }
+
+    fn setattr(&self, ino: Ino, attr: &SetAttr, _tx: Option<TxId>) -> Result<Metadata> {
+        self.check()?;
+        let t = self.tables.lock();
+        let path = Self::path_of(&t, ino)?;
+        if attr.uid.is_some() || attr.gid.is_some() {
+            return Err(Error::Unsupported("chown on the mmio engine".into()));
+        }
+        if let Some(perm) = attr.perm {
+            self.shared.media.set_perm(&path, perm).map_err(|e| io_err(&path, "chmod", e))?;
+        }
+        if attr.atime.is_some() || attr.mtime.is_some() {
+            self.shared.media.set_times(&path, attr.atime, attr.mtime).map_err(|e| io_err(&path, "utimes", e))?;
+        }
+        let st = self.stat_path(&path)?;
+        Ok(self.meta_of(&t, &st))
+    }
+
+    fn create(&self, parent: Ino, name: &[u8], perm: u32, _tx: Option<TxId>) -> Result<Metadata> {
+        self.check()?;
+        let mut t = self.tables.lock();
+        let path = Self::child_path(&t, parent, name)?;
+        let st = self.shared.media.create(&path, perm).map_err(|e| io_err(&path, "create", e))?;
+        t.names.insert(self.ino_of(st.id), (parent, name.to_vec()));
+        Ok(self.meta_of(&t, &st))
+    }
+
+    fn mkdir(&self, parent: Ino, name: &[u8], perm: u32, _tx: Option<TxId>) -> Result<Metadata> {
+        self.check()?;
+        let mut t = self.tables.lock();
+        let path = Self::child_path(&t, parent, name)?;
+        let st = self.shared.media.mkdir(&path, perm).map_err(|e| io_err(&path, "mkdir", e))?;
+        t.names.insert(self.ino_of(st.id), (parent, name.to_vec()));
+        Ok(self.meta_of(&t, &st))
+    }
+
+    fn unlink(&self, parent: Ino, name: &[u8], _tx: Option<TxId>) -> Result<()> {
+        self.check()?;
+        let mut t = self.tables.lock();
+        let path = Self::child_path(&t, parent, name)?;
+        let st = self.stat_path(&path)?;
+        if st.kind == FileKind::Dir {
+            return Err(Error::IsDir(path.display().to_string()));
+        }
+        let ino = self.ino_of(st.id);
+        // The file's slot is freed before the host name goes, so that a reused inode number
+        // can never be mistaken for it at recovery.
+        self.detach_open(&mut t, ino)?;
+        self.shared.media.unlink(&path).map_err(|e| io_err(&path, "unlink", e))?;
+        t.names.remove(&ino);
+        Ok(())
+    }
+
+    fn rmdir(&self, parent: Ino, name: &[u8], _tx: Option<TxId>) -> Result<()> {
+        self.check()?;
+        let mut t = self.tables.lock();
+        let path = Self::child_path(&t, parent, name)?;
+        let st = self.stat_path(&path)?;
+        self.shared.media.rmdir(&path).map_err(|e| io_err(&path, "rmdir", e))?;
+        t.names.remove(&self.ino_of(st.id));
+        Ok(())
+    }
+
+    fn rename(&self, parent: Ino, name: &[u8], new_parent: Ino, new_name: &[u8], _tx: Option<TxId>) -> Result<()> {
+        self.check()?;
+        let mut t = self.tables.lock();
+        let from = Self::child_path(&t, parent, name)?;
+        let to = Self::child_path(&t, new_parent, new_name)?;
+        let moved = self.stat_path(&from)?;
+        if let Ok(target) = self.stat_path(&to) {
+            if target.id != moved.id && target.kind == FileKind::File && moved.kind == FileKind::File {
+                self.detach_open(&mut t, self.ino_of(target.id))?;
+            }
+        }
+        self.shared.media.rename(&from, &to).map_err(|e| io_err(&from, "rename", e))?;
+        let ino = self.ino_of(moved.id);
+        t.names.insert(ino, (new_parent, new_name.to_vec()));
+        // Open files below a renamed directory have new paths.
+        let open: Vec<(Ino, Arc<MmioFile<R, M>>)> = t.open.iter().map(|(i, (f, _))| (*i, f.clone())).collect();
+        for (i, f) in open {
+            if let Ok(p) = Self::path_of(&t, i) {
+                let mut st = f.state.write();
+                if st.path.is_some() {
+                    st.path = Some(p);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn link(&self, _ino: Ino, _new_parent: Ino, _new_name: &[u8], _tx: Option<TxId>) -> Result<Metadata> {
+        Err(Error::Unsupported("hard links on the mmio engine".into()))
+    }
+
+    fn read_dir(&self, ino: Ino) -> Result<Vec<DirEntry>> {
+        self.check()?;
+        let mut t = self.tables.lock();
+        let path = Self::path_of(&t, ino)?;
+        let list = self.shared.media.read_dir(&path).map_err(|e| io_err(&path, "readdir", e))?;
+        Ok(list
+            .into_iter()
+            .map(|(name, st)| {
+                let child = self.ino_of(st.id);
+                t.names.insert(child, (ino, name.clone()));
+                DirEntry { name, ino: child, kind: st.kind }
+            })
+            .collect())
+    }
+
+    fn open(&self, ino: Ino, flags: OpenFlags) -> Result<Fh> {
+        self.check()?;
+        let mut t = self.tables.lock();
+        let path = Self::path_of(&t, ino)?;
+        let file = match t.open.get(&ino) {
+            Some((f, _)) => f.clone(),
+            None => {
+                let st = self.stat_path(&path)?;
+                match st.kind {
+                    FileKind::Dir => return Err(Error::IsDir(path.display().to_string())),
+                    FileKind::Symlink => return Err(Error::Unsupported("symlinks".into())),
+                    FileKind::File => {}
+                }
+                let f = MmioFile::open(&self.shared, ino, path, st.id, st.len)?;
+                t.open.insert(ino, (f.clone(), FileUse::default()));
+                f
+            }
+        };
+        if let Some((_, u)) = t.open.get_mut(&ino) {
+            u.handles += 1;
+            if flags.atomic {
+                u.atomic_handles += 1;
+            }
+        }
+        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+        t.handles.insert(fh, Handle { file, flags });
+        Ok(Fh(fh))
+    }
+
+    fn release(&self, fh: Fh) -> Result<()> {
+        self.check()?;
+        let mut t = self.tables.lock();
+        let h = t.handles.remove(&fh.0).ok_or(Error::BadHandle(fh.0))?;
+        let ino = h.file.ino;
+        let mut drop_pending = false;
+        if let Some((_, u)) = t.open.get_mut(&ino) {
+            u.handles -= 1;
+            if h.flags.atomic {
+                u.atomic_handles -= 1;
+                drop_pending = u.atomic_handles == 0 && u.tx.is_none();
+            }
+        }
+        if drop_pending {
+            // Pending O_ATOMIC writes not yet fsynced are dropped, as a crash would.
+            h.file.abort(&self.shared)?;
+        }
+        self.maybe_close(&mut t, ino)
+    }
+
+    fn read(&self, fh: Fh, off: u64, buf: &mut [u8]) -> Result<usize> {
+        self.check()?;
+        let (file, flags) = {
+            let t = self.tables.lock();
+            let h = t.handles.get(&fh.0).ok_or(Error::BadHandle(fh.0))?;
+            (h.file.clone(), h.flags)
+        };
+        if !flags.read {
+            return Err(Error::BadMode(fh.0, "reading"));
+        }
+        file.read(&self.shared, off, buf)
+    }
+
+    fn write(&self, fh: Fh, off: u64, data: &[u8]) -> Result<usize> {
+        self.check()?;
+        let (file, flags, deferred) = {
+            let t = self.tables.lock();
+            let h = t.handles.get(&fh.0).ok_or(Error::BadHandle(fh.0))?;
+            (h.file.clone(), h.flags, Self::deferred(&t, h.file.ino))
+        };
+        if !flags.write {
+            return Err(Error::BadMode(fh.0, "writing"));
+        }
+        let off = if flags.append { file.size() } else { off };
+        file.write(&self.shared, off, data)?;
+        if !deferred {
+            // A call outside a transaction is its own transaction: durable when it returns.
+            if let Err(e) = file.commit(&self.shared) {
+                let _ = file.abort(&self.shared);
+                return Err(e);
+            }
+        }
+        Ok(data.len())
+    }
+
+    fn set_len(&self, fh: Fh, len: u64) -> Result<()> {
+        self.check()?;
+        let (file, flags, deferred) = {
+            let t = self.tables.lock();
+            let h = t.handles.get(&fh.0).ok_or(Error::BadHandle(fh.0))?;
+            (h.file.clone(), h.flags, Self::deferred(&t, h.file.ino))
+        };
+        if !flags.write {
+            return Err(Error::BadMode(fh.0, "writing"));
+        }
+        file.set_len(&self.shared, len)?;
+        if !deferred {
+            file.commit(&self.shared)?;
+        }
+        Ok(())
+    }
+
+    fn fsync(&self, fh: Fh, _datasync: bool) -> Result<()> {
+        self.check()?;
+        let (file, in_tx) = {
+            let t = self.tables.lock();
+            let h = t.handles.get(&fh.0).ok_or(Error::BadHandle(fh.0))?;
+            let in_tx = t.open.get(&h.file.ino).is_some_and(|(_, u)| u.tx.is_some());
+            (h.file.clone(), in_tx)
+        };
+        if in_tx {
+            return Ok(()); // the transaction's commit makes it durable
+        }
+        file.commit(&self.shared)
+    }
+
+    fn fstat(&self, fh: Fh) -> Result<Metadata> {
+        let ino = self.handle_file(fh)?.ino;
+        let t = self.tables.lock();
+        match Self::path_of(&t, ino).and_then(|p| self.stat_path(&p)) {
+            Ok(st) => Ok(self.meta_of(&t, &st)),
+            Err(_) => {
+                let f = self.handle_file(fh)?;
+                Ok(Metadata {
+                    ino,
+                    kind: FileKind::File,
+                    size: f.size(),
+                    perm: 0,
+                    nlink: 0,
+                    uid: 0,
+                    gid: 0,
+                    allocated: 0,
+                    atime: 0,
+                    mtime: 0,
+                    ctime: 0,
+                })
+            }
+        }
+    }
+
+    fn set_atomic(&self, fh: Fh, atomic: bool) -> Result<()> {
+        self.check()?;
+        let file = {
+            let mut t = self.tables.lock();
+            let h = t.handles.get_mut(&fh.0).ok_or(Error::BadHandle(fh.0))?;
+            if h.flags.atomic == atomic {
+                return Ok(());
+            }
+            h.flags.atomic = atomic;
+            let file = h.file.clone();
+            if let Some((_, u)) = t.open.get_mut(&file.ino) {
+                if atomic {
+                    u.atomic_handles += 1;
+                } else {
+                    u.atomic_handles -= 1;
+                }
+            }
+            file
+        };
+        if !atomic {
+            file.commit(&self.shared)?;
+        }
+        Ok(())
+    }
+
+    fn syncv(&self, fhs: &[Fh]) -> Result<()> {
+        self.check()?;
+        let files = self.files_of_handles(fhs)?;
+        self.commit_files(&files)
+    }
+
+    fn abortv(&self, fhs: &[Fh]) -> Result<()> {
+        self.check()?;
+        for f in self.files_of_handles(fhs)? {
+            f.abort(&self.shared)?;
+        }
+        Ok(())
+    }
+
+    fn tx_begin(&self, files: &[Fh]) -> Result<TxId> {
+        self.check()?;
+        let id = {
+            let t = self.tables.lock();
+            if t.txs.len() >= self.shared.config.transactions_max {
+                return Err(Error::TooMany { what: "open transactions", max: self.shared.config.transactions_max as u64 });
+            }
+            self.next_tx.fetch_add(1, Ordering::Relaxed)
+        };
+        self.tables.lock().txs.insert(id, Vec::new());
+        for &fh in files {
+            if let Err(e) = self.tx_add(TxId(id), fh) {
+                let _ = self.tx_abort(TxId(id));
+                return Err(e);
+            }
+        }
+        Ok(TxId(id))
+    }
+
+    fn tx_add(&self, tx: TxId, fh: Fh) -> Result<()> {
+        self.check()?;
+        let mut t = self.tables.lock();
+        if !t.txs.contains_key(&tx.0) {
+            return Err(Error::NoSuchTransaction(tx.0));
+        }
+        let file = t.handles.get(&fh.0).ok_or(Error::BadHandle(fh.0))?.file.clone();
+        let len = t.txs.get(&tx.0).map_or(0, Vec::len);
+        let u = &mut t.open.get_mut(&file.ino).ok_or(Error::BadHandle(fh.0))?.1;
+        match u.tx {
+            Some(other) if other == tx.0 => return Ok(()),
+            Some(other) => return Err(Error::FileInTransaction(other)),
+            None => {}
+        }
+        if len >= self.shared.config.tx_files_max {
+            return Err(Error::TooMany { what: "files in one transaction", max: self.shared.config.tx_files_max as u64 });
+        }
+        u.tx = Some(tx.0);
+        // Writes made before the binding are not part of the transaction.
+        if file.needs_commit() && t.open.get(&file.ino).is_some_and(|(_, u)| u.atomic_handles == 0) {
+            file.commit(&self.shared)?;
+        }
+        if let Some(list) = t.txs.get_mut(&tx.0) {
+            list.push(file.ino);
+        }
+        Ok(())
+    }
+
+    fn tx_commit(&self, tx: TxId) -> Result<()> {
+        self.check()?;
+        let files: Vec<_> = {
+            let t = self.tables.lock();
+            let inos = t.txs.get(&tx.0).ok_or(Error::NoSuchTransaction(tx.0))?;
+            inos.iter().filter_map(|i| t.open.get(i).map(|(f, _)| f.clone())).collect()
+        };
+        let result = self.commit_files(&files);
+        if result.is_err() {
+            for f in &files {
+                let _ = f.abort(&self.shared);
+            }
+        }
+        self.end_tx(tx)?;
+        result
+    }
+
+    fn tx_abort(&self, tx: TxId) -> Result<()> {
+        self.check()?;
+        let files: Vec<_> = {
+            let t = self.tables.lock();
+            let inos = t.txs.get(&tx.0).ok_or(Error::NoSuchTransaction(tx.0))?;
+            inos.iter().filter_map(|i| t.open.get(i).map(|(f, _)| f.clone())).collect()
+        };
+        let mut first_err = None;
+        for f in &files {
+            if let Err(e) = f.abort(&self.shared) {
+                first_err.get_or_insert(e);
+            }
+        }
+        self.end_tx(tx)?;
+        first_err.map_or(Ok(()), Err)
+    }
+
+    fn statfs(&self) -> Result<StatFs> {
+        self.check()?;
+        let s = &self.shared;
+        let free_slots = s.free_file_slots.lock().len() as u64;
+        Ok(StatFs {
+            block_size: layout::BLOCK_SIZE,
+            blocks_total: s.sb.log_len / layout::BLOCK_SIZE,
+            blocks_free: s.log_space.lock().free_bytes() / layout::BLOCK_SIZE,
+            inodes_total: s.sb.files_max as u64,
+            inodes_free: free_slots,
+            name_max: store::NAME_MAX as u64,
+        })
+    }
+
+    fn stats(&self) -> Vec<(String, u64)> {
+        let c = &self.shared.counters;
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let ps = self.shared.pool.stats();
+        vec![
+            ("writes".into(), g(&c.writes)),
+            ("reads".into(), g(&c.reads)),
+            ("bytes_logged".into(), g(&c.bytes_logged)),
+            ("bytes_direct".into(), g(&c.bytes_direct)),
+            ("commits".into(), g(&c.commits)),
+            ("tx_commits".into(), g(&c.tx_commits)),
+            ("aborts".into(), g(&c.aborts)),
+            ("entries_created".into(), g(&c.entries_created)),
+            ("entries_checkpointed".into(), g(&c.entries_checkpointed)),
+            ("sync_checkpoints".into(), g(&c.sync_checkpoints)),
+            ("background_checkpoints".into(), g(&c.background_checkpoints)),
+            ("policy_switches".into(), g(&c.policy_switches)),
+            ("log_free_bytes".into(), self.shared.log_space.lock().free_bytes()),
+            ("pool_fences".into(), ps.fences),
+            ("pool_lines_flushed".into(), ps.lines_flushed),
+            ("pool_bytes_stored".into(), ps.bytes_stored),
+        ]
+    }
+
+    fn fsck(&self) -> Result<FsckReport> {
+        self.check()?;
+        Ok(crate::nvmmap::fsck(&self.shared))
+    }
+
+    fn unmount(&self) -> Result<()> {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Err(Error::Closed);
+        }
+        let files: Vec<_> = {
+            let mut t = self.tables.lock();
+            t.handles.clear();
+            t.txs.clear();
+            t.open.drain().map(|(_, (f, _))| f).collect()
+        };
+        let mut first_err = None;
+        for f in files {
+            if let Err(e) = f.close(&self.shared) {
+                first_err.get_or_insert(e);
+            }
+        }
+        self.shared.stop.store(true, Ordering::Release);
+        self.shared.work_cv.notify_all();
+        if let Some(t) = self.checkpointer.lock().take() {
+            let _ = t.join();
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl<R: Region, M: FileMedia> MmioStore<R, M> {
+    fn end_tx(&self, tx: TxId) -> Result<()> {
+        let mut t = self.tables.lock();
+        let inos = t.txs.remove(&tx.0).unwrap_or_default();
+        for ino in inos {
+            if let Some((_, u)) = t.open.get_mut(&ino) {
+                u.tx = None;
+            }
+            self.maybe_close(&mut t, ino)?;
+        }
+        Ok(())
+    }
+
+    /// Drop the store without unmounting (as a crash at a quiescent point, for tests):
+    /// nothing is checkpointed or closed; the log pool keeps whatever it holds.
+    pub fn crash(self) {
+        self.closed.store(true, Ordering::Release);
+        drop(self);
+    }
+}
