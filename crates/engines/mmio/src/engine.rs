@@ -38,7 +38,10 @@ impl EntryState {
         }
     }
     pub fn covers(&self, slot: u32, off: u64) -> bool {
-        self.live && self.file_slot == slot && off >= self.file_off && off < self.file_off + self.size()
+        self.live
+            && self.file_slot == slot
+            && off >= self.file_off
+            && off < self.file_off + self.size()
     }
 }
 
@@ -79,9 +82,16 @@ pub struct Shared<R: Region, M: FileMedia> {
 
 impl<R: Region, M: FileMedia> Shared<R, M> {
     pub fn new(pool: R, sb: Superblock, media: M, config: MmioConfig) -> Self {
-        let entries = (0..sb.index_entries_max).map(|_| RwLock::new(EntryState::default())).collect();
+        let entries = (0..sb.index_entries_max)
+            .map(|_| RwLock::new(EntryState::default()))
+            .collect();
         Shared {
-            log_space: Mutex::new(Buddy::new(sb.log_off, sb.log_len, layout::BLOCK_SIZE, sb.order_max())),
+            log_space: Mutex::new(Buddy::new(
+                sb.log_off,
+                sb.log_len,
+                layout::BLOCK_SIZE,
+                sb.order_max(),
+            )),
             free_entries: Mutex::new((0..sb.index_entries_max).rev().collect()),
             free_file_slots: Mutex::new((0..sb.files_max).rev().collect()),
             free_tx_records: Mutex::new((0..sb.tx_records_max).rev().collect()),
@@ -132,7 +142,10 @@ impl<R: Region, M: FileMedia> Shared<R, M> {
 
     /// Store a new delta word of a live entry (not persisted: callers persist).
     pub fn set_delta(&self, idx: u32, off: u32, len: u32) {
-        self.pool.store_u64(self.sb.index_at(idx) + ie::DELTA, layout::pack_delta(off, len));
+        self.pool.store_u64(
+            self.sb.index_at(idx) + ie::DELTA,
+            layout::pack_delta(off, len),
+        );
         self.pool.flush(self.sb.index_at(idx) + ie::DELTA, 8);
     }
 
@@ -157,11 +170,14 @@ impl<R: Region, M: FileMedia> Shared<R, M> {
 pub fn checkpoint_loop<R: Region, M: FileMedia>(shared: Weak<Shared<R, M>>) {
     loop {
         let Some(s) = shared.upgrade() else { return };
-        let Some(period) = s.config.checkpoint_period else { return };
+        let Some(period) = s.config.checkpoint_period else {
+            return;
+        };
         {
             let mut work = s.work.lock();
             while !*work && !s.stop.load(Ordering::Acquire) {
-                s.work_cv.wait_for(&mut work, std::time::Duration::from_millis(50));
+                s.work_cv
+                    .wait_for(&mut work, std::time::Duration::from_millis(50));
             }
             *work = false;
         }
@@ -173,7 +189,9 @@ pub fn checkpoint_loop<R: Region, M: FileMedia>(shared: Weak<Shared<R, M>>) {
         for f in files {
             if let Ok(n) = f.checkpoint_committed(&s, false) {
                 if n > 0 {
-                    s.counters.background_checkpoints.fetch_add(1, Ordering::Relaxed);
+                    s.counters
+                        .background_checkpoints
+                        .fetch_add(1, Ordering::Relaxed);
                 }
             }
         }

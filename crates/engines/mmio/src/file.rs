@@ -49,7 +49,9 @@ pub struct MmioFile<R: Region, M: FileMedia> {
 }
 
 fn log_full() -> Error {
-    Error::LogFull("mmio log pool (raise log_pool_len or index_entries_max, or sync more often)".into())
+    Error::LogFull(
+        "mmio log pool (raise log_pool_len or index_entries_max, or sync more often)".into(),
+    )
 }
 
 /// `[a0, a1)` minus the (possibly empty) ranges `holes`, as a list of ranges.
@@ -78,7 +80,13 @@ fn subtract(a0: u64, a1: u64, holes: &[(u64, u64)]) -> Vec<(u64, u64)> {
 
 impl<R: Region, M: FileMedia> MmioFile<R, M> {
     /// Open `path` (host length `len`, identity `media_id`) with a fresh metadata slot.
-    pub fn open(s: &Shared<R, M>, ino: Ino, path: PathBuf, media_id: u64, len: u64) -> Result<Arc<Self>> {
+    pub fn open(
+        s: &Shared<R, M>,
+        ino: Ino,
+        path: PathBuf,
+        media_id: u64,
+        len: u64,
+    ) -> Result<Arc<Self>> {
         let slot = s.free_file_slots.lock().pop().ok_or(Error::TooMany {
             what: "open files (mmio files_max)",
             max: s.sb.files_max as u64,
@@ -104,7 +112,10 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         p.store_u64(at + fm::COMMITTED_SIZE, len);
         p.store_u64(at + fm::PENDING_SIZE, 0);
         p.store_u64(at + fm::PENDING_EPOCH, NO_EPOCH);
-        p.write(at + fm::CHECKSUM, &layout::file_meta_checksum(media_id, s.sb.store_id, slot).to_le_bytes());
+        p.write(
+            at + fm::CHECKSUM,
+            &layout::file_meta_checksum(media_id, s.sb.store_id, slot).to_le_bytes(),
+        );
         // persist: the slot's fields are durable before its header marks it in use.
         p.persist(at, 64);
         p.store_u64(at + fm::HEADER, layout::file_header(policy));
@@ -153,7 +164,9 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
     /// Write `data` at `off` (uncommitted until the next commit).
     pub fn write(&self, s: &Shared<R, M>, off: u64, data: &[u8]) -> Result<()> {
         self.check_open()?;
-        let end = off.checked_add(data.len() as u64).ok_or_else(|| Error::FileTooLarge("offset overflow".into()))?;
+        let end = off
+            .checked_add(data.len() as u64)
+            .ok_or_else(|| Error::FileTooLarge("offset overflow".into()))?;
         self.writes.fetch_add(1, Ordering::Relaxed);
         s.counters.writes.fetch_add(1, Ordering::Relaxed);
         self.uncommitted.store(true, Ordering::Release);
@@ -186,14 +199,22 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
     }
 
     fn extend_to(&self, s: &Shared<R, M>, st: &mut FileState<M::Map>, new_size: u64) -> Result<()> {
-        let path = st.path.clone().ok_or_else(|| Error::NotFound("unlinked file".into()))?;
+        let path = st
+            .path
+            .clone()
+            .ok_or_else(|| Error::NotFound("unlinked file".into()))?;
         let old_visible = st.visible_size;
         let old_host = st.host_len;
         if new_size > st.host_len {
-            s.media.set_len(&path, new_size).map_err(|e| io_err(&path, "set_len", e))?;
+            s.media
+                .set_len(&path, new_size)
+                .map_err(|e| io_err(&path, "set_len", e))?;
             st.host_len = new_size;
             if st.map.as_ref().is_none_or(|m| m.len() < new_size) {
-                let map = s.media.map(&path, new_size).map_err(|e| io_err(&path, "mmap", e))?;
+                let map = s
+                    .media
+                    .map(&path, new_size)
+                    .map_err(|e| io_err(&path, "mmap", e))?;
                 st.map = Some(Arc::new(map));
             }
             self.tree.cover(new_size.div_ceil(BLOCK_SIZE));
@@ -227,10 +248,18 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
     }
 
     fn map_of<'a>(&self, st: &'a FileState<M::Map>) -> Result<&'a M::Map> {
-        st.map.as_deref().ok_or_else(|| Error::corrupt(format!("file {} has data but no mapping", self.ino), 0))
+        st.map
+            .as_deref()
+            .ok_or_else(|| Error::corrupt(format!("file {} has data but no mapping", self.ino), 0))
     }
 
-    fn write_inner(&self, s: &Shared<R, M>, st: &FileState<M::Map>, off: u64, data: &[u8]) -> Result<()> {
+    fn write_inner(
+        &self,
+        s: &Shared<R, M>,
+        st: &FileState<M::Map>,
+        off: u64,
+        data: &[u8],
+    ) -> Result<()> {
         if data.is_empty() {
             return Ok(());
         }
@@ -241,7 +270,9 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         while p < cut {
             let at = (p - off) as usize;
             let n = self.log_piece(s, st, p, &data[at..(cut - off) as usize])?;
-            s.counters.bytes_logged.fetch_add(n as u64, Ordering::Relaxed);
+            s.counters
+                .bytes_logged
+                .fetch_add(n as u64, Ordering::Relaxed);
             p += n as u64;
         }
         // Direct part: at or past the committed size, nothing to protect.
@@ -249,13 +280,21 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
             let map = self.map_of(st)?;
             map.write(cut, &data[(cut - off) as usize..]);
             self.dirty_home.lock().push((cut, end - cut));
-            s.counters.bytes_direct.fetch_add(end - cut, Ordering::Relaxed);
+            s.counters
+                .bytes_direct
+                .fetch_add(end - cut, Ordering::Relaxed);
         }
         Ok(())
     }
 
     /// Log the first bytes of `piece` (at file offset `p`) into one entry; returns how many.
-    fn log_piece(&self, s: &Shared<R, M>, st: &FileState<M::Map>, p: u64, piece: &[u8]) -> Result<usize> {
+    fn log_piece(
+        &self,
+        s: &Shared<R, M>,
+        st: &FileState<M::Map>,
+        p: u64,
+        piece: &[u8],
+    ) -> Result<usize> {
         let block = p / BLOCK_SIZE;
         let mut tried_checkpoint = false;
         loop {
@@ -280,7 +319,13 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
                     // Log full: checkpoint every committed entry of every file, then retry.
                     tried_checkpoint = true;
                     self.checkpoint_locked(s, st)?;
-                    let others: Vec<_> = s.files.lock().iter().filter(|(k, _)| **k != self.slot).filter_map(|(_, f)| f.upgrade()).collect();
+                    let others: Vec<_> = s
+                        .files
+                        .lock()
+                        .iter()
+                        .filter(|(k, _)| **k != self.slot)
+                        .filter_map(|(_, f)| f.upgrade())
+                        .collect();
                     for f in others {
                         if let Some(g) = f.state.try_read() {
                             f.checkpoint_locked(s, &g)?;
@@ -293,7 +338,13 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
     }
 
     /// A new entry for the block(s) at `p`; `Ok(None)` when the log pool is full.
-    fn create_entry(&self, s: &Shared<R, M>, st: &FileState<M::Map>, p: u64, piece: &[u8]) -> Result<Option<usize>> {
+    fn create_entry(
+        &self,
+        s: &Shared<R, M>,
+        st: &FileState<M::Map>,
+        p: u64,
+        piece: &[u8],
+    ) -> Result<Option<usize>> {
         let order_max = s.sb.order_max();
         // Log entries double with the IO size (4 KB … log_entry_max).
         let want = (piece.len() as u64).next_power_of_two().max(BLOCK_SIZE);
@@ -308,7 +359,9 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         }
         let size = BLOCK_SIZE << order;
         let base = p - p % size;
-        let Some((id, log_off)) = s.reserve(order) else { return Ok(None) };
+        let Some((id, log_off)) = s.reserve(order) else {
+            return Ok(None);
+        };
         let mut e = s.entries[id as usize].write();
         let redo = self.redo.load(Ordering::Acquire);
         let rel = p - base;
@@ -324,12 +377,14 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
             delta_off: rel as u32,
             delta_len: n as u32,
         };
-        if !self.tree.insert_range(base / BLOCK_SIZE, size / BLOCK_SIZE, id) {
+        if !self
+            .tree
+            .insert_range(base / BLOCK_SIZE, size / BLOCK_SIZE, id)
+        {
             e.live = false;
             drop(e);
             s.unreserve(id, log_off, order);
             return Ok(Some(0)); // lost a race for the blocks: the caller looks again
-
         }
         self.live.lock().insert(id);
         let map = self.map_of(st)?;
@@ -362,12 +417,24 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
 
     /// Write into an existing uncommitted entry (differential logging: one chunk per entry,
     /// two chunks merge into their union).
-    fn apply(&self, s: &Shared<R, M>, st: &FileState<M::Map>, id: u32, e: &mut EntryState, p: u64, data: &[u8]) -> Result<()> {
+    fn apply(
+        &self,
+        s: &Shared<R, M>,
+        st: &FileState<M::Map>,
+        id: u32,
+        e: &mut EntryState,
+        p: u64,
+        data: &[u8],
+    ) -> Result<()> {
         let map = self.map_of(st)?;
         let rel = p - e.file_off;
         let (n0, n1) = (rel, rel + data.len() as u64);
         let (d0, d1) = (e.delta_off as u64, e.delta_off as u64 + e.delta_len as u64);
-        let (u0, u1) = if d1 > d0 { (d0.min(n0), d1.max(n1)) } else { (n0, n1) };
+        let (u0, u1) = if d1 > d0 {
+            (d0.min(n0), d1.max(n1))
+        } else {
+            (n0, n1)
+        };
         let copy_home_to_log = |ranges: &[(u64, u64)]| {
             let mut buf = Vec::new();
             for &(a, b) in ranges {
@@ -420,15 +487,21 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         while p < off + n as u64 {
             let seg_end = ((p / BLOCK_SIZE + 1) * BLOCK_SIZE).min(off + n as u64);
             let out = &mut buf[(p - off) as usize..(seg_end - off) as usize];
-            let guard = self.tree.get(p / BLOCK_SIZE).map(|id| s.entries[id as usize].read());
+            let guard = self
+                .tree
+                .get(p / BLOCK_SIZE)
+                .map(|id| s.entries[id as usize].read());
             map.read(p, out);
-            if let Some(e) = guard.filter(|e| e.covers(self.slot, p) && e.policy_redo && e.delta_len > 0) {
+            if let Some(e) =
+                guard.filter(|e| e.covers(self.slot, p) && e.policy_redo && e.delta_len > 0)
+            {
                 // Reads of redo-logged bytes come from the log (they hold the newest data).
                 let c0 = (e.file_off + e.delta_off as u64).max(p);
                 let c1 = (e.file_off + e.delta_off as u64 + e.delta_len as u64).min(seg_end);
                 if c0 < c1 {
                     let from = e.log_off + (c0 - e.file_off);
-                    s.pool.read(from, &mut out[(c0 - p) as usize..(c1 - p) as usize]);
+                    s.pool
+                        .read(from, &mut out[(c0 - p) as usize..(c1 - p) as usize]);
                 }
             }
             p = seg_end;
@@ -439,14 +512,21 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
     // ----- checkpoint -----
 
     /// Copy a committed redo entry home and free it (entry lock held).
-    fn checkpoint_one(&self, s: &Shared<R, M>, st: &FileState<M::Map>, id: u32, e: &mut EntryState) -> Result<()> {
+    fn checkpoint_one(
+        &self,
+        s: &Shared<R, M>,
+        st: &FileState<M::Map>,
+        id: u32,
+        e: &mut EntryState,
+    ) -> Result<()> {
         if e.policy_redo {
             let map = self.map_of(st)?;
             self.copy_log_home(s, st, map, e);
             // persist: the checkpointed bytes are home (msync on a non-DAX file system)
             // before the entry that protects them is freed.
             map.fence();
-            M::check_map(map).map_err(|err| io_err(st.path.as_deref().unwrap_or("?".as_ref()), "msync", err))?;
+            M::check_map(map)
+                .map_err(|err| io_err(st.path.as_deref().unwrap_or("?".as_ref()), "msync", err))?;
         }
         s.clear_entry(id);
         // persist: the entry is free.
@@ -455,7 +535,13 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         Ok(())
     }
 
-    fn copy_log_home(&self, s: &Shared<R, M>, st: &FileState<M::Map>, map: &M::Map, e: &EntryState) {
+    fn copy_log_home(
+        &self,
+        s: &Shared<R, M>,
+        st: &FileState<M::Map>,
+        map: &M::Map,
+        e: &EntryState,
+    ) {
         let a = e.file_off + e.delta_off as u64;
         let b = (a + e.delta_len as u64).min(st.host_len);
         if a < b {
@@ -472,7 +558,9 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         self.live.lock().remove(&id);
         e.live = false;
         s.unreserve(id, e.log_off, e.order);
-        s.counters.entries_checkpointed.fetch_add(1, Ordering::Relaxed);
+        s.counters
+            .entries_checkpointed
+            .fetch_add(1, Ordering::Relaxed);
     }
 
     /// Checkpoint every committed entry (file lock held by the caller, shared or exclusive).
@@ -497,7 +585,8 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
             }
             // persist: every checkpointed byte is home before its entry is freed.
             map.fence();
-            M::check_map(map).map_err(|err| io_err(st.path.as_deref().unwrap_or("?".as_ref()), "msync", err))?;
+            M::check_map(map)
+                .map_err(|err| io_err(st.path.as_deref().unwrap_or("?".as_ref()), "msync", err))?;
         }
         for (id, _) in &taken {
             s.clear_entry(*id);
@@ -532,7 +621,8 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
             // persist: undo-mode and direct home writes are durable before the epoch bump
             // that commits them (msync on a non-DAX file system).
             map.fence();
-            M::check_map(map).map_err(|e| io_err(st.path.as_deref().unwrap_or("?".as_ref()), "msync", e))?;
+            M::check_map(map)
+                .map_err(|e| io_err(st.path.as_deref().unwrap_or("?".as_ref()), "msync", e))?;
         }
         Ok(())
     }
@@ -543,7 +633,12 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
 
     /// Step 3 of a commit, after the epoch word(s) are durable: fold the size, apply a
     /// truncation to the host file, decide the next epoch's policy.
-    pub fn finish_commit(&self, s: &Shared<R, M>, st: &mut FileState<M::Map>, new_epoch: u64) -> Result<()> {
+    pub fn finish_commit(
+        &self,
+        s: &Shared<R, M>,
+        st: &mut FileState<M::Map>,
+        new_epoch: u64,
+    ) -> Result<()> {
         self.epoch.store(new_epoch, Ordering::Release);
         self.uncommitted.store(false, Ordering::Release);
         s.counters.commits.fetch_add(1, Ordering::Relaxed);
@@ -577,7 +672,11 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         }
         if switch {
             self.redo.store(redo_next, Ordering::Release);
-            let policy = if redo_next { Policy::Redo } else { Policy::Undo };
+            let policy = if redo_next {
+                Policy::Redo
+            } else {
+                Policy::Undo
+            };
             let at = s.sb.file_meta_at(self.slot) + fm::HEADER;
             s.pool.store_u64(at, layout::file_header(policy));
             s.pool.persist(at, 8);
@@ -585,7 +684,9 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         }
         if st.host_len > st.committed_size {
             if let Some(path) = st.path.clone() {
-                s.media.set_len(&path, st.committed_size).map_err(|e| io_err(&path, "set_len", e))?;
+                s.media
+                    .set_len(&path, st.committed_size)
+                    .map_err(|e| io_err(&path, "set_len", e))?;
             }
             st.host_len = st.committed_size;
         }
@@ -647,7 +748,9 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         }
         if st.host_len > st.committed_size {
             if let Some(path) = st.path.clone() {
-                s.media.set_len(&path, st.committed_size).map_err(|e| io_err(&path, "set_len", e))?;
+                s.media
+                    .set_len(&path, st.committed_size)
+                    .map_err(|e| io_err(&path, "set_len", e))?;
             }
             st.host_len = st.committed_size;
         }

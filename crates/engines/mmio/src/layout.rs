@@ -380,7 +380,10 @@ pub fn decode_tx(b: &[u8], at: u64) -> MmioResult<Option<Vec<TxFile>>> {
     }
     let count = get_u32(b, 8) as usize;
     if count > TX_FILES_MAX || get_u32(b, 12) != crc32c::crc32c(&b[16..16 + count * 16]) {
-        return Err(MmioError::corrupt("committed transaction record is corrupt", at));
+        return Err(MmioError::corrupt(
+            "committed transaction record is corrupt",
+            at,
+        ));
     }
     Ok(Some(
         (0..count)

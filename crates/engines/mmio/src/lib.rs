@@ -123,7 +123,10 @@ pub enum MmioError {
 
 impl MmioError {
     pub fn corrupt(what: impl Into<String>, offset: u64) -> Self {
-        MmioError::Corrupt { what: what.into(), offset }
+        MmioError::Corrupt {
+            what: what.into(),
+            offset,
+        }
     }
 }
 
@@ -156,6 +159,10 @@ pub(crate) fn io_err(path: &std::path::Path, op: &'static str, e: std::io::Error
         Some(libc::ENOTEMPTY) => store::Error::NotEmpty(p),
         Some(libc::EFBIG) => store::Error::FileTooLarge(p),
         Some(libc::ENOSPC) => store::Error::NoSpace(p),
-        _ => store::Error::Io { path: p, op, source: e },
+        _ => store::Error::Io {
+            path: p,
+            op,
+            source: e,
+        },
     }
 }

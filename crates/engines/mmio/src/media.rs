@@ -53,7 +53,8 @@ pub trait FileMedia: Send + Sync + 'static {
     /// Change the length (zero-filling a growth); durable when it returns.
     fn set_len(&self, rel: &Path, len: u64) -> io::Result<()>;
     fn set_perm(&self, rel: &Path, perm: u32) -> io::Result<()>;
-    fn set_times(&self, rel: &Path, atime: Option<TimeNs>, mtime: Option<TimeNs>) -> io::Result<()>;
+    fn set_times(&self, rel: &Path, atime: Option<TimeNs>, mtime: Option<TimeNs>)
+        -> io::Result<()>;
     /// Map the file whole: at least `len_min` bytes (possibly past the end, so that growth
     /// rarely needs a remap); the mapping's `len()` says how much.
     fn map(&self, rel: &Path, len_min: u64) -> io::Result<Self::Map>;
@@ -92,7 +93,9 @@ impl HostMedia {
         if !meta.is_dir() {
             return Err(errno(libc::ENOTDIR));
         }
-        Ok(HostMedia { root: root.to_path_buf() })
+        Ok(HostMedia {
+            root: root.to_path_buf(),
+        })
     }
 
     fn abs(&self, rel: &Path) -> PathBuf {
@@ -100,7 +103,11 @@ impl HostMedia {
     }
 
     fn sync_parent(&self, rel: &Path) -> io::Result<()> {
-        let parent = self.abs(rel).parent().map(Path::to_path_buf).unwrap_or_else(|| self.root.clone());
+        let parent = self
+            .abs(rel)
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| self.root.clone());
         // persist: a directory entry is durable only once its directory is fsynced.
         std::fs::File::open(parent)?.sync_all()
     }
@@ -154,7 +161,10 @@ impl FileMedia for HostMedia {
 
     fn mkdir(&self, rel: &Path, perm: u32) -> io::Result<MediaStat> {
         std::fs::create_dir(self.abs(rel))?;
-        std::fs::set_permissions(self.abs(rel), std::fs::Permissions::from_mode(perm & 0o7777))?;
+        std::fs::set_permissions(
+            self.abs(rel),
+            std::fs::Permissions::from_mode(perm & 0o7777),
+        )?;
         std::fs::File::open(self.abs(rel))?.sync_all()?;
         self.sync_parent(rel)?;
         self.stat(rel)
@@ -193,18 +203,28 @@ impl FileMedia for HostMedia {
     }
 
     fn set_len(&self, rel: &Path, len: u64) -> io::Result<()> {
-        let file = std::fs::OpenOptions::new().write(true).open(self.abs(rel))?;
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(self.abs(rel))?;
         file.set_len(len)?;
         // persist: the new length (and zeroed growth) is durable before it is relied on.
         file.sync_all()
     }
 
     fn set_perm(&self, rel: &Path, perm: u32) -> io::Result<()> {
-        std::fs::set_permissions(self.abs(rel), std::fs::Permissions::from_mode(perm & 0o7777))?;
+        std::fs::set_permissions(
+            self.abs(rel),
+            std::fs::Permissions::from_mode(perm & 0o7777),
+        )?;
         std::fs::File::open(self.abs(rel))?.sync_all()
     }
 
-    fn set_times(&self, rel: &Path, atime: Option<TimeNs>, mtime: Option<TimeNs>) -> io::Result<()> {
+    fn set_times(
+        &self,
+        rel: &Path,
+        atime: Option<TimeNs>,
+        mtime: Option<TimeNs>,
+    ) -> io::Result<()> {
         let file = std::fs::OpenOptions::new().read(true).open(self.abs(rel))?;
         let mut times = std::fs::FileTimes::new();
         let at = |ns: TimeNs| std::time::UNIX_EPOCH + std::time::Duration::from_nanos(ns);
@@ -222,12 +242,17 @@ impl FileMedia for HostMedia {
         let page = pmem::mapped::page_size();
         let map_len = len_min.max(page).next_power_of_two().div_ceil(page) * page;
         let path = self.abs(rel);
-        let file = std::fs::OpenOptions::new().read(true).write(true).open(&path)?;
-        MappedRegion::map_host_file(&path, file, map_len).map_err(|e| io::Error::other(e.to_string()))
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)?;
+        MappedRegion::map_host_file(&path, file, map_len)
+            .map_err(|e| io::Error::other(e.to_string()))
     }
 
     fn check_map(map: &MappedRegion) -> io::Result<()> {
-        map.take_sync_error().map_err(|e| io::Error::other(e.to_string()))
+        map.take_sync_error()
+            .map_err(|e| io::Error::other(e.to_string()))
     }
 
     fn walk(&self) -> io::Result<Vec<(u64, PathBuf)>> {
@@ -253,7 +278,10 @@ impl FileMedia for HostMedia {
                 b.copy_from_slice(&bytes);
                 Ok(Some(u64::from_le_bytes(b)))
             }
-            Ok(_) => Err(io::Error::new(io::ErrorKind::InvalidData, "marker file is not 8 bytes")),
+            Ok(_) => Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "marker file is not 8 bytes",
+            )),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
         }
@@ -363,7 +391,12 @@ impl SimNamespace {
                 mtime: 0,
             },
         );
-        SimNamespace { nodes, next_id: 3, free_extents: (0..extents).rev().collect(), marker: None }
+        SimNamespace {
+            nodes,
+            next_id: 3,
+            free_extents: (0..extents).rev().collect(),
+            marker: None,
+        }
     }
 
     fn lookup(&self, rel: &Path) -> io::Result<u64> {
@@ -373,13 +406,20 @@ impl SimNamespace {
             if node.kind != FileKind::Dir {
                 return Err(errno(libc::ENOTDIR));
             }
-            id = *node.children.get(c.as_os_str().as_bytes()).ok_or_else(|| errno(libc::ENOENT))?;
+            id = *node
+                .children
+                .get(c.as_os_str().as_bytes())
+                .ok_or_else(|| errno(libc::ENOENT))?;
         }
         Ok(id)
     }
 
     fn split(&self, rel: &Path) -> io::Result<(u64, Vec<u8>)> {
-        let name = rel.file_name().ok_or_else(|| errno(libc::EINVAL))?.as_bytes().to_vec();
+        let name = rel
+            .file_name()
+            .ok_or_else(|| errno(libc::EINVAL))?
+            .as_bytes()
+            .to_vec();
         let parent = self.lookup(rel.parent().unwrap_or(Path::new("")))?;
         if self.nodes.get(&parent).map(|n| n.kind) != Some(FileKind::Dir) {
             return Err(errno(libc::ENOTDIR));
@@ -472,7 +512,12 @@ impl SimMedia {
     pub fn new(region: Arc<SimRegion>, base: u64, file_capacity: u64, extents: u32) -> Self {
         pmem::check_range(region.len(), base, file_capacity * extents as u64);
         let ns = Arc::new(Mutex::new(SimNamespace::new(extents)));
-        SimMedia { region, base, file_capacity, ns }
+        SimMedia {
+            region,
+            base,
+            file_capacity,
+            ns,
+        }
     }
 
     /// The same media over another region (a crash image) with a namespace snapshot.
@@ -482,7 +527,12 @@ impl SimMedia {
         file_capacity: u64,
         ns: SimNamespace,
     ) -> Self {
-        SimMedia { region, base, file_capacity, ns: Arc::new(Mutex::new(ns)) }
+        SimMedia {
+            region,
+            base,
+            file_capacity,
+            ns: Arc::new(Mutex::new(ns)),
+        }
     }
 
     /// A copy of the (durable) namespace.
@@ -591,7 +641,10 @@ impl FileMedia for SimMedia {
         if node.kind != FileKind::Dir {
             return Err(errno(libc::ENOTDIR));
         }
-        node.children.iter().map(|(name, &c)| Ok((name.clone(), ns.stat_id(c)?))).collect()
+        node.children
+            .iter()
+            .map(|(name, &c)| Ok((name.clone(), ns.stat_id(c)?)))
+            .collect()
     }
 
     fn set_len(&self, rel: &Path, len: u64) -> io::Result<()> {
@@ -629,7 +682,12 @@ impl FileMedia for SimMedia {
         Ok(())
     }
 
-    fn set_times(&self, rel: &Path, _atime: Option<TimeNs>, mtime: Option<TimeNs>) -> io::Result<()> {
+    fn set_times(
+        &self,
+        rel: &Path,
+        _atime: Option<TimeNs>,
+        mtime: Option<TimeNs>,
+    ) -> io::Result<()> {
         let mut ns = self.lock();
         let id = ns.lookup(rel)?;
         if let (Some(n), Some(m)) = (ns.nodes.get_mut(&id), mtime) {
@@ -645,7 +703,11 @@ impl FileMedia for SimMedia {
         if len_min > self.file_capacity {
             return Err(errno(libc::EFBIG));
         }
-        Ok(Window::new(self.region.clone(), self.base + extent as u64 * self.file_capacity, self.file_capacity))
+        Ok(Window::new(
+            self.region.clone(),
+            self.base + extent as u64 * self.file_capacity,
+            self.file_capacity,
+        ))
     }
 
     fn check_map(_map: &Window<SimRegion>) -> io::Result<()> {

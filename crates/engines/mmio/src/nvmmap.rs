@@ -76,10 +76,16 @@ pub fn fsck<R: Region, M: FileMedia>(s: &Shared<R, M>) -> FsckReport {
         }
         in_use[slot as usize] = true;
         if !m.checksum_ok {
-            report.problem("per-file metadata checksum mismatch", format!("file slot {slot}"));
+            report.problem(
+                "per-file metadata checksum mismatch",
+                format!("file slot {slot}"),
+            );
         }
         if m.store_id != sb.store_id {
-            report.problem("per-file metadata of another store", format!("file slot {slot}"));
+            report.problem(
+                "per-file metadata of another store",
+                format!("file slot {slot}"),
+            );
         }
         if m.epoch == 0 {
             report.problem("per-file epoch 0", format!("file slot {slot}"));
@@ -97,7 +103,10 @@ pub fn fsck<R: Region, M: FileMedia>(s: &Shared<R, M>) -> FsckReport {
                 live += 1;
                 let size = layout::BLOCK_SIZE << e.order.min(40);
                 if e.file_slot >= sb.files_max || !in_use[e.file_slot as usize] {
-                    report.problem("index entry of a free file slot", format!("index entry {idx}"));
+                    report.problem(
+                        "index entry of a free file slot",
+                        format!("index entry {idx}"),
+                    );
                 }
                 if e.order > sb.order_max()
                     || e.log_off < sb.log_off
@@ -105,9 +114,19 @@ pub fn fsck<R: Region, M: FileMedia>(s: &Shared<R, M>) -> FsckReport {
                     || e.log_off + size > sb.log_off + sb.log_len
                     || e.delta_off as u64 + e.delta_len as u64 > size
                 {
-                    report.problem("index entry fields out of range", format!("index entry {idx}"));
-                } else if let Some((prev, _)) = used.range(..e.log_off + size).next_back().filter(|(&o, &l)| o + l > e.log_off) {
-                    report.problem(format!("log space overlaps the entry at {prev:#x}"), format!("index entry {idx}"));
+                    report.problem(
+                        "index entry fields out of range",
+                        format!("index entry {idx}"),
+                    );
+                } else if let Some((prev, _)) = used
+                    .range(..e.log_off + size)
+                    .next_back()
+                    .filter(|(&o, &l)| o + l > e.log_off)
+                {
+                    report.problem(
+                        format!("log space overlaps the entry at {prev:#x}"),
+                        format!("index entry {idx}"),
+                    );
                 } else {
                     used.insert(e.log_off, size);
                 }
@@ -115,7 +134,10 @@ pub fn fsck<R: Region, M: FileMedia>(s: &Shared<R, M>) -> FsckReport {
             Err(e) => report.problem(e.to_string(), format!("index entry {idx}")),
         }
     }
-    report.checked.push(("file slots in use".into(), in_use.iter().filter(|u| **u).count() as u64));
+    report.checked.push((
+        "file slots in use".into(),
+        in_use.iter().filter(|u| **u).count() as u64,
+    ));
     report.checked.push(("index entries live".into(), live));
     report
 }

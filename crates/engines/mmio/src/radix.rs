@@ -40,7 +40,10 @@ impl Default for RadixTree {
 
 impl RadixTree {
     pub fn new() -> Self {
-        RadixTree { root: AtomicPtr::new(Node::new()), height: AtomicU32::new(1) }
+        RadixTree {
+            root: AtomicPtr::new(Node::new()),
+            height: AtomicU32::new(1),
+        }
     }
 
     /// Make the tree cover block numbers below `blocks`. Caller holds the file's exclusive
@@ -103,7 +106,10 @@ impl RadixTree {
         for (i, block) in (first..first + count).enumerate() {
             let ok = self
                 .bucket(block, true)
-                .map(|b| b.compare_exchange(0, id as u64 + 1, Ordering::AcqRel, Ordering::Acquire).is_ok())
+                .map(|b| {
+                    b.compare_exchange(0, id as u64 + 1, Ordering::AcqRel, Ordering::Acquire)
+                        .is_ok()
+                })
                 .unwrap_or(false);
             if !ok {
                 self.remove_range(first, i as u64, id);
@@ -169,7 +175,12 @@ impl Buddy {
             free[order_max as usize].insert(at);
             at += top;
         }
-        Buddy { block, order_max, free, free_bytes: at - base }
+        Buddy {
+            block,
+            order_max,
+            free,
+            free_bytes: at - base,
+        }
     }
 
     pub fn free_bytes(&self) -> u64 {

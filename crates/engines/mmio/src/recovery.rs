@@ -24,7 +24,11 @@ pub struct RecoveryReport {
     pub entries_discarded: u64,
 }
 
-pub fn recover<R: Region, M: FileMedia>(pool: &R, sb: &Superblock, media: &M) -> MmioResult<RecoveryReport> {
+pub fn recover<R: Region, M: FileMedia>(
+    pool: &R,
+    sb: &Superblock,
+    media: &M,
+) -> MmioResult<RecoveryReport> {
     let mut report = RecoveryReport::default();
     apply_tx_records(pool, sb, &mut report)?;
     let by_slot = scan_entries(pool, sb)?;
@@ -34,18 +38,29 @@ pub fn recover<R: Region, M: FileMedia>(pool: &R, sb: &Superblock, media: &M) ->
         let entries = by_slot.get(&slot).map(Vec::as_slice).unwrap_or(&[]);
         if !meta.in_use {
             if !entries.is_empty() {
-                return Err(MmioError::corrupt("log entries of a free per-file metadata slot", sb.file_meta_at(slot)));
+                return Err(MmioError::corrupt(
+                    "log entries of a free per-file metadata slot",
+                    sb.file_meta_at(slot),
+                ));
             }
             continue;
         }
         if !meta.checksum_ok {
-            return Err(MmioError::corrupt("per-file metadata checksum mismatch", sb.file_meta_at(slot)));
+            return Err(MmioError::corrupt(
+                "per-file metadata checksum mismatch",
+                sb.file_meta_at(slot),
+            ));
         }
         if meta.store_id != sb.store_id {
-            return Err(MmioError::corrupt("per-file metadata belongs to another store", sb.file_meta_at(slot)));
+            return Err(MmioError::corrupt(
+                "per-file metadata belongs to another store",
+                sb.file_meta_at(slot),
+            ));
         }
         if paths.is_none() {
-            let walked = media.walk().map_err(|e| io_err(media.describe().as_ref(), "walk", e))?;
+            let walked = media
+                .walk()
+                .map_err(|e| io_err(media.describe().as_ref(), "walk", e))?;
             paths = Some(walked.into_iter().collect());
         }
         let path = paths.as_ref().and_then(|p| p.get(&meta.media_id)).cloned();
@@ -54,7 +69,11 @@ pub fn recover<R: Region, M: FileMedia>(pool: &R, sb: &Superblock, media: &M) ->
     Ok(report)
 }
 
-fn apply_tx_records<R: Region>(pool: &R, sb: &Superblock, report: &mut RecoveryReport) -> MmioResult<()> {
+fn apply_tx_records<R: Region>(
+    pool: &R,
+    sb: &Superblock,
+    report: &mut RecoveryReport,
+) -> MmioResult<()> {
     for i in 0..sb.tx_records_max {
         let at = sb.tx_at(i);
         let mut b = vec![0u8; TX_RECORD_LEN as usize];
@@ -62,7 +81,10 @@ fn apply_tx_records<R: Region>(pool: &R, sb: &Superblock, report: &mut RecoveryR
         if let Some(files) = layout::decode_tx(&b, at)? {
             for f in &files {
                 if f.slot >= sb.files_max {
-                    return Err(MmioError::corrupt("transaction record names a slot out of range", at));
+                    return Err(MmioError::corrupt(
+                        "transaction record names a slot out of range",
+                        at,
+                    ));
                 }
                 let e = sb.file_meta_at(f.slot) + fm::EPOCH;
                 if pool.load_u64(e) < f.target_epoch {
@@ -83,13 +105,18 @@ fn apply_tx_records<R: Region>(pool: &R, sb: &Superblock, report: &mut RecoveryR
     Ok(())
 }
 
-fn scan_entries<R: Region>(pool: &R, sb: &Superblock) -> MmioResult<BTreeMap<u32, Vec<(u32, IndexEntry)>>> {
+fn scan_entries<R: Region>(
+    pool: &R,
+    sb: &Superblock,
+) -> MmioResult<BTreeMap<u32, Vec<(u32, IndexEntry)>>> {
     let mut by_slot: BTreeMap<u32, Vec<(u32, IndexEntry)>> = BTreeMap::new();
     for idx in 0..sb.index_entries_max {
         let at = sb.index_at(idx);
         let mut b = [0u8; 64];
         pool.read(at, &mut b);
-        let Some(e) = IndexEntry::decode(&b, at)? else { continue };
+        let Some(e) = IndexEntry::decode(&b, at)? else {
+            continue;
+        };
         let size = layout::BLOCK_SIZE << e.order.min(40);
         let sane = e.file_slot < sb.files_max
             && e.order <= sb.order_max()
@@ -143,10 +170,15 @@ fn recover_file<R: Region, M: FileMedia>(
             ));
         }
         if st.len > 0 && !entries.is_empty() {
-            let map = media.map(&path, st.len).map_err(|e| io_err(&path, "mmap", e))?;
+            let map = media
+                .map(&path, st.len)
+                .map_err(|e| io_err(&path, "mmap", e))?;
             for (_, e) in entries {
                 if e.epoch > meta.epoch {
-                    return Err(MmioError::corrupt("index entry from a future epoch", sb.index_at(0)));
+                    return Err(MmioError::corrupt(
+                        "index entry from a future epoch",
+                        sb.index_at(0),
+                    ));
                 }
                 let committed = e.epoch < meta.epoch;
                 let apply = match e.policy {
@@ -178,7 +210,9 @@ fn recover_file<R: Region, M: FileMedia>(
         }
         if st.len != committed_size {
             // Growth of an uncommitted epoch (or a committed truncation not yet applied).
-            media.set_len(&path, committed_size).map_err(|e| io_err(&path, "set_len", e))?;
+            media
+                .set_len(&path, committed_size)
+                .map_err(|e| io_err(&path, "set_len", e))?;
         }
         report.files_recovered += 1;
     } else {

@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use store::{
-    DirEntry, Error, FileKind, Fh, FsckReport, Ino, Metadata, OpenFlags, Result, SetAttr, StatFs, Store,
-    TxId, ROOT_INO,
+    DirEntry, Error, Fh, FileKind, FsckReport, Ino, Metadata, OpenFlags, Result, SetAttr, StatFs,
+    Store, TxId, ROOT_INO,
 };
 
 /// The engine over a real directory and a mapped log pool file.
@@ -84,8 +84,14 @@ impl HostMmioStore {
 
 fn pm_err(e: pmem::PmError) -> Error {
     match e {
-        pmem::PmError::Io { path, op, source } => Error::Io { path: path.display().to_string(), op, source },
-        pmem::PmError::Invalid { path, reason } => Error::InvalidArgument(format!("{}: {reason}", path.display())),
+        pmem::PmError::Io { path, op, source } => Error::Io {
+            path: path.display().to_string(),
+            op,
+            source,
+        },
+        pmem::PmError::Invalid { path, reason } => {
+            Error::InvalidArgument(format!("{}: {reason}", path.display()))
+        }
     }
 }
 
@@ -93,8 +99,15 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
     /// Format a store over any log pool region and file media.
     pub fn create_on(pool: R, media: M, config: &MmioConfig) -> Result<Self> {
         check_config(config)?;
-        if media.marker().map_err(|e| io_err(media.describe().as_ref(), "read marker", e))?.is_some() {
-            return Err(Error::Exists(format!("{} already belongs to an mmio store", media.describe())));
+        if media
+            .marker()
+            .map_err(|e| io_err(media.describe().as_ref(), "read marker", e))?
+            .is_some()
+        {
+            return Err(Error::Exists(format!(
+                "{} already belongs to an mmio store",
+                media.describe()
+            )));
         }
         let store_id = new_store_id();
         let sb = Superblock::plan(
@@ -105,13 +118,22 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
             config.tx_records_max,
             config.log_entry_max,
         )?;
-        pool.fill(layout::SUPERBLOCK_LEN, sb.index_off + sb.index_entries_max as u64 * 64 - layout::SUPERBLOCK_LEN, 0);
+        pool.fill(
+            layout::SUPERBLOCK_LEN,
+            sb.index_off + sb.index_entries_max as u64 * 64 - layout::SUPERBLOCK_LEN,
+            0,
+        );
         // persist: metadata, transaction records and index entries are all free ...
-        pool.persist(layout::SUPERBLOCK_LEN, sb.index_off + sb.index_entries_max as u64 * 64 - layout::SUPERBLOCK_LEN);
+        pool.persist(
+            layout::SUPERBLOCK_LEN,
+            sb.index_off + sb.index_entries_max as u64 * 64 - layout::SUPERBLOCK_LEN,
+        );
         pool.write(0, &sb.encode());
         // persist: ... before the superblock makes the pool valid.
         pool.persist(0, 128);
-        media.set_marker(store_id).map_err(|e| io_err(media.describe().as_ref(), "write marker", e))?;
+        media
+            .set_marker(store_id)
+            .map_err(|e| io_err(media.describe().as_ref(), "write marker", e))?;
         Self::open_on(pool, media, config)
     }
 
@@ -124,17 +146,24 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
         let mut b = [0u8; 128];
         pool.read(0, &mut b);
         let sb = Superblock::decode(&b, pool.len())?;
-        let marker = media.marker().map_err(|e| io_err(media.describe().as_ref(), "read marker", e))?;
+        let marker = media
+            .marker()
+            .map_err(|e| io_err(media.describe().as_ref(), "read marker", e))?;
         if marker != Some(sb.store_id) {
             return Err(Error::CrossStore(format!(
                 "the log pool (store {:#x}) does not belong to {} (store {})",
                 sb.store_id,
                 media.describe(),
-                marker.map(|m| format!("{m:#x}")).unwrap_or_else(|| "none".into())
+                marker
+                    .map(|m| format!("{m:#x}"))
+                    .unwrap_or_else(|| "none".into())
             )));
         }
         let recovery = crate::recovery::recover(&pool, &sb, &media)?;
-        let root_id = media.stat(Path::new("")).map_err(|e| io_err(media.describe().as_ref(), "stat", e))?.id;
+        let root_id = media
+            .stat(Path::new(""))
+            .map_err(|e| io_err(media.describe().as_ref(), "stat", e))?
+            .id;
         let shared = Arc::new(Shared::new(pool, sb, media, config.clone()));
         let checkpointer = config.checkpoint_period.map(|_| {
             let weak = Arc::downgrade(&shared);
@@ -144,7 +173,12 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
         names.insert(ROOT_INO, (ROOT_INO, Vec::new()));
         Ok(MmioStore {
             shared,
-            tables: Mutex::new(Tables { names, open: HashMap::new(), handles: HashMap::new(), txs: HashMap::new() }),
+            tables: Mutex::new(Tables {
+                names,
+                open: HashMap::new(),
+                handles: HashMap::new(),
+                txs: HashMap::new(),
+            }),
             next_fh: AtomicU64::new(1),
             next_tx: AtomicU64::new(1),
             closed: AtomicBool::new(false),
@@ -171,7 +205,13 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
 
     /// Checkpoint every committed log entry of every open file now.
     pub fn checkpoint_all(&self) -> Result<usize> {
-        let files: Vec<_> = self.tables.lock().open.values().map(|(f, _)| f.clone()).collect();
+        let files: Vec<_> = self
+            .tables
+            .lock()
+            .open
+            .values()
+            .map(|(f, _)| f.clone())
+            .collect();
         let mut n = 0;
         for f in files {
             n += f.checkpoint_committed(&self.shared, true)?;
@@ -182,7 +222,11 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
     /// The logging policy an open file uses in its current epoch.
     pub fn file_policy(&self, fh: Fh) -> Result<layout::Policy> {
         let f = self.handle_file(fh)?;
-        Ok(if f.redo.load(Ordering::Acquire) { layout::Policy::Redo } else { layout::Policy::Undo })
+        Ok(if f.redo.load(Ordering::Acquire) {
+            layout::Policy::Redo
+        } else {
+            layout::Policy::Undo
+        })
     }
 
     /// Live log entries of an open file (committed or not).
@@ -212,7 +256,10 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
         let mut cur = ino;
         let mut guard = 0;
         while cur != ROOT_INO {
-            let (parent, name) = t.names.get(&cur).ok_or_else(|| Error::NotFound(format!("inode {ino}")))?;
+            let (parent, name) = t
+                .names
+                .get(&cur)
+                .ok_or_else(|| Error::NotFound(format!("inode {ino}")))?;
             parts.push(name.clone());
             cur = *parent;
             guard += 1;
@@ -226,8 +273,14 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
 
     fn child_path(t: &Tables<R, M>, parent: Ino, name: &[u8]) -> Result<PathBuf> {
         store::path::check_name(name)?;
-        if name == b"." || name == b".." || (parent == ROOT_INO && name == crate::media::MARKER_NAME.as_bytes()) {
-            return Err(Error::InvalidArgument(format!("reserved name {:?}", String::from_utf8_lossy(name))));
+        if name == b"."
+            || name == b".."
+            || (parent == ROOT_INO && name == crate::media::MARKER_NAME.as_bytes())
+        {
+            return Err(Error::InvalidArgument(format!(
+                "reserved name {:?}",
+                String::from_utf8_lossy(name)
+            )));
         }
         use std::os::unix::ffi::OsStrExt;
         Ok(Self::path_of(t, parent)?.join(std::ffi::OsStr::from_bytes(name)))
@@ -252,17 +305,25 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
     }
 
     fn stat_path(&self, path: &Path) -> Result<MediaStat> {
-        self.shared.media.stat(path).map_err(|e| io_err(path, "stat", e))
+        self.shared
+            .media
+            .stat(path)
+            .map_err(|e| io_err(path, "stat", e))
     }
 
     fn handle_file(&self, fh: Fh) -> Result<Arc<MmioFile<R, M>>> {
         let t = self.tables.lock();
-        t.handles.get(&fh.0).map(|h| h.file.clone()).ok_or(Error::BadHandle(fh.0))
+        t.handles
+            .get(&fh.0)
+            .map(|h| h.file.clone())
+            .ok_or(Error::BadHandle(fh.0))
     }
 
     /// Writes of this file are deferred to a commit (transaction or O_ATOMIC).
     fn deferred(t: &Tables<R, M>, ino: Ino) -> bool {
-        t.open.get(&ino).is_some_and(|(_, u)| u.tx.is_some() || u.atomic_handles > 0)
+        t.open
+            .get(&ino)
+            .is_some_and(|(_, u)| u.tx.is_some() || u.atomic_handles > 0)
     }
 
     /// Close (checkpoint, free the slot) a file that is being unlinked or replaced.
@@ -277,7 +338,10 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
 
     /// Close the file of `ino` if nothing uses it any more.
     fn maybe_close(&self, t: &mut Tables<R, M>, ino: Ino) -> Result<()> {
-        let idle = t.open.get(&ino).is_some_and(|(_, u)| u.handles == 0 && u.tx.is_none());
+        let idle = t
+            .open
+            .get(&ino)
+            .is_some_and(|(_, u)| u.handles == 0 && u.tx.is_none());
         if idle {
             if let Some((f, _)) = t.open.remove(&ino) {
                 f.close(&self.shared)?;
@@ -296,7 +360,10 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
         }
         let s = &*self.shared;
         if files.len() > s.config.tx_files_max {
-            return Err(Error::TooMany { what: "files in one transaction", max: s.config.tx_files_max as u64 });
+            return Err(Error::TooMany {
+                what: "files in one transaction",
+                max: s.config.tx_files_max as u64,
+            });
         }
         let mut guards: Vec<_> = files.iter().map(|f| f.state.write()).collect();
         for (f, st) in files.iter().zip(&guards) {
@@ -308,7 +375,10 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
         })?;
         let list: Vec<TxFile> = files
             .iter()
-            .map(|f| TxFile { slot: f.slot, target_epoch: f.epoch.load(Ordering::Acquire) + 1 })
+            .map(|f| TxFile {
+                slot: f.slot,
+                target_epoch: f.epoch.load(Ordering::Acquire) + 1,
+            })
             .collect();
         let at = s.sb.tx_at(record);
         s.pool.write(at + 8, &layout::encode_tx_body(&list));
@@ -340,13 +410,28 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
 
     fn files_of_handles(&self, fhs: &[Fh]) -> Result<Vec<Arc<MmioFile<R, M>>>> {
         let t = self.tables.lock();
-        fhs.iter().map(|fh| t.handles.get(&fh.0).map(|h| h.file.clone()).ok_or(Error::BadHandle(fh.0))).collect()
+        fhs.iter()
+            .map(|fh| {
+                t.handles
+                    .get(&fh.0)
+                    .map(|h| h.file.clone())
+                    .ok_or(Error::BadHandle(fh.0))
+            })
+            .collect()
     }
 
     /// Map a file for Libnvmmio-style access (see [`crate::NvMap`]).
     pub fn nvmmap(&self, path: &[u8]) -> Result<crate::NvMap<'_, R, M>> {
         let meta = store::resolve(self, path)?;
-        let fh = self.open(meta.ino, OpenFlags { read: true, write: true, append: false, atomic: true })?;
+        let fh = self.open(
+            meta.ino,
+            OpenFlags {
+                read: true,
+                write: true,
+                append: false,
+                atomic: true,
+            },
+        )?;
         Ok(crate::NvMap::new(self, fh))
     }
 }
@@ -364,7 +449,9 @@ fn check_config(c: &MmioConfig) -> Result<()> {
     if ok {
         Ok(())
     } else {
-        Err(Error::InvalidArgument(format!("bad mmio configuration {c:?}")))
+        Err(Error::InvalidArgument(format!(
+            "bad mmio configuration {c:?}"
+        )))
     }
 }
 
@@ -409,10 +496,16 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
             return Err(Error::Unsupported("chown on the mmio engine".into()));
         }
         if let Some(perm) = attr.perm {
-            self.shared.media.set_perm(&path, perm).map_err(|e| io_err(&path, "chmod", e))?;
+            self.shared
+                .media
+                .set_perm(&path, perm)
+                .map_err(|e| io_err(&path, "chmod", e))?;
         }
         if attr.atime.is_some() || attr.mtime.is_some() {
-            self.shared.media.set_times(&path, attr.atime, attr.mtime).map_err(|e| io_err(&path, "utimes", e))?;
+            self.shared
+                .media
+                .set_times(&path, attr.atime, attr.mtime)
+                .map_err(|e| io_err(&path, "utimes", e))?;
         }
         let st = self.stat_path(&path)?;
         Ok(self.meta_of(&t, &st))
@@ -422,7 +515,11 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
         self.check()?;
         let mut t = self.tables.lock();
         let path = Self::child_path(&t, parent, name)?;
-        let st = self.shared.media.create(&path, perm).map_err(|e| io_err(&path, "create", e))?;
+        let st = self
+            .shared
+            .media
+            .create(&path, perm)
+            .map_err(|e| io_err(&path, "create", e))?;
         t.names.insert(self.ino_of(st.id), (parent, name.to_vec()));
         Ok(self.meta_of(&t, &st))
     }
@@ -431,7 +528,11 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
         self.check()?;
         let mut t = self.tables.lock();
         let path = Self::child_path(&t, parent, name)?;
-        let st = self.shared.media.mkdir(&path, perm).map_err(|e| io_err(&path, "mkdir", e))?;
+        let st = self
+            .shared
+            .media
+            .mkdir(&path, perm)
+            .map_err(|e| io_err(&path, "mkdir", e))?;
         t.names.insert(self.ino_of(st.id), (parent, name.to_vec()));
         Ok(self.meta_of(&t, &st))
     }
@@ -448,7 +549,10 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
         // The file's slot is freed before the host name goes, so that a reused inode number
         // can never be mistaken for it at recovery.
         self.detach_open(&mut t, ino)?;
-        self.shared.media.unlink(&path).map_err(|e| io_err(&path, "unlink", e))?;
+        self.shared
+            .media
+            .unlink(&path)
+            .map_err(|e| io_err(&path, "unlink", e))?;
         t.names.remove(&ino);
         Ok(())
     }
@@ -458,27 +562,44 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
         let mut t = self.tables.lock();
         let path = Self::child_path(&t, parent, name)?;
         let st = self.stat_path(&path)?;
-        self.shared.media.rmdir(&path).map_err(|e| io_err(&path, "rmdir", e))?;
+        self.shared
+            .media
+            .rmdir(&path)
+            .map_err(|e| io_err(&path, "rmdir", e))?;
         t.names.remove(&self.ino_of(st.id));
         Ok(())
     }
 
-    fn rename(&self, parent: Ino, name: &[u8], new_parent: Ino, new_name: &[u8], _tx: Option<TxId>) -> Result<()> {
+    fn rename(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        new_parent: Ino,
+        new_name: &[u8],
+        _tx: Option<TxId>,
+    ) -> Result<()> {
         self.check()?;
         let mut t = self.tables.lock();
         let from = Self::child_path(&t, parent, name)?;
         let to = Self::child_path(&t, new_parent, new_name)?;
         let moved = self.stat_path(&from)?;
         if let Ok(target) = self.stat_path(&to) {
-            if target.id != moved.id && target.kind == FileKind::File && moved.kind == FileKind::File {
+            if target.id != moved.id
+                && target.kind == FileKind::File
+                && moved.kind == FileKind::File
+            {
                 self.detach_open(&mut t, self.ino_of(target.id))?;
             }
         }
-        self.shared.media.rename(&from, &to).map_err(|e| io_err(&from, "rename", e))?;
+        self.shared
+            .media
+            .rename(&from, &to)
+            .map_err(|e| io_err(&from, "rename", e))?;
         let ino = self.ino_of(moved.id);
         t.names.insert(ino, (new_parent, new_name.to_vec()));
         // Open files below a renamed directory have new paths.
-        let open: Vec<(Ino, Arc<MmioFile<R, M>>)> = t.open.iter().map(|(i, (f, _))| (*i, f.clone())).collect();
+        let open: Vec<(Ino, Arc<MmioFile<R, M>>)> =
+            t.open.iter().map(|(i, (f, _))| (*i, f.clone())).collect();
         for (i, f) in open {
             if let Ok(p) = Self::path_of(&t, i) {
                 let mut st = f.state.write();
@@ -490,7 +611,13 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
         Ok(())
     }
 
-    fn link(&self, _ino: Ino, _new_parent: Ino, _new_name: &[u8], _tx: Option<TxId>) -> Result<Metadata> {
+    fn link(
+        &self,
+        _ino: Ino,
+        _new_parent: Ino,
+        _new_name: &[u8],
+        _tx: Option<TxId>,
+    ) -> Result<Metadata> {
         Err(Error::Unsupported("hard links on the mmio engine".into()))
     }
 
@@ -498,13 +625,21 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
         self.check()?;
         let mut t = self.tables.lock();
         let path = Self::path_of(&t, ino)?;
-        let list = self.shared.media.read_dir(&path).map_err(|e| io_err(&path, "readdir", e))?;
+        let list = self
+            .shared
+            .media
+            .read_dir(&path)
+            .map_err(|e| io_err(&path, "readdir", e))?;
         Ok(list
             .into_iter()
             .map(|(name, st)| {
                 let child = self.ino_of(st.id);
                 t.names.insert(child, (ino, name.clone()));
-                DirEntry { name, ino: child, kind: st.kind }
+                DirEntry {
+                    name,
+                    ino: child,
+                    kind: st.kind,
+                }
             })
             .collect())
     }
@@ -692,7 +827,10 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
         let id = {
             let t = self.tables.lock();
             if t.txs.len() >= self.shared.config.transactions_max {
-                return Err(Error::TooMany { what: "open transactions", max: self.shared.config.transactions_max as u64 });
+                return Err(Error::TooMany {
+                    what: "open transactions",
+                    max: self.shared.config.transactions_max as u64,
+                });
             }
             self.next_tx.fetch_add(1, Ordering::Relaxed)
         };
@@ -712,7 +850,12 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
         if !t.txs.contains_key(&tx.0) {
             return Err(Error::NoSuchTransaction(tx.0));
         }
-        let file = t.handles.get(&fh.0).ok_or(Error::BadHandle(fh.0))?.file.clone();
+        let file = t
+            .handles
+            .get(&fh.0)
+            .ok_or(Error::BadHandle(fh.0))?
+            .file
+            .clone();
         let len = t.txs.get(&tx.0).map_or(0, Vec::len);
         let u = &mut t.open.get_mut(&file.ino).ok_or(Error::BadHandle(fh.0))?.1;
         match u.tx {
@@ -721,11 +864,18 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
             None => {}
         }
         if len >= self.shared.config.tx_files_max {
-            return Err(Error::TooMany { what: "files in one transaction", max: self.shared.config.tx_files_max as u64 });
+            return Err(Error::TooMany {
+                what: "files in one transaction",
+                max: self.shared.config.tx_files_max as u64,
+            });
         }
         u.tx = Some(tx.0);
         // Writes made before the binding are not part of the transaction.
-        if file.needs_commit() && t.open.get(&file.ino).is_some_and(|(_, u)| u.atomic_handles == 0) {
+        if file.needs_commit()
+            && t.open
+                .get(&file.ino)
+                .is_some_and(|(_, u)| u.atomic_handles == 0)
+        {
             file.commit(&self.shared)?;
         }
         if let Some(list) = t.txs.get_mut(&tx.0) {
@@ -739,7 +889,9 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
         let files: Vec<_> = {
             let t = self.tables.lock();
             let inos = t.txs.get(&tx.0).ok_or(Error::NoSuchTransaction(tx.0))?;
-            inos.iter().filter_map(|i| t.open.get(i).map(|(f, _)| f.clone())).collect()
+            inos.iter()
+                .filter_map(|i| t.open.get(i).map(|(f, _)| f.clone()))
+                .collect()
         };
         let result = self.commit_files(&files);
         if result.is_err() {
@@ -756,7 +908,9 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
         let files: Vec<_> = {
             let t = self.tables.lock();
             let inos = t.txs.get(&tx.0).ok_or(Error::NoSuchTransaction(tx.0))?;
-            inos.iter().filter_map(|i| t.open.get(i).map(|(f, _)| f.clone())).collect()
+            inos.iter()
+                .filter_map(|i| t.open.get(i).map(|(f, _)| f.clone()))
+                .collect()
         };
         let mut first_err = None;
         for f in &files {
@@ -797,9 +951,15 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
             ("entries_created".into(), g(&c.entries_created)),
             ("entries_checkpointed".into(), g(&c.entries_checkpointed)),
             ("sync_checkpoints".into(), g(&c.sync_checkpoints)),
-            ("background_checkpoints".into(), g(&c.background_checkpoints)),
+            (
+                "background_checkpoints".into(),
+                g(&c.background_checkpoints),
+            ),
             ("policy_switches".into(), g(&c.policy_switches)),
-            ("log_free_bytes".into(), self.shared.log_space.lock().free_bytes()),
+            (
+                "log_free_bytes".into(),
+                self.shared.log_space.lock().free_bytes(),
+            ),
             ("pool_fences".into(), ps.fences),
             ("pool_lines_flushed".into(), ps.lines_flushed),
             ("pool_bytes_stored".into(), ps.bytes_stored),
