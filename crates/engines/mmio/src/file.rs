@@ -460,8 +460,11 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
             let missing = subtract(u0, u1, &[(d0, d1)]);
             if !missing.is_empty() {
                 copy_home_to_log(&missing);
+                // persist: the old bytes are durable before the chunk that names them grows
+                // (else a crash could persist the wider chunk over stale log bytes).
+                s.pool.fence();
                 s.set_delta(id, u0 as u32, (u1 - u0) as u32);
-                // persist: the old bytes and the widened chunk are durable before home changes.
+                // persist: the widened chunk is durable before home changes.
                 s.pool.fence();
             }
             map.write(p, data);
