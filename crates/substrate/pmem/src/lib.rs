@@ -15,17 +15,27 @@
 //! - [`SimRegion`]: the crash simulator (persistent and cache images, torn unflushed lines,
 //!   crash images at every fence), see [`sim`].
 //!
+//! Wrappers, each a [`Region`] over any region, costing nothing when not used:
+//! - [`Emulated`]: the NVMM emulator (extra latency per flushed line, write-bandwidth cap).
+//! - [`Accounted`]: bytes stored, lines flushed and fences per named area
+//!   ([`Region::define_area`]) and lines flushed per block (wear).
+//!
 //! Engines are generic over `R: Region` so that the mapped fast path is monomorphised and pays
 //! nothing for the simulator.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod account;
 mod dram;
+pub mod emulate;
 mod error;
+pub mod floor;
 pub mod mapped;
 pub mod sim;
 
+pub use account::{Accounted, AccountingReport, AreaReport};
 pub use dram::DramRegion;
+pub use emulate::{Emulated, EmulatorConfig};
 pub use error::{PmError, PmResult};
 pub use mapped::{Durability, FlushInstruction, MappedRegion};
 pub use sim::{CrashConfig, CrashPoint, SimRegion};
@@ -80,7 +90,7 @@ pub trait Region: Send + Sync + 'static {
         self.fence();
     }
 
-    /// Counters of stores, flushes and fences (see [`Accounting`](crate)).
+    /// Counters of stores, flushes and fences (per-area counts: [`Accounted`]).
     fn stats(&self) -> RegionStats;
 
     /// Name the area `[off, off + len)` (metadata log, data log, inode table, data blocks...)
@@ -88,6 +98,50 @@ pub trait Region: Send + Sync + 'static {
     /// ignore it.
     fn define_area(&self, name: &'static str, off: u64, len: u64) {
         let _ = (name, off, len);
+    }
+}
+
+/// A shared region is a region: the crash harness keeps an `Arc<SimRegion>` (to install fence
+/// hooks and take crash images) while the engine owns another handle.
+impl<R: Region + ?Sized> Region for std::sync::Arc<R>
+where
+    std::sync::Arc<R>: Send + Sync,
+{
+    fn len(&self) -> u64 {
+        (**self).len()
+    }
+    fn read(&self, off: u64, buf: &mut [u8]) {
+        (**self).read(off, buf)
+    }
+    fn write(&self, off: u64, data: &[u8]) {
+        (**self).write(off, data)
+    }
+    fn fill(&self, off: u64, len: u64, byte: u8) {
+        (**self).fill(off, len, byte)
+    }
+    fn write_nt(&self, off: u64, data: &[u8]) {
+        (**self).write_nt(off, data)
+    }
+    fn load_u64(&self, off: u64) -> u64 {
+        (**self).load_u64(off)
+    }
+    fn store_u64(&self, off: u64, value: u64) {
+        (**self).store_u64(off, value)
+    }
+    fn flush(&self, off: u64, len: u64) {
+        (**self).flush(off, len)
+    }
+    fn fence(&self) {
+        (**self).fence()
+    }
+    fn persist(&self, off: u64, len: u64) {
+        (**self).persist(off, len)
+    }
+    fn stats(&self) -> RegionStats {
+        (**self).stats()
+    }
+    fn define_area(&self, name: &'static str, off: u64, len: u64) {
+        (**self).define_area(name, off, len)
     }
 }
 

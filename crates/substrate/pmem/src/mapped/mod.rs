@@ -102,6 +102,23 @@ pub fn page_size() -> u64 {
     }
 }
 
+/// A directory for scratch pools: `/dev/shm` when it is a writable tmpfs directory (the
+/// emulated NVMM), else the system temporary directory.
+pub fn scratch_dir() -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    let usable = File::open(shm)
+        .and_then(|dir| is_tmpfs(&dir))
+        .unwrap_or(false)
+        && std::fs::metadata(shm)
+            .map(|m| !m.permissions().readonly())
+            .unwrap_or(false);
+    if usable {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    }
+}
+
 impl MappedRegion {
     /// Create a new pool file of `len` bytes (it must not exist yet) and map it.
     pub fn create(path: impl AsRef<Path>, len: u64) -> PmResult<Self> {
@@ -240,8 +257,13 @@ impl MappedRegion {
     }
 
     /// msync every page range flushed since the last fence.
+    ///
+    /// The dirty list stays locked until the msyncs are done: a fence on another thread that
+    /// finds the list empty because this one took its pages must not return before they are
+    /// durable, so it waits here.
     fn sync_dirty(&self) {
-        let mut ranges = std::mem::take(&mut *self.dirty.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut dirty = self.dirty.lock().unwrap_or_else(|e| e.into_inner());
+        let mut ranges = std::mem::take(&mut *dirty);
         ranges.sort_unstable();
         let mut merged: DirtyPages = Vec::with_capacity(ranges.len());
         for (first, end) in ranges {
@@ -266,6 +288,7 @@ impl MappedRegion {
                 slot.get_or_insert(std::io::Error::last_os_error());
             }
         }
+        drop(dirty);
     }
 }
 

@@ -12,7 +12,8 @@
 //! - A pending line that was not flushed may reach the persistent image, whole, at *any* of its
 //!   intermediate contents, or not at all.
 //! - [`flush`](Region::flush) marks a line as flushed with its current content; the next
-//!   [`fence`](Region::fence) makes that content durable. Until that fence the line may still
+//!   [`fence`](Region::fence) *by the same thread* makes that content durable (as on the CPU,
+//!   where `sfence` orders only its own thread's flushes). Until that fence the line may still
 //!   persist at any of its intermediate contents (or not at all). A store after the flush but
 //!   before the fence adds to the line's history: after the fence the flushed content is
 //!   durable and the later contents remain possible.
@@ -32,9 +33,10 @@ mod crash;
 pub use crash::{CrashConfig, CrashPoint, PendingLine};
 
 use crate::{check_range, Region, RegionStats, CACHE_LINE};
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
+use std::thread::ThreadId;
 
 const LINE: usize = CACHE_LINE as usize;
 
@@ -50,9 +52,9 @@ struct PendingState {
     /// Contents the line had since it was last durable, oldest first (consecutive duplicates
     /// are not recorded twice).
     history: Vec<Line>,
-    /// Index in `history` of the content the line had when it was last flushed, if it was
-    /// flushed since the last fence.
-    flushed_at: Option<usize>,
+    /// For each thread that flushed the line since its own last fence: the index in
+    /// `history` of the content the line had at that thread's last flush.
+    flushes: Vec<(ThreadId, usize)>,
 }
 
 struct Inner {
@@ -68,8 +70,9 @@ struct Inner {
 }
 
 thread_local! {
-    /// Address of the SimRegion whose fence hook is running on this thread (0 when none).
-    static HOOK_OWNER: Cell<usize> = const { Cell::new(0) };
+    /// Addresses of the SimRegions whose fence hooks are running on this thread (hooks may
+    /// nest when a hook runs recovery on another SimRegion that has its own hook).
+    static HOOK_OWNERS: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
 }
 
 /// The crash-simulator region (see the module documentation).
@@ -163,7 +166,7 @@ impl SimRegion {
     fn lock(&self) -> MutexGuard<'_, Inner> {
         let me = self as *const SimRegion as usize;
         assert!(
-            HOOK_OWNER.with(|owner| owner.get()) != me,
+            !HOOK_OWNERS.with(|owners| owners.borrow().contains(&me)),
             "SimRegion: the fence hook must not touch the region that calls it"
         );
         // A panic in another thread while holding the lock leaves consistent state (every
@@ -174,17 +177,39 @@ impl SimRegion {
     }
 
     /// Store `bytes` at `off`, one aligned 8-byte word at a time, recording the history.
-    fn store(&self, inner: &mut Inner, off: u64, bytes: impl Fn(usize) -> u8, len: u64) {
+    fn store(&self, inner: &mut Inner, off: u64, source: Source<'_>) {
+        let len = source.len();
         check_range(self.len, off, len);
         let end = off + len;
-        let mut word_start = off;
-        while word_start < end {
-            let word_end = ((word_start / 8 + 1) * 8).min(end);
-            for pos in word_start..word_end {
-                inner.cache[pos as usize] = bytes((pos - off) as usize);
+        let Inner { cache, pending, .. } = inner;
+        let mut line_start = off;
+        while line_start < end {
+            let line = line_start / CACHE_LINE;
+            let line_end = ((line + 1) * CACHE_LINE).min(end);
+            let base = (line * CACHE_LINE) as usize;
+            let state = pending.entry(line).or_default();
+            state
+                .history
+                .reserve((line_end - line_start).div_ceil(8) as usize + 1);
+            let mut word_start = line_start;
+            while word_start < line_end {
+                let word_end = ((word_start / 8 + 1) * 8).min(line_end);
+                let target = &mut cache[word_start as usize..word_end as usize];
+                match source {
+                    Source::Bytes(data) => target.copy_from_slice(
+                        &data[(word_start - off) as usize..(word_end - off) as usize],
+                    ),
+                    Source::Fill(byte, _) => target.fill(byte),
+                }
+                let content = &cache[base..base + LINE];
+                if state.history.last().map(|last| &last[..]) != Some(content) {
+                    let mut copy = [0u8; LINE];
+                    copy.copy_from_slice(content);
+                    state.history.push(copy);
+                }
+                word_start = word_end;
             }
-            record(inner, word_start / CACHE_LINE);
-            word_start = word_end;
+            line_start = line_end;
         }
         inner.bytes_stored += len;
     }
@@ -194,23 +219,34 @@ impl SimRegion {
         if len == 0 {
             return;
         }
+        let me = std::thread::current().id();
         for line in off / CACHE_LINE..=(off + len - 1) / CACHE_LINE {
             if let Some(state) = inner.pending.get_mut(&line) {
-                state.flushed_at = Some(state.history.len() - 1);
+                let index = state.history.len() - 1;
+                match state.flushes.iter_mut().find(|(thread, _)| *thread == me) {
+                    Some(flush) => flush.1 = index,
+                    None => state.flushes.push((me, index)),
+                }
             }
         }
         inner.lines_flushed += crate::lines_in(off, len);
     }
 }
 
-/// Record the current cache content of `line` in its history.
-fn record(inner: &mut Inner, line: u64) {
-    let start = (line * CACHE_LINE) as usize;
-    let mut content = [0u8; LINE];
-    content.copy_from_slice(&inner.cache[start..start + LINE]);
-    let state = inner.pending.entry(line).or_default();
-    if state.history.last() != Some(&content) {
-        state.history.push(content);
+/// The bytes a store writes.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    Bytes(&'a [u8]),
+    /// A byte repeated `len` times.
+    Fill(u8, u64),
+}
+
+impl Source<'_> {
+    fn len(&self) -> u64 {
+        match self {
+            Source::Bytes(data) => data.len() as u64,
+            Source::Fill(_, len) => *len,
+        }
     }
 }
 
@@ -229,20 +265,25 @@ fn pending_lines(inner: &Inner) -> Vec<PendingLine> {
         .collect()
 }
 
-/// Apply a fence: flushed lines become durable at their flushed content.
-fn apply_fence(inner: &mut Inner) {
+/// Apply a fence issued by thread `me`: the lines it flushed become durable at the content
+/// they had at its flush (flushes by other threads of older contents are then complete too).
+fn apply_fence(inner: &mut Inner, me: ThreadId) {
     let Inner {
         pending,
         persistent,
         ..
     } = inner;
     pending.retain(|&line, state| {
-        let Some(index) = state.flushed_at.take() else {
+        let Some(&(_, index)) = state.flushes.iter().find(|(thread, _)| *thread == me) else {
             return true;
         };
         let start = (line * CACHE_LINE) as usize;
         persistent[start..start + LINE].copy_from_slice(&state.history[index]);
         state.history.drain(..=index);
+        state.flushes.retain(|&(_, other)| other > index);
+        for flush in &mut state.flushes {
+            flush.1 -= index + 1;
+        }
         !state.history.is_empty()
     });
     inner.fences += 1;
@@ -261,17 +302,17 @@ impl Region for SimRegion {
 
     fn write(&self, off: u64, data: &[u8]) {
         let mut inner = self.lock();
-        self.store(&mut inner, off, |i| data[i], data.len() as u64);
+        self.store(&mut inner, off, Source::Bytes(data));
     }
 
     fn fill(&self, off: u64, len: u64, byte: u8) {
         let mut inner = self.lock();
-        self.store(&mut inner, off, |_| byte, len);
+        self.store(&mut inner, off, Source::Fill(byte, len));
     }
 
     fn write_nt(&self, off: u64, data: &[u8]) {
         let mut inner = self.lock();
-        self.store(&mut inner, off, |i| data[i], data.len() as u64);
+        self.store(&mut inner, off, Source::Bytes(data));
         // Non-temporal stores: durable at the next fence, like a store followed by a flush.
         self.mark_flushed(&mut inner, off, data.len() as u64);
     }
@@ -288,7 +329,7 @@ impl Region for SimRegion {
         let word = value.to_le_bytes();
         let mut inner = self.lock();
         // Aligned and 8 bytes long: `store` records it as a single step (never torn).
-        self.store(&mut inner, off, |i| word[i], 8);
+        self.store(&mut inner, off, Source::Bytes(&word));
     }
 
     fn flush(&self, off: u64, len: u64) {
@@ -307,14 +348,14 @@ impl Region for SimRegion {
                 inner.config,
             );
             let me = self as *const SimRegion as usize;
-            HOOK_OWNER.with(|owner| owner.set(me));
-            let guard = ResetHookOwner;
+            HOOK_OWNERS.with(|owners| owners.borrow_mut().push(me));
+            let guard = PopHookOwner;
             hook(&point);
             drop(guard);
             drop(point);
             inner.hook = Some(hook);
         }
-        apply_fence(&mut inner);
+        apply_fence(&mut inner, std::thread::current().id());
     }
 
     fn stats(&self) -> RegionStats {
@@ -327,12 +368,12 @@ impl Region for SimRegion {
     }
 }
 
-/// Clears [`HOOK_OWNER`] when the hook returns or unwinds.
-struct ResetHookOwner;
+/// Pops [`HOOK_OWNERS`] when the hook returns or unwinds.
+struct PopHookOwner;
 
-impl Drop for ResetHookOwner {
+impl Drop for PopHookOwner {
     fn drop(&mut self) {
-        HOOK_OWNER.with(|owner| owner.set(0));
+        HOOK_OWNERS.with(|owners| owners.borrow_mut().pop());
     }
 }
 
