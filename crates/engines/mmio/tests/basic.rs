@@ -1,6 +1,8 @@
 //! Single-file semantics, epochs, undo and redo logging, transactions, O_ATOMIC and
 //! reopening, over simulated media and over a real directory on tmpfs.
 
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
 mod common;
 
 use common::*;

@@ -8,6 +8,8 @@
 //!
 //! Reproduce a failure with the printed seed: `MMIO_CRASH_SEED=<seed> cargo test -p atomfs-mmio --test crash`.
 
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
 mod common;
 
 use common::*;
@@ -137,7 +139,13 @@ fn run(seed: u64, mode: PolicyMode, ops: usize) -> (u64, u64, u64) {
             let snapshot = ns.lock().unwrap().clone();
             let fence = cp.fence_index();
             for (i, image) in cp.images().enumerate() {
-                check_image(&mut o, image, &snapshot, &cfg, (fence + i as u64) % 7 == 0);
+                check_image(
+                    &mut o,
+                    image,
+                    &snapshot,
+                    &cfg,
+                    (fence + i as u64).is_multiple_of(7),
+                );
             }
         }));
     }

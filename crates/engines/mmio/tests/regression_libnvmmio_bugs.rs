@@ -14,6 +14,8 @@
 //!    file never switched to redo unless it was never read. Test:
 //!    `hybrid_switches_to_redo_at_forty_percent_writes`.
 
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
 mod common;
 
 use common::*;

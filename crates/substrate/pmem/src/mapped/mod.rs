@@ -171,7 +171,9 @@ impl MappedRegion {
         if map_len == 0 || map_len & (page - 1) != 0 {
             return Err(invalid(
                 path,
-                format!("mapping length {map_len} is not a positive multiple of the page size {page}"),
+                format!(
+                    "mapping length {map_len} is not a positive multiple of the page size {page}"
+                ),
             ));
         }
         Self::map(path, file, map_len)
