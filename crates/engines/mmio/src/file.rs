@@ -78,7 +78,36 @@ fn subtract(a0: u64, a1: u64, holes: &[(u64, u64)]) -> Vec<(u64, u64)> {
     out
 }
 
+/// Writes of at least this many bytes use non-temporal stores (durable at the next fence, no
+/// flush needed); smaller ones are cached stores plus a flush.
+const NT_MIN: usize = 256;
+
+/// Store `data` at `off` so that it is durable at the next fence of `region`.
+fn store_flushed<G: Region + ?Sized>(region: &G, off: u64, data: &[u8]) {
+    if data.len() >= NT_MIN {
+        region.write_nt(off, data);
+    } else {
+        region.write(off, data);
+        region.flush(off, data.len() as u64);
+    }
+}
+
 impl<R: Region, M: FileMedia> MmioFile<R, M> {
+    /// Store new bytes home: non-temporal when large (durable at the commit's fence), else
+    /// cached and remembered for the commit's flush.
+    fn write_home(&self, map: &M::Map, off: u64, data: &[u8]) {
+        if data.len() >= NT_MIN {
+            map.write_nt(off, data);
+            // persist: non-temporal stores drain at a fence of *this* thread only, and the
+            // commit may run on another thread: fence here (cached stores, in contrast, are
+            // flushed by the committing thread from `dirty_home`).
+            map.fence();
+        } else {
+            map.write(off, data);
+            self.dirty_home.lock().push((off, data.len() as u64));
+        }
+    }
+
     /// Open `path` (host length `len`, identity `media_id`) with a fresh metadata slot.
     pub fn open(
         s: &Shared<R, M>,
@@ -278,8 +307,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         // Direct part: at or past the committed size, nothing to protect.
         if cut < end {
             let map = self.map_of(st)?;
-            map.write(cut, &data[(cut - off) as usize..]);
-            self.dirty_home.lock().push((cut, end - cut));
+            self.write_home(map, cut, &data[(cut - off) as usize..]);
             s.counters
                 .bytes_direct
                 .fetch_add(end - cut, Ordering::Relaxed);
@@ -389,13 +417,12 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         self.live.lock().insert(id);
         let map = self.map_of(st)?;
         if redo {
-            s.pool.write(log_off + rel, &piece[..n]);
+            store_flushed(&s.pool, log_off + rel, &piece[..n]);
         } else {
             let mut old = vec![0u8; n];
             map.read(p, &mut old);
-            s.pool.write(log_off + rel, &old);
+            store_flushed(&s.pool, log_off + rel, &old);
         }
-        s.pool.flush(log_off + rel, n as u64);
         let entry = IndexEntry {
             epoch: e.epoch,
             file_slot: self.slot,
@@ -409,8 +436,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         s.publish_entry(id, &entry);
         s.counters.entries_created.fetch_add(1, Ordering::Relaxed);
         if !redo {
-            map.write(p, &piece[..n]);
-            self.dirty_home.lock().push((p, n as u64));
+            self.write_home(map, p, &piece[..n]);
         }
         Ok(Some(n))
     }
@@ -440,15 +466,13 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
             for &(a, b) in ranges {
                 buf.resize((b - a) as usize, 0);
                 map.read(e.file_off + a, &mut buf);
-                s.pool.write(e.log_off + a, &buf);
-                s.pool.flush(e.log_off + a, b - a);
+                store_flushed(&s.pool, e.log_off + a, &buf);
             }
         };
         if e.policy_redo {
             // Bytes of the union covered by neither chunk take the current home bytes.
             copy_home_to_log(&subtract(u0, u1, &[(d0, d1), (n0, n1)]));
-            s.pool.write(e.log_off + n0, data);
-            s.pool.flush(e.log_off + n0, n1 - n0);
+            store_flushed(&s.pool, e.log_off + n0, data);
             if (u0, u1) != (d0, d1) {
                 s.set_delta(id, u0 as u32, (u1 - u0) as u32);
             }
@@ -467,8 +491,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
                 // persist: the widened chunk is durable before home changes.
                 s.pool.fence();
             }
-            map.write(p, data);
-            self.dirty_home.lock().push((p, data.len() as u64));
+            self.write_home(map, p, data);
         }
         e.delta_off = u0 as u32;
         e.delta_len = (u1 - u0) as u32;
@@ -550,8 +573,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         if a < b {
             let mut buf = vec![0u8; (b - a) as usize];
             s.pool.read(e.log_off + e.delta_off as u64, &mut buf);
-            map.write(a, &buf);
-            map.flush(a, b - a);
+            store_flushed(map, a, &buf);
         }
     }
 
