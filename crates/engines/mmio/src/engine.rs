@@ -72,6 +72,8 @@ pub struct Shared<R: Region, M: FileMedia> {
     pub log_space: Mutex<Buddy>,
     pub free_file_slots: Mutex<Vec<u32>>,
     pub free_tx_records: Mutex<Vec<u32>>,
+    pub free_intents: Mutex<Vec<u32>>,
+    pub intent_seq: std::sync::atomic::AtomicU64,
     /// Files with a metadata slot, by slot (for the checkpoint thread).
     pub files: Mutex<HashMap<u32, Weak<MmioFile<R, M>>>>,
     pub counters: Counters,
@@ -95,6 +97,8 @@ impl<R: Region, M: FileMedia> Shared<R, M> {
             free_entries: Mutex::new((0..sb.index_entries_max).rev().collect()),
             free_file_slots: Mutex::new((0..sb.files_max).rev().collect()),
             free_tx_records: Mutex::new((0..sb.tx_records_max).rev().collect()),
+            free_intents: Mutex::new((0..sb.intents_max).rev().collect()),
+            intent_seq: std::sync::atomic::AtomicU64::new(1),
             files: Mutex::new(HashMap::new()),
             counters: Counters::default(),
             work: Mutex::new(false),

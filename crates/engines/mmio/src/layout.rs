@@ -8,13 +8,14 @@
 //! |                 |                        | 256               | x 64                | (aligned|
 //! |                 |                        |                   |                     | entries)|
 //! +-----------------+------------------------+-------------------+---------------------+---------+
+//! (intent records, intents_max x 512, sit between the index entries and the log area)
 //!
 //! superblock (first 128 bytes used)
 //!  0 magic u64 "ATFSMMIO"      8 version u32        12 checksum u32 (crc32c of 16..128)
 //! 16 store_id u64             24 pool_len u64      32 files_max u32   36 index_entries_max u32
 //! 40 tx_records_max u32       44 block_size u32    48 log_entry_max u64
 //! 56 file_meta_off u64        64 tx_off u64        72 index_off u64   80 log_off u64
-//! 88 log_len u64              96..128 zero
+//! 88 log_len u64             96 intent_off u64    104 intents_max u32   108..128 zero
 //!
 //! per-file metadata (64 bytes)
 //!  0 epoch u64 (the commit word: one 8-byte store commits the file's epoch)
@@ -31,7 +32,7 @@
 //!
 //! transaction record (256 bytes)
 //!  0 state u64 (0 free, TX_COMMITTED: the commit word)  8 count u32  12 checksum u32
-//! 16 files[15] { slot u32, pad u32, target_epoch u64 }
+//! 16 txid u64   24 files[14] { slot u32, pad u32, target_epoch u64 }   248..256 zero
 //! ```
 
 use crate::{MmioError, MmioResult};
@@ -44,12 +45,12 @@ pub const BLOCK_SIZE: u64 = 4096;
 pub const FILE_META_LEN: u64 = 64;
 pub const INDEX_ENTRY_LEN: u64 = 64;
 pub const TX_RECORD_LEN: u64 = 256;
-pub const TX_FILES_MAX: usize = 15;
+pub const TX_FILES_MAX: usize = 14;
 pub const FILE_MAGIC: u64 = 0x4C49_464D; // "MFIL"
 pub const NO_EPOCH: u64 = u64::MAX;
 pub const TX_COMMITTED: u64 = u64::from_le_bytes(*b"COMMITTD");
 
-const _: () = assert!(16 + TX_FILES_MAX as u64 * 16 == TX_RECORD_LEN);
+const _: () = assert!(24 + TX_FILES_MAX as u64 * 16 <= TX_RECORD_LEN);
 const _: () = assert!(FILE_META_LEN == 64 && INDEX_ENTRY_LEN == 64);
 
 /// Logging policy of an index entry (and of a file for its current epoch).
@@ -85,6 +86,8 @@ pub struct Superblock {
     pub index_off: u64,
     pub log_off: u64,
     pub log_len: u64,
+    pub intent_off: u64,
+    pub intents_max: u32,
 }
 
 fn put_u32(buf: &mut [u8], at: usize, v: u32) {
@@ -113,11 +116,13 @@ impl Superblock {
         index_entries_max: u32,
         tx_records_max: u32,
         log_entry_max: u64,
+        intents_max: u32,
     ) -> MmioResult<Superblock> {
         let file_meta_off = SUPERBLOCK_LEN;
         let tx_off = file_meta_off + files_max as u64 * FILE_META_LEN;
         let index_off = tx_off + tx_records_max as u64 * TX_RECORD_LEN;
-        let index_end = index_off + index_entries_max as u64 * INDEX_ENTRY_LEN;
+        let intent_off = index_off + index_entries_max as u64 * INDEX_ENTRY_LEN;
+        let index_end = intent_off + intents_max as u64 * crate::intent::INTENT_LEN;
         let log_off = index_end.div_ceil(log_entry_max) * log_entry_max;
         let log_len = pool_len.saturating_sub(log_off) / log_entry_max * log_entry_max;
         if log_len == 0 {
@@ -137,6 +142,8 @@ impl Superblock {
             index_off,
             log_off,
             log_len,
+            intent_off,
+            intents_max,
         })
     }
 
@@ -156,6 +163,8 @@ impl Superblock {
         put_u64(&mut b, 72, self.index_off);
         put_u64(&mut b, 80, self.log_off);
         put_u64(&mut b, 88, self.log_len);
+        put_u64(&mut b, 96, self.intent_off);
+        put_u32(&mut b, 104, self.intents_max);
         let crc = crc32c::crc32c(&b[16..128]);
         put_u32(&mut b, 12, crc);
         b
@@ -185,6 +194,8 @@ impl Superblock {
             index_off: get_u64(b, 72),
             log_off: get_u64(b, 80),
             log_len: get_u64(b, 88),
+            intent_off: get_u64(b, 96),
+            intents_max: get_u32(b, 104),
         };
         let valid_entry_max = sb.log_entry_max >= BLOCK_SIZE
             && sb.log_entry_max.is_power_of_two()
@@ -197,6 +208,7 @@ impl Superblock {
                 sb.index_entries_max,
                 sb.tx_records_max,
                 sb.log_entry_max,
+                sb.intents_max,
             )
             .ok()
         } else {
@@ -219,6 +231,13 @@ impl Superblock {
     }
     pub fn tx_at(&self, idx: u32) -> u64 {
         self.tx_off + idx as u64 * TX_RECORD_LEN
+    }
+    pub fn intent_at(&self, idx: u32) -> u64 {
+        self.intent_off + idx as u64 * crate::intent::INTENT_LEN
+    }
+    /// End of the metadata areas (everything zeroed at format).
+    pub fn metadata_end(&self) -> u64 {
+        self.intent_off + self.intents_max as u64 * crate::intent::INTENT_LEN
     }
     /// Largest log entry order (entry size = BLOCK_SIZE << order).
     pub fn order_max(&self) -> u8 {
@@ -361,36 +380,37 @@ pub struct TxFile {
     pub target_epoch: u64,
 }
 
-pub fn encode_tx_body(files: &[TxFile]) -> Vec<u8> {
+pub fn encode_tx_body(txid: u64, files: &[TxFile]) -> Vec<u8> {
+    // Bytes 8..256 of the record.
     let mut b = vec![0u8; (TX_RECORD_LEN - 8) as usize];
     put_u32(&mut b, 0, files.len() as u32);
+    put_u64(&mut b, 8, txid);
     for (i, f) in files.iter().enumerate() {
-        put_u32(&mut b, 8 + i * 16, f.slot);
-        put_u64(&mut b, 8 + i * 16 + 8, f.target_epoch);
+        put_u32(&mut b, 16 + i * 16, f.slot);
+        put_u64(&mut b, 16 + i * 16 + 8, f.target_epoch);
     }
-    let crc = crc32c::crc32c(&b[8..8 + files.len() * 16]);
+    let crc = crc32c::crc32c(&b[8..16 + files.len() * 16]);
     put_u32(&mut b, 4, crc);
     b
 }
 
-/// Decode a committed transaction record's file list (None when free or not committed).
-pub fn decode_tx(b: &[u8], at: u64) -> MmioResult<Option<Vec<TxFile>>> {
+/// Decode a committed transaction record: (txid, file list); `None` when not committed.
+pub fn decode_tx(b: &[u8], at: u64) -> MmioResult<Option<(u64, Vec<TxFile>)>> {
     if get_u64(b, 0) != TX_COMMITTED {
         return Ok(None);
     }
     let count = get_u32(b, 8) as usize;
-    if count > TX_FILES_MAX || get_u32(b, 12) != crc32c::crc32c(&b[16..16 + count * 16]) {
+    if count > TX_FILES_MAX || get_u32(b, 12) != crc32c::crc32c(&b[16..24 + count * 16]) {
         return Err(MmioError::corrupt(
             "committed transaction record is corrupt",
             at,
         ));
     }
-    Ok(Some(
-        (0..count)
-            .map(|i| TxFile {
-                slot: get_u32(b, 16 + i * 16),
-                target_epoch: get_u64(b, 16 + i * 16 + 8),
-            })
-            .collect(),
-    ))
+    let files = (0..count)
+        .map(|i| TxFile {
+            slot: get_u32(b, 24 + i * 16),
+            target_epoch: get_u64(b, 24 + i * 16 + 8),
+        })
+        .collect();
+    Ok(Some((get_u64(b, 16), files)))
 }

@@ -19,6 +19,7 @@
 
 mod engine;
 mod file;
+pub mod intent;
 pub mod layout;
 pub mod media;
 mod nvmmap;
@@ -69,6 +70,8 @@ pub struct MmioConfig {
     pub tx_files_max: usize,
     /// Open transactions at once.
     pub transactions_max: usize,
+    /// Namespace intent records (create/unlink/rename/... inside open transactions).
+    pub intents_max: u32,
 }
 
 impl Default for MmioConfig {
@@ -84,6 +87,7 @@ impl Default for MmioConfig {
             redo_write_percent_min: 40,
             tx_files_max: layout::TX_FILES_MAX,
             transactions_max: 1024,
+            intents_max: 1024,
         }
     }
 }
@@ -102,6 +106,7 @@ impl MmioConfig {
             redo_write_percent_min: 40,
             tx_files_max: 4,
             transactions_max: 8,
+            intents_max: 16,
         }
     }
 }

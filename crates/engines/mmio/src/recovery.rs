@@ -22,6 +22,8 @@ pub struct RecoveryReport {
     pub entries_redone: u64,
     pub entries_undone: u64,
     pub entries_discarded: u64,
+    pub intents_undone: u64,
+    pub intents_finished: u64,
 }
 
 pub fn recover<R: Region, M: FileMedia>(
@@ -30,7 +32,9 @@ pub fn recover<R: Region, M: FileMedia>(
     media: &M,
 ) -> MmioResult<RecoveryReport> {
     let mut report = RecoveryReport::default();
-    apply_tx_records(pool, sb, &mut report)?;
+    let committed = apply_tx_records(pool, sb, &mut report)?;
+    recover_intents(pool, sb, media, &committed, &mut report)?;
+    clear_tx_records(pool, sb);
     let by_slot = scan_entries(pool, sb)?;
     let mut paths: Option<HashMap<u64, PathBuf>> = None;
     for slot in 0..sb.files_max {
@@ -69,16 +73,18 @@ pub fn recover<R: Region, M: FileMedia>(
     Ok(report)
 }
 
+/// Raise the epochs of every committed transaction record; returns their txids.
 fn apply_tx_records<R: Region>(
     pool: &R,
     sb: &Superblock,
     report: &mut RecoveryReport,
-) -> MmioResult<()> {
+) -> MmioResult<std::collections::HashSet<u64>> {
+    let mut committed = std::collections::HashSet::new();
     for i in 0..sb.tx_records_max {
         let at = sb.tx_at(i);
         let mut b = vec![0u8; TX_RECORD_LEN as usize];
         pool.read(at, &mut b);
-        if let Some(files) = layout::decode_tx(&b, at)? {
+        if let Some((txid, files)) = layout::decode_tx(&b, at)? {
             for f in &files {
                 if f.slot >= sb.files_max {
                     return Err(MmioError::corrupt(
@@ -92,16 +98,64 @@ fn apply_tx_records<R: Region>(
                     pool.flush(e, 8);
                 }
             }
-            // persist: the committed transaction's epoch bumps are all durable ...
+            // persist: the committed transaction's epoch bumps are all durable.
             pool.fence();
+            committed.insert(txid);
             report.tx_records_applied += 1;
         }
+    }
+    Ok(committed)
+}
+
+/// Free every transaction record (after their epochs and intents are settled).
+fn clear_tx_records<R: Region>(pool: &R, sb: &Superblock) {
+    for i in 0..sb.tx_records_max {
+        let at = sb.tx_at(i);
         if pool.load_u64(at) != 0 {
             pool.store_u64(at, 0);
-            // persist: ... before its record is freed (a committed or a torn one).
-            pool.persist(at, 8);
+            pool.flush(at, 8);
         }
     }
+    // persist: the records are free (a committed or a torn one).
+    pool.fence();
+}
+
+/// Finish the namespace intents of committed transactions, undo the others (newest first).
+fn recover_intents<R: Region, M: FileMedia>(
+    pool: &R,
+    sb: &Superblock,
+    media: &M,
+    committed: &std::collections::HashSet<u64>,
+    report: &mut RecoveryReport,
+) -> MmioResult<()> {
+    let mut all = Vec::new();
+    for idx in 0..sb.intents_max {
+        let at = sb.intent_at(idx);
+        let mut b = vec![0u8; crate::intent::INTENT_LEN as usize];
+        pool.read(at, &mut b);
+        if let Some(rec) = crate::intent::IntentRecord::decode(&b, at)? {
+            all.push((idx, rec));
+        }
+    }
+    all.sort_by_key(|(_, r)| std::cmp::Reverse(r.seq));
+    for (_, rec) in &all {
+        if committed.contains(&rec.txid) {
+            continue;
+        }
+        crate::intent::undo(media, &rec.intent)?;
+        report.intents_undone += 1;
+    }
+    for (_, rec) in all.iter().rev() {
+        if committed.contains(&rec.txid) {
+            crate::intent::finish(media, &rec.intent)?;
+            report.intents_finished += 1;
+        }
+    }
+    for (idx, _) in &all {
+        crate::intent::clear(pool, sb.intent_at(*idx));
+    }
+    // persist: the intents are settled on the host (each host call is durable) and free.
+    pool.fence();
     Ok(())
 }
 

@@ -3,6 +3,7 @@
 
 use crate::engine::{checkpoint_loop, Shared};
 use crate::file::MmioFile;
+use crate::intent::{self, Intent, IntentRecord, TRASH_NAME};
 use crate::layout::{self, Superblock, TxFile};
 use crate::media::{rel_path, FileMedia, HostMedia, MediaStat};
 pub use crate::recovery::RecoveryReport;
@@ -39,7 +40,15 @@ struct Tables<R: Region, M: FileMedia> {
     names: HashMap<Ino, (Ino, Vec<u8>)>,
     open: HashMap<Ino, (Arc<MmioFile<R, M>>, FileUse)>,
     handles: HashMap<u64, Handle<R, M>>,
-    txs: HashMap<u64, Vec<Ino>>,
+    txs: HashMap<u64, TxState>,
+}
+
+#[derive(Default)]
+struct TxState {
+    inos: Vec<Ino>,
+    /// Namespace intents of the transaction, oldest first: (record index, intent).
+    intents: Vec<(u32, Intent)>,
+    trash_seq: u64,
 }
 
 /// The mmio engine (see the crate documentation).
@@ -117,17 +126,12 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
             config.index_entries_max,
             config.tx_records_max,
             config.log_entry_max,
+            config.intents_max,
         )?;
-        pool.fill(
-            layout::SUPERBLOCK_LEN,
-            sb.index_off + sb.index_entries_max as u64 * 64 - layout::SUPERBLOCK_LEN,
-            0,
-        );
-        // persist: metadata, transaction records and index entries are all free ...
-        pool.persist(
-            layout::SUPERBLOCK_LEN,
-            sb.index_off + sb.index_entries_max as u64 * 64 - layout::SUPERBLOCK_LEN,
-        );
+        let meta_len = sb.metadata_end() - layout::SUPERBLOCK_LEN;
+        pool.fill(layout::SUPERBLOCK_LEN, meta_len, 0);
+        // persist: metadata, transaction records, index entries and intents are all free ...
+        pool.persist(layout::SUPERBLOCK_LEN, meta_len);
         pool.write(0, &sb.encode());
         // persist: ... before the superblock makes the pool valid.
         pool.persist(0, 128);
@@ -160,6 +164,12 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
             )));
         }
         let recovery = crate::recovery::recover(&pool, &sb, &media)?;
+        match media.mkdir(Path::new(TRASH_NAME), 0o700) {
+            Err(e) if e.raw_os_error() != Some(libc::EEXIST) => {
+                return Err(io_err(Path::new(TRASH_NAME), "mkdir trash", e));
+            }
+            _ => {}
+        }
         let root_id = media
             .stat(Path::new(""))
             .map_err(|e| io_err(media.describe().as_ref(), "stat", e))?
@@ -275,7 +285,8 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
         store::path::check_name(name)?;
         if name == b"."
             || name == b".."
-            || (parent == ROOT_INO && name == crate::media::MARKER_NAME.as_bytes())
+            || (parent == ROOT_INO
+                && (name == crate::media::MARKER_NAME.as_bytes() || name == TRASH_NAME.as_bytes()))
         {
             return Err(Error::InvalidArgument(format!(
                 "reserved name {:?}",
@@ -350,13 +361,25 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
         Ok(())
     }
 
-    /// Commit several files as one atomic unit (one transaction record, one 8-byte commit).
-    fn commit_files(&self, files: &[Arc<MmioFile<R, M>>]) -> Result<()> {
+    /// Commit several files (and a transaction's namespace intents) as one atomic unit: one
+    /// transaction record, one 8-byte commit word. A single file without intents commits with
+    /// its own epoch store.
+    ///
+    /// The outer error is a failure before the commit point (nothing committed); the inner one
+    /// a failure after it (committed; recovery finishes what is left).
+    fn commit_files(
+        &self,
+        files: &[Arc<MmioFile<R, M>>],
+        tx: Option<(u64, &[(u32, Intent)])>,
+    ) -> Result<Result<()>> {
         let mut files: Vec<_> = files.iter().filter(|f| f.needs_commit()).cloned().collect();
         files.sort_by_key(|f| f.slot);
         files.dedup_by_key(|f| f.slot);
-        if files.len() <= 1 {
-            return files.first().map_or(Ok(()), |f| f.commit(&self.shared));
+        let intents = tx.map_or(&[][..], |(_, i)| i);
+        if files.len() <= 1 && intents.is_empty() {
+            return files
+                .first()
+                .map_or(Ok(Ok(())), |f| f.commit(&self.shared).map(Ok));
         }
         let s = &*self.shared;
         if files.len() > s.config.tx_files_max {
@@ -381,23 +404,23 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
             })
             .collect();
         let at = s.sb.tx_at(record);
-        s.pool.write(at + 8, &layout::encode_tx_body(&list));
+        s.pool.write(
+            at + 8,
+            &layout::encode_tx_body(tx.map_or(0, |(id, _)| id), &list),
+        );
         // persist: the record's file list is durable before its commit word.
         s.pool.persist(at + 8, layout::TX_RECORD_LEN - 8);
         s.pool.store_u64(at, layout::TX_COMMITTED);
-        // persist: COMMIT POINT of the transaction: recovery bumps every listed epoch.
+        // persist: COMMIT POINT of the transaction: recovery bumps every listed epoch and
+        // finishes the transaction's namespace intents.
         s.pool.persist(at, 8);
         for tf in &list {
             let e = s.sb.file_meta_at(tf.slot) + layout::fm::EPOCH;
             s.pool.store_u64(e, tf.target_epoch);
             s.pool.flush(e, 8);
         }
-        // persist: every file's epoch is bumped ...
+        // persist: every file's epoch is bumped.
         s.pool.fence();
-        s.pool.store_u64(at, 0);
-        // persist: ... before the record is freed.
-        s.pool.persist(at, 8);
-        s.free_tx_records.lock().push(record);
         s.counters.tx_commits.fetch_add(1, Ordering::Relaxed);
         let mut first_err = None;
         for ((f, st), tf) in files.iter().zip(guards.iter_mut()).zip(&list) {
@@ -405,7 +428,181 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
                 first_err.get_or_insert(e);
             }
         }
+        drop(guards);
+        if !intents.is_empty() {
+            if let Err(e) = self.finish_intents(intents) {
+                first_err.get_or_insert(e);
+            }
+        }
+        if first_err.is_none() {
+            s.pool.store_u64(at, 0);
+            // persist: the record is freed only once everything it commits is settled.
+            s.pool.persist(at, 8);
+            s.free_tx_records.lock().push(record);
+        }
+        Ok(first_err.map_or(Ok(()), Err))
+    }
+
+    /// After a commit: delete what the transaction removed (from the trash), free its intents.
+    fn finish_intents(&self, intents: &[(u32, Intent)]) -> Result<()> {
+        let s = &*self.shared;
+        let mut t = self.tables.lock();
+        for (_, it) in intents {
+            if let Intent::Removed { b, .. } = it {
+                if let Ok(st) = s.media.stat(b) {
+                    self.detach_open(&mut t, self.ino_of(st.id))?;
+                    t.names.remove(&self.ino_of(st.id));
+                }
+            }
+            intent::finish(&s.media, it)?;
+        }
+        self.release_intents(intents);
+        Ok(())
+    }
+
+    fn release_intents(&self, intents: &[(u32, Intent)]) {
+        let s = &*self.shared;
+        for (idx, _) in intents {
+            intent::clear(&s.pool, s.sb.intent_at(*idx));
+        }
+        // persist: the intents are free.
+        s.pool.fence();
+        s.free_intents
+            .lock()
+            .extend(intents.iter().map(|(i, _)| *i));
+    }
+
+    /// Undo a transaction's namespace intents, newest first.
+    fn undo_intents(&self, t: &mut Tables<R, M>, intents: &[(u32, Intent)]) -> Result<()> {
+        let s = &*self.shared;
+        let mut first_err = None;
+        for (idx, it) in intents.iter().rev() {
+            if let Intent::Created { a } = it {
+                if let Ok(st) = s.media.stat(a) {
+                    let ino = self.ino_of(st.id);
+                    if let Err(e) = self.detach_open(t, ino) {
+                        first_err.get_or_insert(e);
+                    }
+                    t.names.remove(&ino);
+                }
+            }
+            match intent::undo(&s.media, it) {
+                Ok(()) => {
+                    intent::clear(&s.pool, s.sb.intent_at(*idx));
+                    // persist: this intent is undone and free (older ones stay valid).
+                    s.pool.fence();
+                    s.free_intents.lock().push(*idx);
+                }
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+            if let Intent::Removed { a, .. } | Intent::Renamed { a, .. } | Intent::Attr { a, .. } =
+                it
+            {
+                self.relearn(t, a);
+            }
+        }
+        self.refresh_paths(t);
         first_err.map_or(Ok(()), Err)
+    }
+
+    /// Learn the inode numbers along `path` (after an undo moved something back there).
+    fn relearn(&self, t: &mut Tables<R, M>, path: &Path) {
+        let mut cur = ROOT_INO;
+        let mut prefix = PathBuf::new();
+        for c in path.components() {
+            prefix.push(c);
+            let Ok(st) = self.shared.media.stat(&prefix) else {
+                return;
+            };
+            let ino = self.ino_of(st.id);
+            use std::os::unix::ffi::OsStrExt;
+            t.names
+                .insert(ino, (cur, c.as_os_str().as_bytes().to_vec()));
+            cur = ino;
+        }
+    }
+
+    /// Give every open file its current host path.
+    fn refresh_paths(&self, t: &Tables<R, M>) {
+        for (ino, (f, _)) in &t.open {
+            if let Ok(p) = Self::path_of(t, *ino) {
+                let mut st = f.state.write();
+                if st.path.is_some() {
+                    st.path = Some(p);
+                }
+            }
+        }
+    }
+
+    /// Write a durable intent for transaction `tx` before its host operation.
+    fn log_intent(&self, t: &mut Tables<R, M>, tx: TxId, it: Intent) -> Result<u32> {
+        if !t.txs.contains_key(&tx.0) {
+            return Err(Error::NoSuchTransaction(tx.0));
+        }
+        let s = &*self.shared;
+        let idx = s.free_intents.lock().pop().ok_or(Error::TooMany {
+            what: "namespace operations in open transactions (intents_max)",
+            max: s.sb.intents_max as u64,
+        })?;
+        let rec = IntentRecord {
+            txid: tx.0,
+            seq: s.intent_seq.fetch_add(1, Ordering::Relaxed),
+            intent: it.clone(),
+        };
+        if let Err(e) = intent::publish(&s.pool, s.sb.intent_at(idx), &rec) {
+            s.free_intents.lock().push(idx);
+            return Err(e);
+        }
+        if let Some(state) = t.txs.get_mut(&tx.0) {
+            state.intents.push((idx, it));
+        }
+        Ok(idx)
+    }
+
+    /// The host operation of the newest intent failed: withdraw the intent.
+    fn withdraw_intent(&self, t: &mut Tables<R, M>, tx: TxId) {
+        let s = &*self.shared;
+        if let Some((idx, _)) = t.txs.get_mut(&tx.0).and_then(|st| st.intents.pop()) {
+            intent::clear(&s.pool, s.sb.intent_at(idx));
+            s.pool.fence();
+            s.free_intents.lock().push(idx);
+        }
+    }
+
+    /// Move `path` to the trash under an intent of `tx`; returns the trash path.
+    fn remove_in_tx(&self, t: &mut Tables<R, M>, tx: TxId, path: &Path) -> Result<PathBuf> {
+        let n = t.txs.get_mut(&tx.0).map(|st| {
+            st.trash_seq += 1;
+            st.trash_seq
+        });
+        let n = n.ok_or(Error::NoSuchTransaction(tx.0))?;
+        let trash = Path::new(TRASH_NAME).join(format!("{}-{n}", tx.0));
+        self.log_intent(
+            t,
+            tx,
+            Intent::Removed {
+                a: path.to_path_buf(),
+                b: trash.clone(),
+            },
+        )?;
+        if let Err(e) = self.shared.media.rename(path, &trash) {
+            self.withdraw_intent(t, tx);
+            return Err(io_err(path, "rename to trash", e));
+        }
+        let trash_id = self.stat_path(Path::new(TRASH_NAME))?.id;
+        let trash_ino = self.ino_of(trash_id);
+        t.names
+            .insert(trash_ino, (ROOT_INO, TRASH_NAME.as_bytes().to_vec()));
+        if let Ok(st) = self.stat_path(&trash) {
+            t.names.insert(
+                self.ino_of(st.id),
+                (trash_ino, format!("{}-{n}", tx.0).into_bytes()),
+            );
+        }
+        self.refresh_paths(t);
+        Ok(trash)
     }
 
     fn files_of_handles(&self, fhs: &[Fh]) -> Result<Vec<Arc<MmioFile<R, M>>>> {
@@ -488,12 +685,22 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
         Ok(self.meta_of(&t, &st))
     }
 
-    fn setattr(&self, ino: Ino, attr: &SetAttr, _tx: Option<TxId>) -> Result<Metadata> {
+    fn setattr(&self, ino: Ino, attr: &SetAttr, tx: Option<TxId>) -> Result<Metadata> {
         self.check()?;
-        let t = self.tables.lock();
+        let mut t = self.tables.lock();
         let path = Self::path_of(&t, ino)?;
         if attr.uid.is_some() || attr.gid.is_some() {
             return Err(Error::Unsupported("chown on the mmio engine".into()));
+        }
+        if let Some(tx) = tx {
+            let old = self.stat_path(&path)?;
+            let it = Intent::Attr {
+                a: path.clone(),
+                perm: old.perm,
+                atime: old.atime,
+                mtime: old.mtime,
+            };
+            self.log_intent(&mut t, tx, it)?;
         }
         if let Some(perm) = attr.perm {
             self.shared
@@ -511,39 +718,36 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
         Ok(self.meta_of(&t, &st))
     }
 
-    fn create(&self, parent: Ino, name: &[u8], perm: u32, _tx: Option<TxId>) -> Result<Metadata> {
+    fn create(&self, parent: Ino, name: &[u8], perm: u32, tx: Option<TxId>) -> Result<Metadata> {
         self.check()?;
         let mut t = self.tables.lock();
         let path = Self::child_path(&t, parent, name)?;
-        let st = self
-            .shared
-            .media
-            .create(&path, perm)
-            .map_err(|e| io_err(&path, "create", e))?;
+        let st = self.created_in_tx(&mut t, tx, &path, |m| m.create(&path, perm), "create")?;
         t.names.insert(self.ino_of(st.id), (parent, name.to_vec()));
         Ok(self.meta_of(&t, &st))
     }
 
-    fn mkdir(&self, parent: Ino, name: &[u8], perm: u32, _tx: Option<TxId>) -> Result<Metadata> {
+    fn mkdir(&self, parent: Ino, name: &[u8], perm: u32, tx: Option<TxId>) -> Result<Metadata> {
         self.check()?;
         let mut t = self.tables.lock();
         let path = Self::child_path(&t, parent, name)?;
-        let st = self
-            .shared
-            .media
-            .mkdir(&path, perm)
-            .map_err(|e| io_err(&path, "mkdir", e))?;
+        let st = self.created_in_tx(&mut t, tx, &path, |m| m.mkdir(&path, perm), "mkdir")?;
         t.names.insert(self.ino_of(st.id), (parent, name.to_vec()));
         Ok(self.meta_of(&t, &st))
     }
 
-    fn unlink(&self, parent: Ino, name: &[u8], _tx: Option<TxId>) -> Result<()> {
+    fn unlink(&self, parent: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
         self.check()?;
         let mut t = self.tables.lock();
         let path = Self::child_path(&t, parent, name)?;
         let st = self.stat_path(&path)?;
         if st.kind == FileKind::Dir {
             return Err(Error::IsDir(path.display().to_string()));
+        }
+        if let Some(tx) = tx {
+            // In a transaction the name moves to the trash (an open file keeps working).
+            self.remove_in_tx(&mut t, tx, &path)?;
+            return Ok(());
         }
         let ino = self.ino_of(st.id);
         // The file's slot is freed before the host name goes, so that a reused inode number
@@ -557,11 +761,27 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
         Ok(())
     }
 
-    fn rmdir(&self, parent: Ino, name: &[u8], _tx: Option<TxId>) -> Result<()> {
+    fn rmdir(&self, parent: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
         self.check()?;
         let mut t = self.tables.lock();
         let path = Self::child_path(&t, parent, name)?;
         let st = self.stat_path(&path)?;
+        if let Some(tx) = tx {
+            if st.kind != FileKind::Dir {
+                return Err(Error::NotDir(path.display().to_string()));
+            }
+            if !self
+                .shared
+                .media
+                .read_dir(&path)
+                .map_err(|e| io_err(&path, "readdir", e))?
+                .is_empty()
+            {
+                return Err(Error::NotEmpty(path.display().to_string()));
+            }
+            self.remove_in_tx(&mut t, tx, &path)?;
+            return Ok(());
+        }
         self.shared
             .media
             .rmdir(&path)
@@ -576,13 +796,22 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
         name: &[u8],
         new_parent: Ino,
         new_name: &[u8],
-        _tx: Option<TxId>,
+        tx: Option<TxId>,
     ) -> Result<()> {
         self.check()?;
         let mut t = self.tables.lock();
         let from = Self::child_path(&t, parent, name)?;
         let to = Self::child_path(&t, new_parent, new_name)?;
         let moved = self.stat_path(&from)?;
+        if let Some(tx) = tx {
+            return self.rename_in_tx(
+                &mut t,
+                tx,
+                (parent, name, &from),
+                (new_parent, new_name, &to),
+                &moved,
+            );
+        }
         if let Ok(target) = self.stat_path(&to) {
             if target.id != moved.id
                 && target.kind == FileKind::File
@@ -632,6 +861,7 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
             .map_err(|e| io_err(&path, "readdir", e))?;
         Ok(list
             .into_iter()
+            .filter(|(name, _)| ino != ROOT_INO || name != TRASH_NAME.as_bytes())
             .map(|(name, st)| {
                 let child = self.ino_of(st.id);
                 t.names.insert(child, (ino, name.clone()));
@@ -811,7 +1041,7 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
     fn syncv(&self, fhs: &[Fh]) -> Result<()> {
         self.check()?;
         let files = self.files_of_handles(fhs)?;
-        self.commit_files(&files)
+        self.commit_files(&files, None)?
     }
 
     fn abortv(&self, fhs: &[Fh]) -> Result<()> {
@@ -834,7 +1064,7 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
             }
             self.next_tx.fetch_add(1, Ordering::Relaxed)
         };
-        self.tables.lock().txs.insert(id, Vec::new());
+        self.tables.lock().txs.insert(id, TxState::default());
         for &fh in files {
             if let Err(e) = self.tx_add(TxId(id), fh) {
                 let _ = self.tx_abort(TxId(id));
@@ -856,7 +1086,7 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
             .ok_or(Error::BadHandle(fh.0))?
             .file
             .clone();
-        let len = t.txs.get(&tx.0).map_or(0, Vec::len);
+        let len = t.txs.get(&tx.0).map_or(0, |st| st.inos.len());
         let u = &mut t.open.get_mut(&file.ino).ok_or(Error::BadHandle(fh.0))?.1;
         match u.tx {
             Some(other) if other == tx.0 => return Ok(()),
@@ -878,43 +1108,43 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
         {
             file.commit(&self.shared)?;
         }
-        if let Some(list) = t.txs.get_mut(&tx.0) {
-            list.push(file.ino);
+        if let Some(state) = t.txs.get_mut(&tx.0) {
+            state.inos.push(file.ino);
         }
         Ok(())
     }
 
     fn tx_commit(&self, tx: TxId) -> Result<()> {
         self.check()?;
-        let files: Vec<_> = {
-            let t = self.tables.lock();
-            let inos = t.txs.get(&tx.0).ok_or(Error::NoSuchTransaction(tx.0))?;
-            inos.iter()
-                .filter_map(|i| t.open.get(i).map(|(f, _)| f.clone()))
-                .collect()
-        };
-        let result = self.commit_files(&files);
-        if result.is_err() {
-            for f in &files {
-                let _ = f.abort(&self.shared);
+        let (files, intents) = self.tx_parts(tx)?;
+        let result = match self.commit_files(&files, Some((tx.0, &intents))) {
+            Ok(after) => after,
+            Err(before) => {
+                // Nothing was committed: roll the whole transaction back.
+                for f in &files {
+                    let _ = f.abort(&self.shared);
+                }
+                let mut t = self.tables.lock();
+                let _ = self.undo_intents(&mut t, &intents);
+                Err(before)
             }
-        }
+        };
         self.end_tx(tx)?;
         result
     }
 
     fn tx_abort(&self, tx: TxId) -> Result<()> {
         self.check()?;
-        let files: Vec<_> = {
-            let t = self.tables.lock();
-            let inos = t.txs.get(&tx.0).ok_or(Error::NoSuchTransaction(tx.0))?;
-            inos.iter()
-                .filter_map(|i| t.open.get(i).map(|(f, _)| f.clone()))
-                .collect()
-        };
+        let (files, intents) = self.tx_parts(tx)?;
         let mut first_err = None;
         for f in &files {
             if let Err(e) = f.abort(&self.shared) {
+                first_err.get_or_insert(e);
+            }
+        }
+        {
+            let mut t = self.tables.lock();
+            if let Err(e) = self.undo_intents(&mut t, &intents) {
                 first_err.get_or_insert(e);
             }
         }
@@ -1003,13 +1233,113 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
 impl<R: Region, M: FileMedia> MmioStore<R, M> {
     fn end_tx(&self, tx: TxId) -> Result<()> {
         let mut t = self.tables.lock();
-        let inos = t.txs.remove(&tx.0).unwrap_or_default();
-        for ino in inos {
+        let state = t.txs.remove(&tx.0).unwrap_or_default();
+        for ino in state.inos {
             if let Some((_, u)) = t.open.get_mut(&ino) {
                 u.tx = None;
             }
             self.maybe_close(&mut t, ino)?;
         }
+        Ok(())
+    }
+
+    fn tx_parts(&self, tx: TxId) -> Result<(Vec<Arc<MmioFile<R, M>>>, Vec<(u32, Intent)>)> {
+        let t = self.tables.lock();
+        let state = t.txs.get(&tx.0).ok_or(Error::NoSuchTransaction(tx.0))?;
+        let files = state
+            .inos
+            .iter()
+            .filter_map(|i| t.open.get(i).map(|(f, _)| f.clone()))
+            .collect();
+        Ok((files, state.intents.clone()))
+    }
+
+    /// Create a file or directory, under a `Created` intent when in a transaction.
+    fn created_in_tx(
+        &self,
+        t: &mut Tables<R, M>,
+        tx: Option<TxId>,
+        path: &Path,
+        op: impl FnOnce(&M) -> std::io::Result<MediaStat>,
+        what: &'static str,
+    ) -> Result<MediaStat> {
+        if let Some(tx) = tx {
+            if self.shared.media.stat(path).is_ok() {
+                return Err(Error::Exists(path.display().to_string()));
+            }
+            self.log_intent(
+                t,
+                tx,
+                Intent::Created {
+                    a: path.to_path_buf(),
+                },
+            )?;
+        }
+        match op(&self.shared.media) {
+            Ok(st) => Ok(st),
+            Err(e) => {
+                if let Some(tx) = tx {
+                    self.withdraw_intent(t, tx);
+                }
+                Err(io_err(path, what, e))
+            }
+        }
+    }
+
+    /// rename(2) inside a transaction: a replaced target goes to the trash first.
+    fn rename_in_tx(
+        &self,
+        t: &mut Tables<R, M>,
+        tx: TxId,
+        from: (Ino, &[u8], &Path),
+        to: (Ino, &[u8], &Path),
+        moved: &MediaStat,
+    ) -> Result<()> {
+        let (from_path, to_path) = (from.2, to.2);
+        if let Ok(target) = self.stat_path(to_path) {
+            if target.id == moved.id {
+                return Ok(());
+            }
+            let shown = to_path.display().to_string();
+            match (moved.kind == FileKind::Dir, target.kind == FileKind::Dir) {
+                (false, true) => return Err(Error::IsDir(shown)),
+                (true, false) => return Err(Error::NotDir(shown)),
+                (true, true) => {
+                    if !self
+                        .shared
+                        .media
+                        .read_dir(to_path)
+                        .map_err(|e| io_err(to_path, "readdir", e))?
+                        .is_empty()
+                    {
+                        return Err(Error::NotEmpty(shown));
+                    }
+                }
+                (false, false) => {}
+            }
+            if to_path.starts_with(from_path) {
+                return Err(Error::InvalidArgument(format!(
+                    "rename of {} into itself",
+                    from_path.display()
+                )));
+            }
+            self.remove_in_tx(t, tx, to_path)?;
+        }
+        self.log_intent(
+            t,
+            tx,
+            Intent::Renamed {
+                a: from_path.to_path_buf(),
+                b: to_path.to_path_buf(),
+            },
+        )?;
+        if let Err(e) = self.shared.media.rename(from_path, to_path) {
+            self.withdraw_intent(t, tx);
+            return Err(io_err(from_path, "rename", e));
+        }
+        t.names.insert(self.ino_of(moved.id), (to.0, to.1.to_vec()));
+        let _ = from;
+        self.refresh_paths(t);
         Ok(())
     }
 
