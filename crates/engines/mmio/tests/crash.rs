@@ -16,25 +16,40 @@ use common::*;
 use mmio::{MmioConfig, PolicyMode, SimNamespace};
 use pmem::{CrashConfig, CrashPoint, SimRegion};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use store::{Fh, Store};
 
 const NFILES: usize = 3;
 
+/// The whole visible namespace: path -> file contents.
+type Tree = BTreeMap<String, Vec<u8>>;
+
 #[derive(Default)]
 struct Oracle {
-    committed: Vec<Vec<u8>>,
-    inflight: Option<Vec<Vec<u8>>>,
+    committed: Tree,
+    inflight: Option<Tree>,
     checked_images: u64,
     fences: u64,
     nested: u64,
     failure: Option<String>,
 }
 
-fn contents(s: &SimStore) -> store::Result<Vec<Vec<u8>>> {
-    (0..NFILES)
-        .map(|i| store::path::read_file(s, format!("/f{i}")))
-        .collect()
+fn contents(s: &SimStore) -> store::Result<Tree> {
+    let mut out = Tree::new();
+    for e in s.read_dir(store::ROOT_INO)? {
+        let p = format!("/{}", String::from_utf8_lossy(&e.name));
+        out.insert(p.clone(), store::path::read_file(s, &p)?);
+    }
+    Ok(out)
+}
+
+fn tree_of(files: &[Vec<u8>], extra: &Tree) -> Tree {
+    let mut t = extra.clone();
+    for (i, f) in files.iter().enumerate() {
+        t.insert(format!("/f{i}"), f.clone());
+    }
+    t
 }
 
 fn check_image(o: &mut Oracle, image: Vec<u8>, ns: &SimNamespace, cfg: &MmioConfig, nested: bool) {
@@ -84,22 +99,17 @@ fn check_image(o: &mut Oracle, image: Vec<u8>, ns: &SimNamespace, cfg: &MmioConf
             if got == o.committed || o.inflight.as_ref() == Some(&got) {
                 return;
             }
-            let lens: Vec<_> = got.iter().map(Vec::len).collect();
-            let want: Vec<_> = o.committed.iter().map(Vec::len).collect();
-            let diff = (0..NFILES).find_map(|f| {
-                let p = got[f]
-                    .iter()
-                    .zip(&o.committed[f])
-                    .position(|(a, b)| a != b)?;
-                Some((f, p))
+            let lens: Vec<_> = got.iter().map(|(k, v)| (k.clone(), v.len())).collect();
+            let want: Vec<_> = o
+                .committed
+                .iter()
+                .map(|(k, v)| (k.clone(), v.len()))
+                .collect();
+            let diff = got.iter().find_map(|(k, v)| {
+                let w = o.committed.get(k)?;
+                let p = v.iter().zip(w).position(|(a, b)| a != b)?;
+                Some((k.clone(), p))
             });
-            if let Some((f, p)) = diff {
-                eprintln!(
-                    "got {:?} want {:?}",
-                    &got[f][p..p + 16],
-                    &o.committed[f][p..p + 16]
-                );
-            }
             o.failure.get_or_insert(format!(
                 "recovered state (lens {lens:?}) is neither the committed one (lens {want:?}) nor the in-flight one (nested {nested}, first difference from committed {diff:?}, inflight {})",
                 o.inflight.is_some()
@@ -123,7 +133,7 @@ fn run(seed: u64, mode: PolicyMode, ops: usize) -> (u64, u64, u64) {
         .map(|i| open_rw(&s, &format!("/f{i}"), false))
         .collect();
     let oracle = Arc::new(Mutex::new(Oracle {
-        committed: vec![Vec::new(); NFILES],
+        committed: tree_of(&vec![Vec::new(); NFILES], &Tree::new()),
         ..Default::default()
     }));
     let ns = s.media().namespace_handle();
@@ -151,10 +161,13 @@ fn run(seed: u64, mode: PolicyMode, ops: usize) -> (u64, u64, u64) {
     }
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut model: Vec<Vec<u8>> = vec![Vec::new(); NFILES];
-    let set_inflight = |m: &Vec<Vec<u8>>| oracle.lock().unwrap().inflight = Some(m.clone());
-    let commit_model = |m: &Vec<Vec<u8>>| {
+    let mut extra = Tree::new();
+    let mut next_name = 0u32;
+    let set_inflight =
+        |m: &Vec<Vec<u8>>, x: &Tree| oracle.lock().unwrap().inflight = Some(tree_of(m, x));
+    let commit_model = |m: &Vec<Vec<u8>>, x: &Tree| {
         let mut o = oracle.lock().unwrap();
-        o.committed = m.clone();
+        o.committed = tree_of(m, x);
         o.inflight = None;
     };
     let write_model = |m: &mut Vec<Vec<u8>>, f: usize, off: usize, data: &[u8]| {
@@ -164,7 +177,7 @@ fn run(seed: u64, mode: PolicyMode, ops: usize) -> (u64, u64, u64) {
         m[f][off..off + data.len()].copy_from_slice(data);
     };
     for op in 0..ops {
-        let kind = rng.gen_range(0..10);
+        let kind = rng.gen_range(0..12);
         let f = rng.gen_range(0..NFILES);
         let off = rng.gen_range(0..24_000usize);
         let len = [1usize, 17, 100, 4096, 5000, 9000][rng.gen_range(0..6)];
@@ -180,10 +193,10 @@ fn run(seed: u64, mode: PolicyMode, ops: usize) -> (u64, u64, u64) {
                 // A single write: its own transaction.
                 let mut next = model.clone();
                 write_model(&mut next, f, off, &data);
-                set_inflight(&next);
+                set_inflight(&next, &extra);
                 s.write(fhs[f], off as u64, &data).unwrap();
                 model = next;
-                commit_model(&model);
+                commit_model(&model, &extra);
             }
             4..=6 => {
                 // A multi-file transaction of a few writes (and maybe a truncation).
@@ -214,10 +227,10 @@ fn run(seed: u64, mode: PolicyMode, ops: usize) -> (u64, u64, u64) {
                     }
                     s.tx_abort(tx).unwrap();
                 } else {
-                    set_inflight(&next);
+                    set_inflight(&next, &extra);
                     s.tx_commit(tx).unwrap();
                     model = next;
-                    commit_model(&model);
+                    commit_model(&model, &extra);
                 }
             }
             7 => {
@@ -225,14 +238,69 @@ fn run(seed: u64, mode: PolicyMode, ops: usize) -> (u64, u64, u64) {
                 let l = rng.gen_range(0..model[f].len() + 1);
                 let mut next = model.clone();
                 next[f].truncate(l);
-                set_inflight(&next);
+                set_inflight(&next, &extra);
                 s.set_len(fhs[f], l as u64).unwrap();
                 model = next;
-                commit_model(&model);
+                commit_model(&model, &extra);
             }
-            _ => {
+            8 => {
                 // Background-style checkpoint of committed entries.
                 s.checkpoint_all().unwrap();
+            }
+            _ => {
+                // A namespace transaction: create and write a file, maybe unlink or rename
+                // another extra file, maybe write f; commit or abort.
+                let tx = s.tx_begin(&[fhs[f]]).unwrap();
+                let mut next_extra = extra.clone();
+                let mut next = model.clone();
+                next_name += 1;
+                let name = format!("/t{next_name}");
+                let fh = store::OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .open(&s, &name, Some(tx))
+                    .unwrap();
+                let d: Vec<u8> = (0..rng.gen_range(1..7000)).map(|_| rng.gen()).collect();
+                s.write(fh, 0, &d).unwrap();
+                next_extra.insert(name.clone(), d);
+                if let Some(old) = extra
+                    .keys()
+                    .nth(rng.gen_range(0..extra.len().max(1)))
+                    .cloned()
+                {
+                    if extra.len() >= 6 || rng.gen_bool(0.5) {
+                        s.unlink(store::ROOT_INO, old[1..].as_bytes(), Some(tx))
+                            .unwrap();
+                        next_extra.remove(&old);
+                    } else {
+                        let to = format!("/r{next_name}");
+                        s.rename(
+                            store::ROOT_INO,
+                            old[1..].as_bytes(),
+                            store::ROOT_INO,
+                            to[1..].as_bytes(),
+                            Some(tx),
+                        )
+                        .unwrap();
+                        let v = next_extra.remove(&old).unwrap_or_default();
+                        next_extra.insert(to, v);
+                    }
+                }
+                if rng.gen_bool(0.5) {
+                    s.write(fhs[f], off as u64, &data).unwrap();
+                    write_model(&mut next, f, off, &data);
+                }
+                if rng.gen_bool(0.2) {
+                    s.tx_abort(tx).unwrap();
+                    s.release(fh).unwrap();
+                } else {
+                    set_inflight(&next, &next_extra);
+                    s.tx_commit(tx).unwrap();
+                    s.release(fh).unwrap();
+                    model = next;
+                    extra = next_extra;
+                    commit_model(&model, &extra);
+                }
             }
         }
         let o = oracle.lock().unwrap();
@@ -243,7 +311,7 @@ fn run(seed: u64, mode: PolicyMode, ops: usize) -> (u64, u64, u64) {
     region.take_fence_hook();
     assert_eq!(
         contents(&s).unwrap(),
-        model,
+        tree_of(&model, &extra),
         "live contents differ from the model (seed {seed})"
     );
     let o = oracle.lock().unwrap();

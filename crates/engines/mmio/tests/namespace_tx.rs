@@ -38,15 +38,28 @@ fn setup(s: &dyn Store) {
 
 fn changes(s: &dyn Store, tx: store::TxId) -> store::Fh {
     let d = store::resolve(s, "/d").unwrap().ino;
-    let fnew = OpenOptions::new().write(true).create(true).open(s, "/d/new", Some(tx)).unwrap();
+    let fnew = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .open(s, "/d/new", Some(tx))
+        .unwrap();
     s.write(fnew, 0, b"new data").unwrap();
     s.unlink(ROOT_INO, b"gone", Some(tx)).unwrap();
     s.rename(d, b"c", ROOT_INO, b"c-moved", Some(tx)).unwrap();
-    s.rename(ROOT_INO, b"c-moved", ROOT_INO, b"a", Some(tx)).unwrap(); // replaces /a
+    s.rename(ROOT_INO, b"c-moved", ROOT_INO, b"a", Some(tx))
+        .unwrap(); // replaces /a
     s.mkdir(d, b"newdir", 0o755, Some(tx)).unwrap();
     s.rmdir(d, b"empty", Some(tx)).unwrap();
     let a = store::resolve(s, "/a").unwrap();
-    s.setattr(a.ino, &SetAttr { perm: Some(0o600), ..Default::default() }, Some(tx)).unwrap();
+    s.setattr(
+        a.ino,
+        &SetAttr {
+            perm: Some(0o600),
+            ..Default::default()
+        },
+        Some(tx),
+    )
+    .unwrap();
     fnew
 }
 
@@ -74,7 +87,11 @@ fn crash_before_commit_restores_names() {
     let _fnew = changes(&s, tx);
     for image in [region.persistent_image(), region.cache_image()] {
         let (_r2, s2) = sim_reopen(image, s.media().namespace(), &c).unwrap();
-        assert!(s2.recovery_report().intents_undone >= 7, "{:?}", s2.recovery_report());
+        assert!(
+            s2.recovery_report().intents_undone >= 7,
+            "{:?}",
+            s2.recovery_report()
+        );
         assert_eq!(tree(&s2), before);
     }
 }
@@ -91,14 +108,28 @@ fn commit_keeps_names_and_empties_the_trash() {
     s.release(fnew).unwrap();
     assert_eq!(tree(&s), during);
     assert_eq!(store::path::read_file(&s, "/a").unwrap(), b"ccc");
-    assert_eq!(s.getattr(store::resolve(&s, "/a").unwrap().ino).unwrap().perm & 0o777, 0o600);
+    assert_eq!(
+        s.getattr(store::resolve(&s, "/a").unwrap().ino)
+            .unwrap()
+            .perm
+            & 0o777,
+        0o600
+    );
     let (_r2, s2) = sim_reopen(region.persistent_image(), s.media().namespace(), &c).unwrap();
     assert_eq!(tree(&s2), during);
     let ns_trash = s.media().namespace();
     let (_r3, s3) = sim_reopen(region.persistent_image(), ns_trash, &c).unwrap();
     // The trash is hidden and empty after the commit.
-    let names: Vec<_> = s3.read_dir(ROOT_INO).unwrap().into_iter().map(|e| e.name).collect();
-    assert!(!names.iter().any(|n| n.starts_with(b".atomfs")), "{names:?}");
+    let names: Vec<_> = s3
+        .read_dir(ROOT_INO)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert!(
+        !names.iter().any(|n| n.starts_with(b".atomfs")),
+        "{names:?}"
+    );
 }
 
 #[test]
@@ -118,7 +149,9 @@ fn host_directory_abort_and_crash() {
     drop(s); // crash with the transaction open
     let s = MmioStore::open(&dir.join("files"), &dir.join("log.pool"), &c).unwrap();
     assert_eq!(tree(&s), before);
-    let trash: Vec<_> = std::fs::read_dir(dir.join("files/.atomfs-mmio-trash")).unwrap().collect();
+    let trash: Vec<_> = std::fs::read_dir(dir.join("files/.atomfs-mmio-trash"))
+        .unwrap()
+        .collect();
     assert!(trash.is_empty(), "trash emptied by recovery");
     s.unmount().unwrap();
     cleanup(&dir);

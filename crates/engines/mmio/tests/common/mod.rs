@@ -10,7 +10,7 @@ use store::{Fh, OpenOptions, Store};
 pub type SimStore = MmioStore<Window<SimRegion>, SimMedia>;
 
 pub const FILE_CAPACITY: u64 = 64 << 10;
-pub const FILES: u32 = 4;
+pub const FILES: u32 = 16;
 
 pub fn pool_len(cfg: &MmioConfig) -> u64 {
     cfg.log_pool_len
