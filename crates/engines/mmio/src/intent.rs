@@ -154,10 +154,11 @@ impl IntentRecord {
 
 /// Write intent record `idx` (offset `at`): body, fence, then the txid that makes it valid.
 pub fn publish<R: Region>(pool: &R, at: u64, rec: &IntentRecord) -> Result<()> {
-    let body = rec.encode().ok_or_else(|| Error::NameTooLong {
+    let too_long = Error::NameTooLong {
         len: INTENT_PATHS_MAX + 1,
         max: INTENT_PATHS_MAX,
-    })?;
+    };
+    let body = rec.encode().ok_or(too_long)?;
     pool.write(at + 8, &body[8..]);
     // persist: the intent's body is durable before its txid makes it valid ...
     pool.persist(at + 8, INTENT_LEN - 8);

@@ -23,6 +23,9 @@ use store::{
 /// The engine over a real directory and a mapped log pool file.
 pub type HostMmioStore = MmioStore<MappedRegion, HostMedia>;
 
+/// A transaction's bound files and namespace intents.
+type TxParts<R, M> = (Vec<Arc<MmioFile<R, M>>>, Vec<(u32, Intent)>);
+
 struct Handle<R: Region, M: FileMedia> {
     file: Arc<MmioFile<R, M>>,
     flags: OpenFlags,
@@ -1243,7 +1246,7 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
         Ok(())
     }
 
-    fn tx_parts(&self, tx: TxId) -> Result<(Vec<Arc<MmioFile<R, M>>>, Vec<(u32, Intent)>)> {
+    fn tx_parts(&self, tx: TxId) -> Result<TxParts<R, M>> {
         let t = self.tables.lock();
         let state = t.txs.get(&tx.0).ok_or(Error::NoSuchTransaction(tx.0))?;
         let files = state
