@@ -269,16 +269,16 @@ fn run(seed: u64, mode: PolicyMode, ops: usize) -> (u64, u64, u64) {
                     .cloned()
                 {
                     if extra.len() >= 6 || rng.gen_bool(0.5) {
-                        s.unlink(store::ROOT_INO, old[1..].as_bytes(), Some(tx))
+                        s.unlink(store::ROOT_INO, &old.as_bytes()[1..], Some(tx))
                             .unwrap();
                         next_extra.remove(&old);
                     } else {
                         let to = format!("/r{next_name}");
                         s.rename(
                             store::ROOT_INO,
-                            old[1..].as_bytes(),
+                            &old.as_bytes()[1..],
                             store::ROOT_INO,
-                            to[1..].as_bytes(),
+                            &to.as_bytes()[1..],
                             Some(tx),
                         )
                         .unwrap();
