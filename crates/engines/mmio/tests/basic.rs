@@ -216,3 +216,81 @@ fn host_directory_on_tmpfs_roundtrip_and_reopen() {
     s.unmount().unwrap();
     cleanup(&dir);
 }
+
+#[test]
+fn background_checkpoint_thread_frees_committed_entries() {
+    let dir = shm_dir("bg");
+    let c = MmioConfig {
+        policy_mode: PolicyMode::Redo,
+        checkpoint_period: Some(std::time::Duration::from_micros(100)),
+        ..MmioConfig::test_min()
+    };
+    let s = MmioStore::create(&dir.join("files"), &dir.join("log.pool"), &c).unwrap();
+    let fh = open_rw(&s, "/f", false);
+    s.set_len(fh, 20 * 4096).unwrap(); // overwrites below the committed size are logged
+    for i in 0..20u64 {
+        s.write(fh, i * 4096, &[i as u8; 4096]).unwrap();
+    }
+    let stats: std::collections::HashMap<_, _> = s.stats().into_iter().collect();
+    assert_eq!(stats["entries_created"], 20, "{stats:?}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while s.live_entries(fh).unwrap() > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert_eq!(
+        s.live_entries(fh).unwrap(),
+        0,
+        "the background thread checkpoints"
+    );
+    let stats: std::collections::HashMap<_, _> = s.stats().into_iter().collect();
+    assert!(stats["background_checkpoints"] > 0, "{stats:?}");
+    let on_host = std::fs::read(dir.join("files/f")).unwrap();
+    assert_eq!(on_host.len(), 20 * 4096);
+    assert!((0..20usize).all(|i| on_host[i * 4096..(i + 1) * 4096]
+        .iter()
+        .all(|&b| b == i as u8)));
+    s.release(fh).unwrap();
+    s.unmount().unwrap();
+    cleanup(&dir);
+}
+
+#[test]
+fn concurrent_writers_and_readers_on_one_file() {
+    let dir = shm_dir("conc");
+    let c = MmioConfig {
+        policy_mode: PolicyMode::Hybrid,
+        checkpoint_period: Some(std::time::Duration::from_micros(100)),
+        index_entries_max: 1024,
+        log_pool_len: 8 << 20,
+        ..MmioConfig::test_min()
+    };
+    let s = MmioStore::create(&dir.join("files"), &dir.join("log.pool"), &c).unwrap();
+    let fh = open_rw(&s, "/f", false);
+    s.set_len(fh, 4 * 64 * 1024).unwrap();
+    std::thread::scope(|scope| {
+        for t in 0..4u64 {
+            let s = &s;
+            scope.spawn(move || {
+                // Each thread owns a 64 KB slice and writes a counter pattern into it.
+                for round in 0..200u64 {
+                    let off = t * 65536 + (round % 16) * 4096 + (round % 7) * 100;
+                    s.write(fh, off, &[(t * 50 + round % 50) as u8; 700])
+                        .unwrap();
+                    let mut buf = [0u8; 700];
+                    s.read(fh, off, &mut buf).unwrap();
+                    assert!(
+                        buf.iter().all(|&b| b == (t * 50 + round % 50) as u8),
+                        "thread {t} round {round}"
+                    );
+                }
+            });
+        }
+    });
+    let all = store::path::read_all(&s, fh).unwrap();
+    s.release(fh).unwrap();
+    drop(s); // crash at a quiescent point
+    let s = MmioStore::open(&dir.join("files"), &dir.join("log.pool"), &c).unwrap();
+    assert_eq!(read_path(&s, "/f"), all);
+    s.unmount().unwrap();
+    cleanup(&dir);
+}
