@@ -2,8 +2,9 @@
 //! after each, and 4 KB reads, on a 256 MB file: mmio (undo, redo, hybrid) vs
 //! pwrite + fdatasync, all on tmpfs (/dev/shm).
 //!
-//! Run: `cargo run --release -p atomfs-mmio --example fio -- [ops] [file_mb] [dir]`
-//! (defaults: 20000 ops, 256 MB, /dev/shm). Numbers are per-machine; compare ratios.
+//! Run: `cargo run --release -p atomfs-mmio --example fio -- [ops] [file_mb] [dir] [filter]`
+//! (defaults: 20000 ops, 256 MB, /dev/shm; `filter` e.g. "rand-write" runs only those
+//! cases). Numbers are per-machine; compare ratios.
 
 use mmio::{MmioConfig, MmioStore, PolicyMode};
 use std::os::unix::fs::FileExt;
@@ -165,8 +166,17 @@ fn main() {
         "fio: {ops} ops of 4 KB on a {file_mb} MB file in {}",
         dir.display()
     );
+    let filter = args.get(4).cloned().unwrap_or_default();
     for random in [true, false] {
         for write in [true, false] {
+            let case = format!(
+                "{}-{}",
+                if random { "rand" } else { "seq" },
+                if write { "write" } else { "read" }
+            );
+            if !case.contains(&filter) {
+                continue;
+            }
             let base = baseline(&dir, file_len, ops, random, write);
             for mode in [PolicyMode::Undo, PolicyMode::Redo, PolicyMode::Hybrid] {
                 let k = mmio_run(&dir, file_len, ops, random, write, mode);

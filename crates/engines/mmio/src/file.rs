@@ -44,6 +44,8 @@ pub struct MmioFile<R: Region, M: FileMedia> {
     pub writes: AtomicU64,
     pub dirty_home: Mutex<Vec<(u64, u64)>>,
     pub uncommitted: AtomicBool,
+    /// Home bytes were written since the last commit (the commit must fence the mapping).
+    pub home_dirty: AtomicBool,
     pub closed: AtomicBool,
     _pool: std::marker::PhantomData<fn() -> R>,
 }
@@ -96,12 +98,10 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
     /// Store new bytes home: non-temporal when large (durable at the commit's fence), else
     /// cached and remembered for the commit's flush.
     fn write_home(&self, map: &M::Map, off: u64, data: &[u8]) {
+        self.home_dirty.store(true, Ordering::Release);
         if data.len() >= NT_MIN {
+            // Non-temporal: drained by the next fence of this thread (see `write`).
             map.write_nt(off, data);
-            // persist: non-temporal stores drain at a fence of *this* thread only, and the
-            // commit may run on another thread: fence here (cached stores, in contrast, are
-            // flushed by the committing thread from `dirty_home`).
-            map.fence();
         } else {
             map.write(off, data);
             self.dirty_home.lock().push((off, data.len() as u64));
@@ -169,6 +169,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
             writes: AtomicU64::new(0),
             dirty_home: Mutex::new(Vec::new()),
             uncommitted: AtomicBool::new(false),
+            home_dirty: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             _pool: std::marker::PhantomData,
         });
@@ -190,8 +191,15 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
 
     // ----- writes -----
 
-    /// Write `data` at `off` (uncommitted until the next commit).
-    pub fn write(&self, s: &Shared<R, M>, off: u64, data: &[u8]) -> Result<()> {
+    /// Write `data` at `off` (uncommitted until the next commit). `commit_follows`: the
+    /// caller commits the file next on this same thread (a call outside a transaction).
+    pub fn write(
+        &self,
+        s: &Shared<R, M>,
+        off: u64,
+        data: &[u8],
+        commit_follows: bool,
+    ) -> Result<()> {
         self.check_open()?;
         let end = off
             .checked_add(data.len() as u64)
@@ -199,17 +207,30 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         self.writes.fetch_add(1, Ordering::Relaxed);
         s.counters.writes.fetch_add(1, Ordering::Relaxed);
         self.uncommitted.store(true, Ordering::Release);
+        let fence_home = |st: &FileState<M::Map>| {
+            if !commit_follows {
+                if let Some(map) = st.map.as_deref() {
+                    // persist: non-temporal home stores drain only at a fence of the thread
+                    // that issued them, and the commit may run on another thread.
+                    map.fence();
+                }
+            }
+        };
         {
             let st = self.state.read();
             if end <= st.visible_size {
-                return self.write_inner(s, &st, off, data);
+                let r = self.write_inner(s, &st, off, data);
+                fence_home(&st);
+                return r;
             }
         }
         let mut st = self.state.write();
         if end > st.visible_size {
             self.extend_to(s, &mut st, end)?;
         }
-        self.write_inner(s, &st, off, data)
+        let r = self.write_inner(s, &st, off, data);
+        fence_home(&st);
+        r
     }
 
     /// Truncate or extend (uncommitted until the next commit).
@@ -254,6 +275,10 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         if stale_end > old_visible {
             let zeros = vec![0u8; (stale_end - old_visible) as usize];
             self.write_inner(s, st, old_visible, &zeros)?;
+            if let Some(map) = st.map.as_deref() {
+                // persist: drain this thread's non-temporal zeros (the commit may be elsewhere).
+                map.fence();
+            }
         }
         self.set_pending_size(s, st, new_size);
         Ok(())
@@ -635,6 +660,9 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
 
     /// Step 1 of a commit (file lock exclusive): make every home write of the epoch durable.
     pub fn prepare_commit(&self, st: &FileState<M::Map>) -> Result<()> {
+        if !self.home_dirty.swap(false, Ordering::AcqRel) {
+            return Ok(()); // nothing written home in this epoch (redo entries are durable)
+        }
         let ranges = std::mem::take(&mut *self.dirty_home.lock());
         if let Some(map) = st.map.as_deref() {
             for (a, l) in ranges {
@@ -764,6 +792,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
             self.forget(s, id, &mut g);
         }
         self.dirty_home.lock().clear();
+        self.home_dirty.store(false, Ordering::Release);
         if st.size_pending {
             let at = s.sb.file_meta_at(self.slot) + fm::PENDING_EPOCH;
             s.pool.store_u64(at, NO_EPOCH);

@@ -950,7 +950,7 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
             return Err(Error::BadMode(fh.0, "writing"));
         }
         let off = if flags.append { file.size() } else { off };
-        file.write(&self.shared, off, data)?;
+        file.write(&self.shared, off, data, !deferred)?;
         if !deferred {
             // A call outside a transaction is its own transaction: durable when it returns.
             if let Err(e) = file.commit(&self.shared) {
