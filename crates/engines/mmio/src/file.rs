@@ -42,6 +42,8 @@ pub struct MmioFile<R: Region, M: FileMedia> {
     pub redo: AtomicBool,
     pub reads: AtomicU64,
     pub writes: AtomicU64,
+    /// Bytes written (or grown) in the running epoch, against `epoch_bytes_max`.
+    pub epoch_bytes: AtomicU64,
     pub dirty_home: Mutex<Vec<(u64, u64)>>,
     pub uncommitted: AtomicBool,
     /// Home bytes were written since the last commit (the commit must fence the mapping).
@@ -167,6 +169,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
             redo: AtomicBool::new(redo),
             reads: AtomicU64::new(0),
             writes: AtomicU64::new(0),
+            epoch_bytes: AtomicU64::new(0),
             dirty_home: Mutex::new(Vec::new()),
             uncommitted: AtomicBool::new(false),
             home_dirty: AtomicBool::new(false),
@@ -204,6 +207,18 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         let end = off
             .checked_add(data.len() as u64)
             .ok_or_else(|| Error::FileTooLarge("offset overflow".into()))?;
+        let used = self
+            .epoch_bytes
+            .fetch_add(data.len() as u64, Ordering::Relaxed)
+            + data.len() as u64;
+        if used > s.config.epoch_bytes_max {
+            self.epoch_bytes
+                .fetch_sub(data.len() as u64, Ordering::Relaxed);
+            return Err(Error::NoSpace(format!(
+                "file {}: more than epoch_bytes_max ({}) bytes in one uncommitted epoch",
+                self.ino, s.config.epoch_bytes_max
+            )));
+        }
         self.writes.fetch_add(1, Ordering::Relaxed);
         s.counters.writes.fetch_add(1, Ordering::Relaxed);
         self.uncommitted.store(true, Ordering::Release);
@@ -694,6 +709,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
     ) -> Result<()> {
         self.epoch.store(new_epoch, Ordering::Release);
         self.uncommitted.store(false, Ordering::Release);
+        self.epoch_bytes.store(0, Ordering::Relaxed);
         s.counters.commits.fetch_add(1, Ordering::Relaxed);
         let mut force_checkpoint = false;
         if st.size_pending {
@@ -809,6 +825,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
             st.host_len = st.committed_size;
         }
         self.uncommitted.store(false, Ordering::Release);
+        self.epoch_bytes.store(0, Ordering::Relaxed);
         s.counters.aborts.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }

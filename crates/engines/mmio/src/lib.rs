@@ -72,6 +72,10 @@ pub struct MmioConfig {
     pub transactions_max: usize,
     /// Namespace intent records (create/unlink/rename/... inside open transactions).
     pub intents_max: u32,
+    /// Bytes one file may take in one uncommitted epoch (transaction, O_ATOMIC epoch, or a
+    /// single call), logged or written past the committed end; beyond it writes fail with
+    /// NoSpace. Bounds what a transaction may pile up on the host file system.
+    pub epoch_bytes_max: u64,
 }
 
 impl Default for MmioConfig {
@@ -88,6 +92,7 @@ impl Default for MmioConfig {
             tx_files_max: layout::TX_FILES_MAX,
             transactions_max: 1024,
             intents_max: 1024,
+            epoch_bytes_max: 1 << 40,
         }
     }
 }
@@ -107,6 +112,7 @@ impl MmioConfig {
             tx_files_max: 4,
             transactions_max: 8,
             intents_max: 16,
+            epoch_bytes_max: 4 << 20,
         }
     }
 }
@@ -164,6 +170,7 @@ pub(crate) fn io_err(path: &std::path::Path, op: &'static str, e: std::io::Error
         Some(libc::ENOTEMPTY) => store::Error::NotEmpty(p),
         Some(libc::EFBIG) => store::Error::FileTooLarge(p),
         Some(libc::ENOSPC) => store::Error::NoSpace(p),
+        Some(libc::EINVAL) => store::Error::InvalidArgument(format!("{p}: {op}")),
         _ => store::Error::Io {
             path: p,
             op,

@@ -62,6 +62,8 @@ pub trait FileMedia: Send + Sync + 'static {
     fn check_map(map: &Self::Map) -> io::Result<()>;
     /// Every file, as (id, path), to find the files named by per-file metadata at recovery.
     fn walk(&self) -> io::Result<Vec<(u64, PathBuf)>>;
+    /// Space of the host file system: (block size, blocks total, blocks free).
+    fn space(&self) -> io::Result<(u64, u64, u64)>;
     /// The store id written in the directory at format time.
     fn marker(&self) -> io::Result<Option<u64>>;
     fn set_marker(&self, store_id: u64) -> io::Result<()>;
@@ -269,6 +271,23 @@ impl FileMedia for HostMedia {
             }
         }
         Ok(out)
+    }
+
+    fn space(&self) -> io::Result<(u64, u64, u64)> {
+        use std::os::unix::ffi::OsStrExt;
+        let c =
+            std::ffi::CString::new(self.root.as_os_str().as_bytes()).map_err(io::Error::other)?;
+        let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+        // SAFETY: `c` is a valid NUL-terminated path; statvfs fills `st` on success only,
+        // and it is read only then.
+        let rc = unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: initialised by the successful call.
+        let st = unsafe { st.assume_init() };
+        #[allow(clippy::unnecessary_cast)] // field widths differ between targets
+        Ok((st.f_frsize as u64, st.f_blocks as u64, st.f_bavail as u64))
     }
 
     fn marker(&self) -> io::Result<Option<u64>> {
@@ -722,6 +741,21 @@ impl FileMedia for SimMedia {
             .filter(|(_, n)| n.kind == FileKind::File)
             .map(|(&id, _)| (id, ns.path_of(id)))
             .collect())
+    }
+
+    fn space(&self) -> io::Result<(u64, u64, u64)> {
+        let ns = self.lock();
+        let block = 4096;
+        let used: u64 = ns
+            .nodes
+            .values()
+            .filter(|n| n.extent.is_some())
+            .map(|n| n.len.div_ceil(block))
+            .sum();
+        let total = self.file_capacity / block
+            * (ns.free_extents.len() as u64
+                + ns.nodes.values().filter(|n| n.extent.is_some()).count() as u64);
+        Ok((block, total, total.saturating_sub(used)))
     }
 
     fn marker(&self) -> io::Result<Option<u64>> {

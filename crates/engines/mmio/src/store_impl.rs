@@ -36,6 +36,8 @@ struct FileUse {
     handles: usize,
     atomic_handles: usize,
     tx: Option<u64>,
+    /// Unlinked while open: its name now, in the trash (deleted at the last release).
+    unlinked: Option<PathBuf>,
 }
 
 struct Tables<R: Region, M: FileMedia> {
@@ -167,12 +169,7 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
             )));
         }
         let recovery = crate::recovery::recover(&pool, &sb, &media)?;
-        match media.mkdir(Path::new(TRASH_NAME), 0o700) {
-            Err(e) if e.raw_os_error() != Some(libc::EEXIST) => {
-                return Err(io_err(Path::new(TRASH_NAME), "mkdir trash", e));
-            }
-            _ => {}
-        }
+        empty_trash(&media)?;
         let root_id = media
             .stat(Path::new(""))
             .map_err(|e| io_err(media.describe().as_ref(), "stat", e))?
@@ -284,7 +281,38 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
         Ok(rel_path(&parts))
     }
 
-    fn child_path(t: &Tables<R, M>, parent: Ino, name: &[u8]) -> Result<PathBuf> {
+    /// The path of `ino`; an inode not seen in this session (numbers are the host's and
+    /// survive a reopen) is found by walking the directory tree, learning names on the way.
+    fn path_for(&self, t: &mut Tables<R, M>, ino: Ino) -> Result<PathBuf> {
+        if let Ok(p) = Self::path_of(t, ino) {
+            return Ok(p);
+        }
+        let mut stack = vec![ROOT_INO];
+        while let Some(dir) = stack.pop() {
+            let Ok(dir_path) = Self::path_of(t, dir) else {
+                continue;
+            };
+            let Ok(list) = self.shared.media.read_dir(&dir_path) else {
+                continue;
+            };
+            for (name, st) in list {
+                if dir == ROOT_INO && name == TRASH_NAME.as_bytes() {
+                    continue;
+                }
+                let child = self.ino_of(st.id);
+                t.names.insert(child, (dir, name));
+                if child == ino {
+                    return Self::path_of(t, ino);
+                }
+                if st.kind == FileKind::Dir {
+                    stack.push(child);
+                }
+            }
+        }
+        Err(Error::NotFound(format!("inode {ino}")))
+    }
+
+    fn child_path(&self, t: &mut Tables<R, M>, parent: Ino, name: &[u8]) -> Result<PathBuf> {
         store::path::check_name(name)?;
         if name == b"."
             || name == b".."
@@ -297,7 +325,9 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
             )));
         }
         use std::os::unix::ffi::OsStrExt;
-        Ok(Self::path_of(t, parent)?.join(std::ffi::OsStr::from_bytes(name)))
+        Ok(self
+            .path_for(t, parent)?
+            .join(std::ffi::OsStr::from_bytes(name)))
     }
 
     fn meta_of(&self, t: &Tables<R, M>, st: &MediaStat) -> Metadata {
@@ -357,8 +387,16 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
             .get(&ino)
             .is_some_and(|(_, u)| u.handles == 0 && u.tx.is_none());
         if idle {
-            if let Some((f, _)) = t.open.remove(&ino) {
+            if let Some((f, u)) = t.open.remove(&ino) {
                 f.close(&self.shared)?;
+                if let Some(trash) = u.unlinked {
+                    // The slot is free: now the host file may go (its inode number with it).
+                    self.shared
+                        .media
+                        .unlink(&trash)
+                        .map_err(|e| io_err(&trash, "unlink", e))?;
+                    t.names.remove(&ino);
+                }
             }
         }
         Ok(())
@@ -636,6 +674,31 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
     }
 }
 
+/// Create the trash directory, or delete what it holds: after recovery every intent is
+/// settled, so what is left are files unlinked while open before a crash.
+fn empty_trash<M: FileMedia>(media: &M) -> Result<()> {
+    let trash = Path::new(TRASH_NAME);
+    match media.mkdir(trash, 0o700) {
+        Ok(_) => return Ok(()),
+        Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
+        Err(e) => return Err(io_err(trash, "mkdir trash", e)),
+    }
+    let entries = media
+        .read_dir(trash)
+        .map_err(|e| io_err(trash, "readdir", e))?;
+    for (name, st) in entries {
+        use std::os::unix::ffi::OsStrExt;
+        let p = trash.join(std::ffi::OsStr::from_bytes(&name));
+        let r = if st.kind == FileKind::Dir {
+            media.rmdir(&p)
+        } else {
+            media.unlink(&p)
+        };
+        r.map_err(|e| io_err(&p, "empty trash", e))?;
+    }
+    Ok(())
+}
+
 fn check_config(c: &MmioConfig) -> Result<()> {
     let ok = c.log_entry_max.is_power_of_two()
         && c.log_entry_max >= layout::BLOCK_SIZE
@@ -673,7 +736,7 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
     fn lookup(&self, parent: Ino, name: &[u8]) -> Result<Metadata> {
         self.check()?;
         let mut t = self.tables.lock();
-        let path = Self::child_path(&t, parent, name)?;
+        let path = self.child_path(&mut t, parent, name)?;
         let st = self.stat_path(&path)?;
         let ino = self.ino_of(st.id);
         t.names.insert(ino, (parent, name.to_vec()));
@@ -682,8 +745,8 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
 
     fn getattr(&self, ino: Ino) -> Result<Metadata> {
         self.check()?;
-        let t = self.tables.lock();
-        let path = Self::path_of(&t, ino)?;
+        let mut t = self.tables.lock();
+        let path = self.path_for(&mut t, ino)?;
         let st = self.stat_path(&path)?;
         Ok(self.meta_of(&t, &st))
     }
@@ -691,7 +754,7 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
     fn setattr(&self, ino: Ino, attr: &SetAttr, tx: Option<TxId>) -> Result<Metadata> {
         self.check()?;
         let mut t = self.tables.lock();
-        let path = Self::path_of(&t, ino)?;
+        let path = self.path_for(&mut t, ino)?;
         if attr.uid.is_some() || attr.gid.is_some() {
             return Err(Error::Unsupported("chown on the mmio engine".into()));
         }
@@ -724,7 +787,7 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
     fn create(&self, parent: Ino, name: &[u8], perm: u32, tx: Option<TxId>) -> Result<Metadata> {
         self.check()?;
         let mut t = self.tables.lock();
-        let path = Self::child_path(&t, parent, name)?;
+        let path = self.child_path(&mut t, parent, name)?;
         let st = self.created_in_tx(&mut t, tx, &path, |m| m.create(&path, perm), "create")?;
         t.names.insert(self.ino_of(st.id), (parent, name.to_vec()));
         Ok(self.meta_of(&t, &st))
@@ -733,7 +796,7 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
     fn mkdir(&self, parent: Ino, name: &[u8], perm: u32, tx: Option<TxId>) -> Result<Metadata> {
         self.check()?;
         let mut t = self.tables.lock();
-        let path = Self::child_path(&t, parent, name)?;
+        let path = self.child_path(&mut t, parent, name)?;
         let st = self.created_in_tx(&mut t, tx, &path, |m| m.mkdir(&path, perm), "mkdir")?;
         t.names.insert(self.ino_of(st.id), (parent, name.to_vec()));
         Ok(self.meta_of(&t, &st))
@@ -742,7 +805,7 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
     fn unlink(&self, parent: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
         self.check()?;
         let mut t = self.tables.lock();
-        let path = Self::child_path(&t, parent, name)?;
+        let path = self.child_path(&mut t, parent, name)?;
         let st = self.stat_path(&path)?;
         if st.kind == FileKind::Dir {
             return Err(Error::IsDir(path.display().to_string()));
@@ -753,9 +816,28 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
             return Ok(());
         }
         let ino = self.ino_of(st.id);
+        if t.open.contains_key(&ino) {
+            // An open file lives on: its name moves to the trash (one durable rename) and the
+            // host file is deleted at the last release (or by the next open after a crash).
+            let n = self.next_fh.fetch_add(1, Ordering::Relaxed);
+            let trash = Path::new(TRASH_NAME).join(format!("unlinked-{ino}-{n}"));
+            self.shared
+                .media
+                .rename(&path, &trash)
+                .map_err(|e| io_err(&path, "unlink", e))?;
+            let trash_ino = self.ino_of(self.stat_path(Path::new(TRASH_NAME))?.id);
+            t.names
+                .insert(trash_ino, (ROOT_INO, TRASH_NAME.as_bytes().to_vec()));
+            t.names
+                .insert(ino, (trash_ino, format!("unlinked-{ino}-{n}").into_bytes()));
+            if let Some((_, u)) = t.open.get_mut(&ino) {
+                u.unlinked = Some(trash);
+            }
+            self.refresh_paths(&t);
+            return Ok(());
+        }
         // The file's slot is freed before the host name goes, so that a reused inode number
-        // can never be mistaken for it at recovery.
-        self.detach_open(&mut t, ino)?;
+        // can never be mistaken for it at recovery (here: the file is not open, no slot).
         self.shared
             .media
             .unlink(&path)
@@ -767,7 +849,7 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
     fn rmdir(&self, parent: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
         self.check()?;
         let mut t = self.tables.lock();
-        let path = Self::child_path(&t, parent, name)?;
+        let path = self.child_path(&mut t, parent, name)?;
         let st = self.stat_path(&path)?;
         if let Some(tx) = tx {
             if st.kind != FileKind::Dir {
@@ -803,8 +885,8 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
     ) -> Result<()> {
         self.check()?;
         let mut t = self.tables.lock();
-        let from = Self::child_path(&t, parent, name)?;
-        let to = Self::child_path(&t, new_parent, new_name)?;
+        let from = self.child_path(&mut t, parent, name)?;
+        let to = self.child_path(&mut t, new_parent, new_name)?;
         let moved = self.stat_path(&from)?;
         if let Some(tx) = tx {
             return self.rename_in_tx(
@@ -856,7 +938,7 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
     fn read_dir(&self, ino: Ino) -> Result<Vec<DirEntry>> {
         self.check()?;
         let mut t = self.tables.lock();
-        let path = Self::path_of(&t, ino)?;
+        let path = self.path_for(&mut t, ino)?;
         let list = self
             .shared
             .media
@@ -880,7 +962,7 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
     fn open(&self, ino: Ino, flags: OpenFlags) -> Result<Fh> {
         self.check()?;
         let mut t = self.tables.lock();
-        let path = Self::path_of(&t, ino)?;
+        let path = self.path_for(&mut t, ino)?;
         let file = match t.open.get(&ino) {
             Some((f, _)) => f.clone(),
             None => {
@@ -993,26 +1075,40 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
     }
 
     fn fstat(&self, fh: Fh) -> Result<Metadata> {
-        let ino = self.handle_file(fh)?.ino;
+        self.check()?;
         let t = self.tables.lock();
-        match Self::path_of(&t, ino).and_then(|p| self.stat_path(&p)) {
-            Ok(st) => Ok(self.meta_of(&t, &st)),
-            Err(_) => {
-                let f = self.handle_file(fh)?;
-                Ok(Metadata {
-                    ino,
-                    kind: FileKind::File,
-                    size: f.size(),
-                    perm: 0,
-                    nlink: 0,
-                    uid: 0,
-                    gid: 0,
-                    allocated: 0,
-                    atime: 0,
-                    mtime: 0,
-                    ctime: 0,
-                })
+        let file = t
+            .handles
+            .get(&fh.0)
+            .map(|h| h.file.clone())
+            .ok_or(Error::BadHandle(fh.0))?;
+        let unlinked = t
+            .open
+            .get(&file.ino)
+            .is_some_and(|(_, u)| u.unlinked.is_some());
+        let path = file.state.read().path.clone();
+        match path.map(|p| self.stat_path(&p)) {
+            Some(Ok(st)) => {
+                let mut meta = self.meta_of(&t, &st);
+                meta.ino = file.ino;
+                if unlinked {
+                    meta.nlink = 0;
+                }
+                Ok(meta)
             }
+            _ => Ok(Metadata {
+                ino: file.ino,
+                kind: FileKind::File,
+                size: file.size(),
+                perm: 0,
+                nlink: 0,
+                uid: 0,
+                gid: 0,
+                allocated: 0,
+                atime: 0,
+                mtime: 0,
+                ctime: 0,
+            }),
         }
     }
 
@@ -1158,11 +1254,17 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
     fn statfs(&self) -> Result<StatFs> {
         self.check()?;
         let s = &self.shared;
+        // Files live on the host file system: its space is the store's. (The log pool's own
+        // occupancy is in `stats`: log_free_bytes.)
+        let (block_size, blocks_total, blocks_free) = s
+            .media
+            .space()
+            .map_err(|e| io_err(s.media.describe().as_ref(), "statvfs", e))?;
         let free_slots = s.free_file_slots.lock().len() as u64;
         Ok(StatFs {
-            block_size: layout::BLOCK_SIZE,
-            blocks_total: s.sb.log_len / layout::BLOCK_SIZE,
-            blocks_free: s.log_space.lock().free_bytes() / layout::BLOCK_SIZE,
+            block_size,
+            blocks_total,
+            blocks_free,
             inodes_total: s.sb.files_max as u64,
             inodes_free: free_slots,
             name_max: store::NAME_MAX as u64,
@@ -1212,12 +1314,20 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
             let mut t = self.tables.lock();
             t.handles.clear();
             t.txs.clear();
-            t.open.drain().map(|(_, (f, _))| f).collect()
+            t.open
+                .drain()
+                .map(|(_, (f, u))| (f, u.unlinked))
+                .collect::<Vec<_>>()
         };
         let mut first_err = None;
-        for f in files {
+        for (f, unlinked) in files {
             if let Err(e) = f.close(&self.shared) {
                 first_err.get_or_insert(e);
+            }
+            if let Some(trash) = unlinked {
+                if let Err(e) = self.shared.media.unlink(&trash) {
+                    first_err.get_or_insert(io_err(&trash, "unlink", e));
+                }
             }
         }
         self.shared.stop.store(true, Ordering::Release);
