@@ -1,0 +1,293 @@
+//! The seed's microbenchmark (FCFS §VI-C): atomically overwrite two files per transaction.
+//! Each transaction picks two of `--files` existing files of `--file-mb` MB and writes a
+//! random 1..=16 KB range in each (then again with 1..=4 KB), single thread. Every mode runs
+//! on its own pool file in /dev/shm (tmpfs page cache = emulated NVMM); the bytes written to
+//! NVMM are the region's own counters (`RegionStats::lines_flushed` x 64: every line written
+//! back by a flush or a non-temporal store). `pmem::Accounted` would split them per area but
+//! costs a few hundred ns per call, which would weigh on the modes making many small calls.
+//!
+//! ```text
+//! cargo run --release -p atomfs-pool --example micro -- [--files 1000] [--file-mb 4]
+//!     [--txs 20000] [--modes nc,fcfs,fg-wal,scsp,soc,sync] [--dir /dev/shm] [--seed 1]
+//!     [--ckpt-threads 1] [--log-entries N (both logs; default from PoolConfig)]
+//! ```
+
+use pmem::{MappedRegion, Region};
+use pool::{Mode, PoolConfig, PoolStore};
+use std::sync::Arc;
+use std::time::Instant;
+use store::{Fh, OpenFlags, Store, ROOT_INO};
+
+struct Args {
+    files: u64,
+    file_mb: u64,
+    txs: u64,
+    modes: Vec<Mode>,
+    dir: std::path::PathBuf,
+    seed: u64,
+    ckpt_threads: usize,
+    log_entries: u64,
+    breakdown: bool,
+}
+
+fn parse_args() -> Args {
+    let mut a = Args {
+        files: 1000,
+        file_mb: 4,
+        txs: 20_000,
+        modes: vec![
+            Mode::Nc,
+            Mode::Fcfs,
+            Mode::FgWal,
+            Mode::Scsp,
+            Mode::Soc,
+            Mode::Sync,
+        ],
+        dir: pmem::mapped::scratch_dir(),
+        seed: 1,
+        ckpt_threads: PoolConfig::default().checkpoint_threads,
+        log_entries: 0,
+        breakdown: false,
+    };
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    for pair in argv.chunks(2) {
+        let value = pair.get(1).cloned().unwrap_or_default();
+        let num = || {
+            value
+                .parse::<u64>()
+                .unwrap_or_else(|_| panic!("{}: not a number: {value}", pair[0]))
+        };
+        match pair[0].as_str() {
+            "--files" => a.files = num(),
+            "--file-mb" => a.file_mb = num(),
+            "--txs" => a.txs = num(),
+            "--seed" => a.seed = num(),
+            "--ckpt-threads" => a.ckpt_threads = num() as usize,
+            "--log-entries" => a.log_entries = num(),
+            "--breakdown" => a.breakdown = num() != 0,
+            "--dir" => a.dir = value.clone().into(),
+            "--modes" => {
+                a.modes = value
+                    .split(',')
+                    .map(|m| Mode::parse(m).unwrap_or_else(|| panic!("unknown mode {m}")))
+                    .collect()
+            }
+            other => panic!("unknown option {other}"),
+        }
+    }
+    a
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+/// One timed run: mean latency (µs) and bytes flushed to NVMM per transaction (foreground,
+/// and including the checkpoint that follows the run).
+struct Run {
+    mean_us: f64,
+    flushed_per_tx: f64,
+    flushed_with_ckpt_per_tx: f64,
+}
+
+fn run(s: &PoolStore<MappedRegion>, fhs: &[Fh], a: &Args, max_write: u64, data: &[u8]) -> Run {
+    let region = s.region();
+    let file_bytes = a.file_mb << 20;
+    let mut rng = Rng(a.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let flushed_at_start = region.stats().lines_flushed;
+    let start = Instant::now();
+    let mut parts = [std::time::Duration::ZERO; 3];
+    for _ in 0..a.txs {
+        let f1 = (rng.next() % a.files) as usize;
+        let f2 = ((f1 as u64 + 1 + rng.next() % (a.files - 1)) % a.files) as usize;
+        let t0 = Instant::now();
+        let tx = s.tx_begin(&[fhs[f1], fhs[f2]]).expect("tx_begin");
+        let t1 = Instant::now();
+        for f in [f1, f2] {
+            let len = 1 + rng.next() % max_write;
+            let off = rng.next() % (file_bytes - len + 1);
+            s.write(fhs[f], off, &data[..len as usize]).expect("write");
+        }
+        let t2 = Instant::now();
+        s.tx_commit(tx).expect("commit");
+        if a.breakdown {
+            parts[0] += t1 - t0;
+            parts[1] += t2 - t1;
+            parts[2] += t2.elapsed();
+        }
+    }
+    let elapsed = start.elapsed();
+    if a.breakdown {
+        let us = |d: std::time::Duration| d.as_secs_f64() * 1e6 / a.txs as f64;
+        eprintln!(
+            "  breakdown (us/tx): begin {:.2} writes {:.2} commit {:.2}",
+            us(parts[0]),
+            us(parts[1]),
+            us(parts[2])
+        );
+    }
+    let foreground = (region.stats().lines_flushed - flushed_at_start) * 64;
+    s.checkpoint_all().expect("checkpoint");
+    let total = (region.stats().lines_flushed - flushed_at_start) * 64;
+    Run {
+        mean_us: elapsed.as_secs_f64() * 1e6 / a.txs as f64,
+        flushed_per_tx: foreground as f64 / a.txs as f64,
+        flushed_with_ckpt_per_tx: total as f64 / a.txs as f64,
+    }
+}
+
+/// The physical floor: the same random sizes copied durably (write + flush + one fence per
+/// transaction) into the pool's block area (pages already touched) with no file system.
+fn floor(region: &MappedRegion, a: &Args, max_write: u64, data: &[u8], base: u64) -> f64 {
+    let span = region.len() - base - (64 << 10);
+    let mut rng = Rng(a.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let start = Instant::now();
+    for _ in 0..a.txs {
+        rng.next();
+        rng.next();
+        for _ in 0..2 {
+            let len = 1 + rng.next() % max_write;
+            let off = base + (rng.next() % (span - len)) / 64 * 64;
+            region.write(off, &data[..len as usize]);
+            region.flush(off, len);
+        }
+        region.fence();
+    }
+    start.elapsed().as_secs_f64() * 1e6 / a.txs as f64
+}
+
+fn setup(mode: Mode, a: &Args, path: &std::path::Path) -> (PoolStore<MappedRegion>, Vec<Fh>) {
+    let file_bytes = a.file_mb << 20;
+    let pool_bytes = a.files * file_bytes * 5 / 4 + (512 << 20);
+    let _ = std::fs::remove_file(path);
+    let region = MappedRegion::create(path, pool_bytes).expect("create pool file");
+    let mut cfg = PoolConfig {
+        mode,
+        inode_count: (a.files + 64).max(1024),
+        checkpoint_threads: a.ckpt_threads,
+        ..PoolConfig::default()
+    };
+    if a.log_entries > 0 {
+        cfg.metadata_log_entries = a.log_entries;
+        cfg.data_log_entries = a.log_entries;
+    }
+    let s = PoolStore::format(Arc::new(region), &cfg).expect("format");
+    // Touch every page of the block area once, so that no mode pays tmpfs page faults for
+    // blocks it allocates during the timed runs (real NVMM has no such faults).
+    let geo = s.superblock().geometry;
+    s.region()
+        .fill(geo.blocks_offset, geo.block_count * pool::BLOCK_SIZE, 0);
+    let chunk = vec![0x5Au8; 1 << 20];
+    let mut fhs = Vec::new();
+    for i in 0..a.files {
+        let meta = s
+            .create(ROOT_INO, format!("f{i}").as_bytes(), 0o644, None)
+            .expect("create");
+        let fh = s
+            .open(
+                meta.ino,
+                OpenFlags {
+                    read: true,
+                    write: true,
+                    ..Default::default()
+                },
+            )
+            .expect("open");
+        let mut off = 0;
+        while off < file_bytes {
+            let n = chunk.len().min((file_bytes - off) as usize);
+            s.write(fh, off, &chunk[..n]).expect("fill");
+            off += n as u64;
+        }
+        fhs.push(fh);
+    }
+    (s, fhs)
+}
+
+fn main() {
+    let a = parse_args();
+    assert!(a.files >= 2, "--files must be at least 2");
+    let data: Vec<u8> = (0..16384u32).map(|i| (i * 7 + 3) as u8).collect();
+    println!(
+        "FCFS microbenchmark: {} files x {} MB, {} transactions per size, 2 files per tx, pools in {}",
+        a.files,
+        a.file_mb,
+        a.txs,
+        a.dir.display()
+    );
+    let mut rows = Vec::new();
+    let mut floors = (0.0, 0.0);
+    for &mode in &a.modes {
+        let path = a.dir.join(format!(
+            "atomfs-micro-{}-{}.pool",
+            mode.name(),
+            std::process::id()
+        ));
+        let (s, fhs) = setup(mode, &a, &path);
+        let big = run(&s, &fhs, &a, 16384, &data);
+        let small = run(&s, &fhs, &a, 4096, &data);
+        if floors.0 == 0.0 {
+            let base = s.superblock().geometry.blocks_offset;
+            floors = (
+                floor(s.region(), &a, 16384, &data, base),
+                floor(s.region(), &a, 4096, &data, base),
+            );
+        }
+        drop(s);
+        let _ = std::fs::remove_file(&path);
+        eprintln!(
+            "{}: 0-16KB {:.2} us/tx, 0-4KB {:.2} us/tx",
+            mode.name(),
+            big.mean_us,
+            small.mean_us
+        );
+        rows.push((mode, big, small));
+    }
+    let nc = rows.iter().find(|r| r.0 == Mode::Nc).map(|r| {
+        (
+            r.1.mean_us,
+            r.2.mean_us,
+            r.1.flushed_with_ckpt_per_tx,
+            r.2.flushed_with_ckpt_per_tx,
+        )
+    });
+    println!(
+        "floor (durable copy, no fs): 0-16KB {:.2} us/tx, 0-4KB {:.2} us/tx",
+        floors.0, floors.1
+    );
+    println!(
+        "{:<8} {:>11} {:>8} {:>13} {:>13} {:>11} {:>8} {:>13} {:>13}",
+        "mode",
+        "16K us/tx",
+        "vs NC",
+        "16K B/tx fg",
+        "16K B/tx all",
+        "4K us/tx",
+        "vs NC",
+        "4K B/tx fg",
+        "4K B/tx all"
+    );
+    for (mode, big, small) in &rows {
+        let (r16, r4) = nc.map_or((f64::NAN, f64::NAN), |n| {
+            (big.mean_us / n.0, small.mean_us / n.1)
+        });
+        println!(
+            "{:<8} {:>11.2} {:>8.3} {:>13.0} {:>13.0} {:>11.2} {:>8.3} {:>13.0} {:>13.0}",
+            mode.name(),
+            big.mean_us,
+            r16,
+            big.flushed_per_tx,
+            big.flushed_with_ckpt_per_tx,
+            small.mean_us,
+            r4,
+            small.flushed_per_tx,
+            small.flushed_with_ckpt_per_tx
+        );
+    }
+}

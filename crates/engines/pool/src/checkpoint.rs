@@ -1,0 +1,362 @@
+//! Concurrently selective checkpointing (seed §III-E, Algorithm 1, Fig. 5).
+//!
+//! All committed versions of one block are checkpointed in one group, under the inode's lock;
+//! different blocks (of different files) are checkpointed in parallel by the background
+//! threads. For one block:
+//! 1. pick as the new permanent block the version (or the old permanent block) holding the
+//!    most latest cache lines;
+//! 2. copy into it only the latest lines it lacks, persist;
+//! 3. if it is not the old permanent block, swing the 8-byte block pointer (atomic store),
+//!    persist;
+//! 4. free the data entries in commit order, each persisted before the next (ordering
+//!    property 1), then the blocks; a transaction's undo, member and commit entries go once
+//!    its last data entry is gone (ordering property 2, `Core::data_entry_retired`).
+//!
+//! Crash safety (docs/format.md, "Checkpoint"): until step 4 every committed entry is still
+//! valid, and every line written in step 2 is the latest copy of that line, so whatever the
+//! TLVI rebuilt by recovery picks for a line is the latest copy. Step 4 leaves a suffix (in
+//! commit order) of the entries valid, which again resolves every line to its latest copy.
+//! A second checkpoint after recovery does the same again: the algorithm is idempotent.
+
+use crate::config::Mode;
+use crate::core::{CommitRecord, Core, InodeState};
+use crate::layout::*;
+use crate::tlvi::owners;
+use parking_lot::{Condvar, Mutex};
+use pmem::Region;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use store::{Error, Result};
+
+/// Blocks checkpointed together (sharing fences) under one inode lock.
+const CHECKPOINT_BATCH: usize = 128;
+
+/// The plan for one block: its committed versions and the new permanent block.
+struct Plan {
+    lbn: u64,
+    k: usize,
+    versions: Vec<crate::tlvi::Version>,
+    permanent: u64,
+    target: u64,
+    ptr: u64,
+}
+
+impl<R: Region> Core<R> {
+    /// Checkpoint every committed version of block `lbn` of `st.ino`.
+    pub fn checkpoint_block(&self, st: &mut InodeState, lbn: u64) -> Result<()> {
+        self.checkpoint_blocks(st, &[lbn])
+    }
+
+    /// Checkpoint blocks `lbns` of `st.ino` as one batch: Algorithm 1 for each block, with
+    /// one fence per step for the whole batch (and one per round of entry frees).
+    pub fn checkpoint_blocks(&self, st: &mut InodeState, lbns: &[u64]) -> Result<()> {
+        let mut plans = Vec::new();
+        let mut copied = 0;
+        for &lbn in lbns {
+            if let Some(plan) = self.plan_block(st, lbn)? {
+                // Step 2: copy the missing latest lines into the new permanent block.
+                copied += self.copy_for(&plan);
+                plans.push(plan);
+            }
+        }
+        if plans.is_empty() {
+            return Ok(());
+        }
+        // persist: every new permanent block holds the latest copy of each of its lines.
+        self.region.fence();
+        // Step 3: swing the pointers.
+        let mut swung = 0;
+        for plan in plans.iter().filter(|p| p.target != p.permanent) {
+            self.region.store_u64(plan.ptr, plan.target);
+            self.region.flush(plan.ptr, 8);
+            swung += 1;
+        }
+        if swung > 0 {
+            // persist: block pointers name the new permanent blocks before any redo entry of
+            // theirs is freed.
+            self.region.fence();
+        }
+        // Step 4: free the entries in commit order: round r frees the r-th version of every
+        // block, fenced before round r + 1 (ordering property 1).
+        let rounds = plans.iter().map(|p| p.k).max().unwrap_or(0);
+        for round in 0..rounds {
+            for plan in plans.iter().filter(|p| p.k > round) {
+                self.clear_entry(self.geo.data_entry(plan.versions[round].slot));
+            }
+            // persist: the versions of round r are freed before those of round r + 1.
+            self.region.fence();
+        }
+        let mut retired = Vec::new();
+        for plan in &plans {
+            self.release_plan(st, plan, &mut retired);
+        }
+        self.retire_commits(retired);
+        self.counters
+            .checkpoints
+            .fetch_add(plans.len() as u64, Ordering::Relaxed);
+        self.counters
+            .checkpoint_lines_copied
+            .fetch_add(copied, Ordering::Relaxed);
+        self.counters
+            .checkpoint_pointer_swings
+            .fetch_add(swung, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Step 1 of Algorithm 1 for one block: the committed versions and the block (old
+    /// permanent or a version) holding most latest lines (ties keep the permanent block).
+    fn plan_block(&self, st: &InodeState, lbn: u64) -> Result<Option<Plan>> {
+        let Some(list) = st.pending.get(&lbn) else {
+            return Ok(None);
+        };
+        let k = list.iter().take_while(|v| v.committed).count();
+        if k == 0 {
+            return Ok(None);
+        }
+        let versions: Vec<_> = list[..k].to_vec();
+        let ptr = versions[0].ptr_addr;
+        let (permanent, found_ptr) = self.permanent_block(st.ino, lbn)?;
+        if found_ptr != Some(ptr) {
+            let what = format!(
+                "inode {} block {lbn}: redo entry names another pointer",
+                st.ino
+            );
+            return Err(Error::corrupt(what, ptr));
+        }
+        let owner = owners(&versions, k);
+        let mut counts = vec![0u32; k + 1];
+        for o in owner.iter() {
+            counts[o.map_or(0, |i| i + 1)] += 1;
+        }
+        let mut best = 0usize;
+        if permanent == 0 || self.mode() != Mode::Soc {
+            for (i, &c) in counts.iter().enumerate().skip(1) {
+                if c > counts[best] || (best == 0 && permanent == 0) {
+                    best = i;
+                }
+            }
+        }
+        let target = if best == 0 {
+            permanent
+        } else {
+            versions[best - 1].pbn
+        };
+        Ok(Some(Plan {
+            lbn,
+            k,
+            versions,
+            permanent,
+            target,
+            ptr,
+        }))
+    }
+
+    /// Step 2 for one block. Returns the lines copied.
+    fn copy_for(&self, plan: &Plan) -> u64 {
+        if self.mode() == Mode::Soc && plan.target == plan.permanent {
+            self.apply_in_order(&plan.versions, plan.target)
+        } else {
+            let owner = owners(&plan.versions, plan.k);
+            self.copy_latest(&owner, &plan.versions, plan.permanent, plan.target)
+        }
+    }
+
+    /// After the entries are freed: give back blocks and slots, drop the versions from the
+    /// pending list, collect the transactions whose last data entry went.
+    fn release_plan(&self, st: &mut InodeState, plan: &Plan, retired: &mut Vec<CommitRecord>) {
+        let mut release: Vec<u64> = plan.versions.iter().map(|v| v.pbn).collect();
+        release.push(plan.permanent);
+        release.sort_unstable();
+        release.dedup();
+        for pbn in release {
+            if pbn != 0 && pbn != plan.target {
+                self.blocks.free(pbn);
+            }
+        }
+        for v in &plan.versions {
+            self.data_slots.free(v.slot);
+            if let Some(record) = self.data_entry_done(v.txid) {
+                retired.push(record);
+            }
+        }
+        if let Some(list) = st.pending.get_mut(&plan.lbn) {
+            list.drain(..plan.k);
+            if list.is_empty() {
+                st.pending.remove(&plan.lbn);
+            }
+        }
+    }
+
+    /// Copy into `target` every line whose latest copy lives elsewhere. Returns lines copied.
+    fn copy_latest(
+        &self,
+        owner: &[Option<usize>; 64],
+        versions: &[crate::tlvi::Version],
+        permanent: u64,
+        target: u64,
+    ) -> u64 {
+        let mut copied = 0;
+        let mut line = 0u64;
+        while line < LINES_PER_BLOCK {
+            let src = owner[line as usize].map_or(permanent, |i| versions[i].pbn);
+            let mut end = line + 1;
+            while end < LINES_PER_BLOCK
+                && owner[end as usize].map_or(permanent, |i| versions[i].pbn) == src
+            {
+                end += 1;
+            }
+            if src != target {
+                let (at, len) = (line * LINE, (end - line) * LINE);
+                let dst = self.geo.block(target) + at;
+                if src == 0 {
+                    self.region.fill(dst, len, 0);
+                } else {
+                    let mut buf = [0u8; BLOCK_SIZE as usize];
+                    self.region
+                        .read(self.geo.block(src) + at, &mut buf[..len as usize]);
+                    self.region.write(dst, &buf[..len as usize]);
+                }
+                self.region.flush(dst, len);
+                copied += end - line;
+            }
+            line = end;
+        }
+        copied
+    }
+
+    /// SOC: apply every version's lines onto the permanent block, oldest first.
+    fn apply_in_order(&self, versions: &[crate::tlvi::Version], target: u64) -> u64 {
+        let mut copied = 0;
+        for v in versions {
+            let mut bits = v.bitmap;
+            let mut buf = [0u8; LINE as usize];
+            while bits != 0 {
+                let line = u64::from(bits.trailing_zeros());
+                bits &= bits - 1;
+                self.region
+                    .read(self.geo.block(v.pbn) + line * LINE, &mut buf);
+                self.region
+                    .write(self.geo.block(target) + line * LINE, &buf);
+                self.region
+                    .flush(self.geo.block(target) + line * LINE, LINE);
+                copied += 1;
+            }
+        }
+        copied
+    }
+
+    /// Checkpoint every committed version of every file.
+    pub fn checkpoint_all(&self) -> Result<()> {
+        let cells: Vec<_> = self.cells.read().values().cloned().collect();
+        for cell in cells {
+            let mut st = cell.lock();
+            let lbns: Vec<u64> = st
+                .pending
+                .iter()
+                .filter(|(_, l)| l.first().is_some_and(|v| v.committed))
+                .map(|(&l, _)| l)
+                .collect();
+            // Batches of blocks share their fences; the inode lock is let go between them.
+            for batch in lbns.chunks(CHECKPOINT_BATCH) {
+                self.checkpoint_blocks(&mut st, batch)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Any committed version waiting for a checkpoint?
+    pub fn has_committed_versions(&self) -> bool {
+        !self.committed.lock().is_empty()
+    }
+}
+
+/// Work queue and wake-up of the background checkpointing threads.
+#[derive(Default)]
+pub struct CheckpointQueue {
+    pub queue: Mutex<VecDeque<(u64, u64)>>,
+    pub wake: Condvar,
+    pub stop: AtomicBool,
+    pub everything: AtomicBool,
+    /// Milliseconds since `epoch` of the last commit (idle trigger).
+    pub last_commit_ms: AtomicU64,
+    pub epoch: Option<Instant>,
+}
+
+impl CheckpointQueue {
+    pub fn new() -> Self {
+        CheckpointQueue {
+            epoch: Some(Instant::now()),
+            ..Default::default()
+        }
+    }
+
+    pub fn now_ms(&self) -> u64 {
+        self.epoch.map_or(0, |e| e.elapsed().as_millis() as u64)
+    }
+
+    /// Ask for one block to be checkpointed.
+    pub fn push(&self, ino: u64, lbn: u64) {
+        self.queue.lock().push_back((ino, lbn));
+        self.wake.notify_one();
+    }
+
+    /// Ask for everything to be checkpointed (low space).
+    pub fn push_all(&self) {
+        self.everything.store(true, Ordering::Release);
+        self.wake.notify_all();
+    }
+}
+
+/// Body of one background checkpointing thread.
+pub fn checkpoint_thread<R: Region>(core: Arc<Core<R>>, queue: Arc<CheckpointQueue>) {
+    let idle = core.cfg.checkpoint_idle_ms;
+    loop {
+        let items: Vec<(u64, u64)> = {
+            let mut q = queue.queue.lock();
+            if q.is_empty()
+                && !queue.stop.load(Ordering::Acquire)
+                && !queue.everything.load(Ordering::Acquire)
+            {
+                let wait = if idle == 0 { 1_000 } else { idle.max(1) };
+                queue.wake.wait_for(&mut q, Duration::from_millis(wait));
+            }
+            let n = q.len().min(CHECKPOINT_BATCH);
+            q.drain(..n).collect()
+        };
+        if queue.stop.load(Ordering::Acquire) {
+            return;
+        }
+        if !items.is_empty() {
+            checkpoint_items(&core, items);
+            continue;
+        }
+        let idle_now = idle > 0
+            && queue
+                .now_ms()
+                .saturating_sub(queue.last_commit_ms.load(Ordering::Relaxed))
+                >= idle;
+        if queue.everything.swap(false, Ordering::AcqRel)
+            || core.blocks_low()
+            || core.logs_low()
+            || (idle_now && core.has_committed_versions())
+        {
+            let _ = core.checkpoint_all();
+        }
+    }
+}
+
+/// Checkpoint queued blocks, one batch per inode.
+fn checkpoint_items<R: Region>(core: &Core<R>, mut items: Vec<(u64, u64)>) {
+    items.sort_unstable();
+    items.dedup();
+    for group in items.chunk_by(|a, b| a.0 == b.0) {
+        let Some(cell) = core.cells.read().get(&group[0].0).cloned() else {
+            continue;
+        };
+        let mut st = cell.lock();
+        let lbns: Vec<u64> = group.iter().map(|i| i.1).collect();
+        let _ = core.checkpoint_blocks(&mut st, &lbns);
+    }
+}

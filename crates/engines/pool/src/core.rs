@@ -1,0 +1,293 @@
+//! The engine's shared state: the region, its geometry, the volatile allocators, the
+//! per-inode DRAM state (TLVI, directory index, binding) and the counters.
+
+use crate::alloc::{FreeList, U64Map};
+use crate::checkpoint::CheckpointQueue;
+use crate::config::{Mode, PoolConfig};
+use crate::dir::DirIndex;
+use crate::layout::*;
+use crate::tlvi::Version;
+use crate::tx::TxCell;
+use parking_lot::{Mutex, RwLock};
+use pmem::Region;
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use store::{Error, Result};
+
+/// DRAM state of one inode. Guarded by its own lock (per-inode locking).
+#[derive(Default)]
+pub struct InodeState {
+    pub ino: u64,
+    /// TLVI first level: logical block -> pending list, oldest (first committed) first.
+    pub pending: U64Map<Vec<Version>>,
+    /// Directory name index, built on first use (directories only).
+    pub dir: Option<DirIndex>,
+    /// Directory slots freed by transactions that have not committed yet: never reused
+    /// before that commit (an abort puts the entry back).
+    pub dir_reserved: HashSet<u64>,
+    /// The transaction every write and set_len of this file belongs to.
+    pub bound: Option<Arc<TxCell>>,
+    /// Id of the bound transaction (0 = unbound), readable without locking it.
+    pub bound_id: u64,
+    /// Open handles on the inode.
+    pub open_handles: u32,
+}
+
+pub type InodeCell = Mutex<InodeState>;
+
+/// What a transaction still owes the log after its commit point (ordering property 2): its
+/// undo, member and commit entries are freed once its last data entry has been checkpointed.
+pub struct CommitRecord {
+    pub data_remaining: u64,
+    pub commit_slot: u64,
+    pub undo_slots: Vec<u64>,
+    pub member_slots: Vec<u64>,
+}
+
+/// Named counters.
+#[derive(Default)]
+pub struct Counters {
+    pub commits: AtomicU64,
+    pub aborts: AtomicU64,
+    pub checkpoints: AtomicU64,
+    pub checkpoint_lines_copied: AtomicU64,
+    pub checkpoint_pointer_swings: AtomicU64,
+    pub versions_created: AtomicU64,
+    pub undo_entries: AtomicU64,
+}
+
+/// Shared state of an open pool.
+pub struct Core<R: Region> {
+    pub region: Arc<R>,
+    pub geo: Geometry,
+    pub cfg: PoolConfig,
+    pub blocks: FreeList,
+    pub meta_slots: FreeList,
+    pub data_slots: FreeList,
+    pub inodes_free: FreeList,
+    pub cells: RwLock<U64Map<Arc<InodeCell>>>,
+    /// Serialises namespace operations and aborts (never taken on the data path).
+    pub ns: Mutex<()>,
+    pub next_txid: AtomicU64,
+    pub commit_seq: AtomicU64,
+    pub committed: Mutex<U64Map<CommitRecord>>,
+    pub counters: Counters,
+    pub closed: AtomicBool,
+    pub checkpointer: Arc<CheckpointQueue>,
+}
+
+impl<R: Region> Core<R> {
+    pub fn mode(&self) -> Mode {
+        self.cfg.mode
+    }
+
+    /// The DRAM cell of an inode, created on first use.
+    pub fn cell(&self, ino: u64) -> Arc<InodeCell> {
+        if let Some(c) = self.cells.read().get(&ino) {
+            return c.clone();
+        }
+        self.cells
+            .write()
+            .entry(ino)
+            .or_insert_with(|| {
+                Arc::new(Mutex::new(InodeState {
+                    ino,
+                    ..InodeState::default()
+                }))
+            })
+            .clone()
+    }
+
+    pub fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            Err(Error::Closed)
+        } else {
+            Ok(())
+        }
+    }
+
+    // ----- raw field access -----
+
+    pub fn read_u64(&self, addr: u64) -> u64 {
+        self.region.load_u64(addr)
+    }
+
+    pub fn read_u32(&self, addr: u64) -> u32 {
+        let mut b = [0u8; 4];
+        self.region.read(addr, &mut b);
+        u32::from_le_bytes(b)
+    }
+
+    pub fn read_u8(&self, addr: u64) -> u8 {
+        let mut b = [0u8; 1];
+        self.region.read(addr, &mut b);
+        b[0]
+    }
+
+    /// Check an inode number taken from a caller or from media.
+    pub fn check_ino(&self, ino: u64) -> Result<u64> {
+        if ino == 0 || ino >= self.geo.inode_count {
+            return Err(Error::NotFound(format!("inode {ino}")));
+        }
+        Ok(ino)
+    }
+
+    /// Kind of an in-use inode, or NotFound for a free one.
+    pub fn inode_kind(&self, ino: u64) -> Result<u8> {
+        self.check_ino(ino)?;
+        let off = self.geo.inode(ino);
+        match self.read_u8(off + I_KIND) {
+            KIND_FREE => Err(Error::NotFound(format!("inode {ino}"))),
+            k @ (KIND_FILE | KIND_DIR) => Ok(k),
+            k => Err(Error::corrupt(format!("inode {ino} has kind {k}"), off)),
+        }
+    }
+
+    /// Size of an inode, validated against the largest file (and, for a directory, against
+    /// its tree: a directory has no holes).
+    pub fn inode_size(&self, ino: u64) -> Result<u64> {
+        let off = self.geo.inode(ino);
+        let size = self.read_u64(off + I_SIZE);
+        let mut bad = size > crate::data::FILE_SIZE_MAX;
+        if !bad && self.read_u8(off + I_KIND) == KIND_DIR {
+            let (_, height) = self.tree_root(ino)?;
+            bad = !size.is_multiple_of(BLOCK_SIZE)
+                || size / BLOCK_SIZE > capacity(height).min(self.geo.block_count);
+        }
+        if bad {
+            return Err(Error::corrupt(
+                format!("inode {ino} size {size}"),
+                off + I_SIZE,
+            ));
+        }
+        Ok(size)
+    }
+
+    /// Tree root and height of an inode, validated.
+    pub fn tree_root(&self, ino: u64) -> Result<(u64, u32)> {
+        let off = self.geo.inode(ino);
+        let height = self.read_u32(off + I_HEIGHT);
+        let root = self.read_u64(off + I_ROOT);
+        if height > TREE_HEIGHT_MAX || (height == 0) != (root == 0) {
+            return Err(Error::corrupt(
+                format!("inode {ino} tree height {height} root {root}"),
+                off + I_HEIGHT,
+            ));
+        }
+        if root != 0 {
+            self.geo.check_pbn(root, off + I_ROOT)?;
+        }
+        Ok((root, height))
+    }
+
+    /// Address of the block pointer for `lbn` of `ino`, if the index blocks on its path
+    /// exist (no allocation). Every pointer followed is validated.
+    pub fn pointer_addr(&self, ino: u64, lbn: u64) -> Result<Option<u64>> {
+        let (root, height) = self.tree_root(ino)?;
+        if height == 0 || lbn >= capacity(height) {
+            return Ok(None);
+        }
+        let mut node = root;
+        for level in (1..=height).rev() {
+            let idx = (lbn / capacity(level - 1)) % POINTERS_PER_BLOCK;
+            let addr = self.geo.block(node) + idx * 8;
+            if level == 1 {
+                return Ok(Some(addr));
+            }
+            let child = self.read_u64(addr);
+            if child == 0 {
+                return Ok(None);
+            }
+            node = self.geo.check_pbn(child, addr)?;
+        }
+        Ok(None)
+    }
+
+    /// The permanent block of `lbn` (0 = hole) and the address of its pointer.
+    pub fn permanent_block(&self, ino: u64, lbn: u64) -> Result<(u64, Option<u64>)> {
+        match self.pointer_addr(ino, lbn)? {
+            None => Ok((0, None)),
+            Some(addr) => {
+                let pbn = self.read_u64(addr);
+                if pbn != 0 {
+                    self.geo.check_pbn(pbn, addr)?;
+                }
+                Ok((pbn, Some(addr)))
+            }
+        }
+    }
+
+    /// Visit every block of an inode's tree: `f(pbn, is_index, lbn_of_data)`.
+    pub fn walk_tree(
+        &self,
+        ino: u64,
+        f: &mut dyn FnMut(u64, bool, u64) -> Result<()>,
+    ) -> Result<()> {
+        let (root, height) = self.tree_root(ino)?;
+        if height == 0 {
+            return Ok(());
+        }
+        // A corrupt tree may name blocks many times over: never visit more than the pool has.
+        let mut visits = 0u64;
+        let limit = self.geo.block_count;
+        let at = self.geo.inode(ino);
+        let mut bounded = |pbn: u64, index: bool, lbn: u64| {
+            visits += 1;
+            if visits > limit {
+                return Err(Error::corrupt(
+                    format!("inode {ino} tree names more blocks than the pool has"),
+                    at,
+                ));
+            }
+            f(pbn, index, lbn)
+        };
+        self.walk_node(root, height, 0, &mut bounded)
+    }
+
+    fn walk_node(
+        &self,
+        node: u64,
+        level: u32,
+        first_lbn: u64,
+        f: &mut dyn FnMut(u64, bool, u64) -> Result<()>,
+    ) -> Result<()> {
+        f(node, true, first_lbn)?;
+        let mut ptrs = vec![0u8; BLOCK_SIZE as usize];
+        self.region.read(self.geo.block(node), &mut ptrs);
+        for (i, chunk) in ptrs.chunks_exact(8).enumerate() {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            let child = u64::from_le_bytes(word);
+            if child == 0 {
+                continue;
+            }
+            let at = self.geo.block(node) + i as u64 * 8;
+            let child = self.geo.check_pbn(child, at)?;
+            let lbn = first_lbn + i as u64 * capacity(level - 1);
+            if level == 1 {
+                f(child, false, lbn)?;
+            } else {
+                self.walk_node(child, level - 1, lbn, f)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Either log area below the low-water mark (committed entries wait for a checkpoint)?
+    pub fn logs_low(&self) -> bool {
+        let pct = self.cfg.free_blocks_low_percent.max(10) * 2;
+        self.data_slots.free_count() * 100 < self.data_slots.total() * pct
+            || self.meta_slots.free_count() * 100 < self.meta_slots.total() * pct
+    }
+
+    /// Free blocks below the low-water mark?
+    pub fn blocks_low(&self) -> bool {
+        self.blocks.free_count() * 100 < self.blocks.total() * self.cfg.free_blocks_low_percent
+    }
+}
+
+/// Data blocks a tree of `height` levels addresses.
+pub fn capacity(height: u32) -> u64 {
+    POINTERS_PER_BLOCK.saturating_pow(height)
+}

@@ -1,0 +1,423 @@
+//! The file data path (seed §III-D): cache-line redo logging into pending blocks for blocks
+//! that exist, direct allocation for holes and blocks past the end of file, reads through
+//! the TLVI. The comparison modes branch here too (modes.rs).
+
+use crate::config::Mode;
+use crate::core::{capacity, Core, InodeState};
+use crate::layout::*;
+use crate::tlvi::{line_mask, source_of, Version};
+use crate::tx::{Tx, TxVersion};
+use pmem::Region;
+use std::sync::atomic::Ordering;
+use store::{Error, Result};
+
+/// Largest file size (the deepest tree).
+pub const FILE_SIZE_MAX: u64 = 1 << 46;
+
+/// Attribute changes one data operation makes, written together at its end.
+pub struct InodeDelta {
+    pub size: u64,
+    pub blocks: u64,
+    pub pointer_writes: Vec<(u64, u64)>,
+}
+
+impl<R: Region> Core<R> {
+    /// Address of the block pointer of `lbn`, growing the tree and creating index blocks
+    /// as needed (all undo-logged in `tx`).
+    pub fn pointer_addr_create(
+        &self,
+        tx: &mut Tx,
+        ino: u64,
+        lbn: u64,
+        delta: &mut InodeDelta,
+    ) -> Result<u64> {
+        if lbn >= capacity(TREE_HEIGHT_MAX) || lbn * BLOCK_SIZE >= FILE_SIZE_MAX {
+            return Err(Error::FileTooLarge(format!("block {lbn} of inode {ino}")));
+        }
+        let ioff = self.geo.inode(ino);
+        let (mut root, mut height) = self.tree_root(ino)?;
+        let grow = height == 0 || lbn >= capacity(height);
+        while height == 0 || lbn >= capacity(height) {
+            let node = self.new_zero_block(tx)?;
+            if root != 0 {
+                self.region.store_u64(self.geo.block(node), root);
+                self.region.flush(self.geo.block(node), 8);
+            }
+            root = node;
+            height += 1;
+            delta.blocks += 1;
+        }
+        if grow {
+            let mut bytes = [0u8; 12];
+            bytes[..4].copy_from_slice(&height.to_le_bytes());
+            bytes[4..].copy_from_slice(&root.to_le_bytes());
+            self.meta_update(tx, &[(ioff + I_HEIGHT, &bytes)])?;
+        }
+        let mut node = root;
+        for level in (1..=height).rev() {
+            let idx = (lbn / capacity(level - 1)) % POINTERS_PER_BLOCK;
+            let addr = self.geo.block(node) + idx * 8;
+            if level == 1 {
+                return Ok(addr);
+            }
+            let child = self.read_u64(addr);
+            node = if child == 0 {
+                let fresh = self.new_zero_block(tx)?;
+                self.meta_u64(tx, addr, fresh)?;
+                delta.blocks += 1;
+                fresh
+            } else {
+                self.geo.check_pbn(child, addr)?
+            };
+        }
+        Err(Error::corrupt("empty block-pointer tree", ioff))
+    }
+
+    /// A zero-filled block allocated for `tx` (flushed, durable at the next fence).
+    pub fn new_zero_block(&self, tx: &mut Tx) -> Result<u64> {
+        let pbn = self.alloc_block(tx)?;
+        self.region.fill(self.geo.block(pbn), BLOCK_SIZE, 0);
+        self.region.flush(self.geo.block(pbn), BLOCK_SIZE);
+        Ok(pbn)
+    }
+
+    /// Write `data` at `off` of file `st.ino` inside `tx`.
+    pub fn write_data(
+        &self,
+        st: &mut InodeState,
+        tx: &mut Tx,
+        off: u64,
+        data: &[u8],
+    ) -> Result<()> {
+        let ino = st.ino;
+        let ioff = self.geo.inode(ino);
+        let end = off
+            .checked_add(data.len() as u64)
+            .filter(|&e| e <= FILE_SIZE_MAX);
+        let Some(end) = end else {
+            return Err(Error::FileTooLarge(format!(
+                "write to {off} of inode {ino}"
+            )));
+        };
+        let size = self.inode_size(ino)?;
+        let mut delta = InodeDelta {
+            size: size.max(end),
+            blocks: self.read_u64(ioff + I_BLOCKS),
+            pointer_writes: Vec::new(),
+        };
+        let mut pos = off;
+        while pos < end {
+            let lbn = pos / BLOCK_SIZE;
+            let boff = pos % BLOCK_SIZE;
+            let n = (BLOCK_SIZE - boff).min(end - pos);
+            let chunk = &data[(pos - off) as usize..(pos - off + n) as usize];
+            let ptr = self.pointer_addr_create(tx, ino, lbn, &mut delta)?;
+            let pbn = self.read_u64(ptr);
+            if pbn == 0 {
+                self.fill_hole(tx, ptr, boff, chunk, &mut delta)?;
+            } else {
+                self.geo.check_pbn(pbn, ptr)?;
+                match self.mode() {
+                    Mode::Nc => self.write_in_place(pbn, boff, chunk),
+                    Mode::FgWal => self.write_fg_wal(tx, pbn, boff, chunk)?,
+                    Mode::Scsp => self.write_shadow(st, tx, lbn, ptr, pbn, boff, chunk)?,
+                    Mode::Fcfs | Mode::Soc | Mode::Sync => {
+                        self.write_redo(st, tx, lbn, ptr, pbn, boff, chunk)?
+                    }
+                }
+            }
+            pos += n;
+        }
+        self.finish_data_op(tx, ino, &delta)
+    }
+
+    /// Write the pointer changes and the inode's size, times and block count of one data
+    /// operation: one batch of undo entries, one fence.
+    pub fn finish_data_op(&self, tx: &mut Tx, ino: u64, delta: &InodeDelta) -> Result<()> {
+        let ioff = self.geo.inode(ino);
+        let now = store::now_ns();
+        let mut attrs = [0u8; 32];
+        attrs[..8].copy_from_slice(&delta.size.to_le_bytes());
+        attrs[8..16].copy_from_slice(&now.to_le_bytes());
+        attrs[16..24].copy_from_slice(&now.to_le_bytes());
+        attrs[24..].copy_from_slice(&delta.blocks.to_le_bytes());
+        // Neighbouring pointers are written as one run (fewer undo entries).
+        let mut pointers = delta.pointer_writes.clone();
+        pointers.sort_unstable();
+        let mut runs: Vec<(u64, Vec<u8>)> = Vec::new();
+        for (addr, value) in pointers {
+            match runs.last_mut() {
+                Some((start, bytes)) if *start + bytes.len() as u64 == addr => {
+                    bytes.extend_from_slice(&value.to_le_bytes())
+                }
+                _ => runs.push((addr, value.to_le_bytes().to_vec())),
+            }
+        }
+        let mut writes: Vec<(u64, &[u8])> = runs.iter().map(|(a, b)| (*a, &b[..])).collect();
+        writes.push((ioff + I_SIZE, &attrs));
+        self.meta_update(tx, &writes)
+    }
+
+    /// A write into a hole or past the end: a new block written directly (no redo copy);
+    /// the pointer change is undo-logged metadata (written by `finish_data_op`).
+    fn fill_hole(
+        &self,
+        tx: &mut Tx,
+        ptr: u64,
+        boff: u64,
+        chunk: &[u8],
+        delta: &mut InodeDelta,
+    ) -> Result<()> {
+        let pbn = self.alloc_block(tx)?;
+        let base = self.geo.block(pbn);
+        if boff > 0 {
+            self.region.fill(base, boff, 0);
+        }
+        let tail = boff + chunk.len() as u64;
+        if tail < BLOCK_SIZE {
+            self.region.fill(base + tail, BLOCK_SIZE - tail, 0);
+        }
+        if boff == 0 && chunk.len() as u64 == BLOCK_SIZE {
+            self.region.write_nt(base, chunk);
+        } else {
+            self.region.write(base + boff, chunk);
+            self.region.flush(base, BLOCK_SIZE);
+        }
+        delta.pointer_writes.push((ptr, pbn));
+        delta.blocks += 1;
+        Ok(())
+    }
+
+    /// NC: overwrite in place (durable at the call's fence).
+    pub fn write_in_place(&self, pbn: u64, boff: u64, chunk: &[u8]) {
+        let addr = self.geo.block(pbn) + boff;
+        self.region.write(addr, chunk);
+        self.region.flush(addr, chunk.len() as u64);
+    }
+
+    /// FCFS: redo the lines into the transaction's pending version of the block.
+    #[allow(clippy::too_many_arguments)]
+    fn write_redo(
+        &self,
+        st: &mut InodeState,
+        tx: &mut Tx,
+        lbn: u64,
+        ptr: u64,
+        permanent: u64,
+        boff: u64,
+        chunk: &[u8],
+    ) -> Result<()> {
+        let vi = self.own_version(st, tx, lbn, ptr)?;
+        let list = st.pending.get(&lbn).map(Vec::as_slice).unwrap_or(&[]);
+        let mine = list[vi];
+        let older = &list[..vi];
+        let base = self.geo.block(mine.pbn);
+        let first = boff / LINE;
+        let last = (boff + chunk.len() as u64 - 1) / LINE;
+        // Edge lines not fully covered and not yet in the version: start from the latest copy.
+        for line in [first, last] {
+            let lstart = line * LINE;
+            let covered = boff <= lstart && boff + chunk.len() as u64 >= lstart + LINE;
+            if covered || mine.bitmap & (1 << line) != 0 {
+                continue;
+            }
+            let mut buf = [0u8; LINE as usize];
+            let src = source_of(older, permanent, line);
+            self.region.read(self.geo.block(src) + lstart, &mut buf);
+            self.region.write(base + lstart, &buf);
+        }
+        if boff.is_multiple_of(LINE)
+            && chunk.len() >= 1024
+            && (chunk.len() as u64).is_multiple_of(LINE)
+        {
+            self.region.write_nt(base + boff, chunk);
+        } else {
+            self.region.write(base + boff, chunk);
+            self.region
+                .flush(base + first * LINE, (last - first + 1) * LINE);
+        }
+        let bitmap = mine.bitmap | line_mask(first, last);
+        if let Some(list) = st.pending.get_mut(&lbn) {
+            list[vi].bitmap = bitmap;
+        }
+        if let Some(Some(tv)) = tx
+            .versions
+            .iter_mut()
+            .rev()
+            .find(|v| matches!(v, Some(t) if t.ino == st.ino && t.lbn == lbn))
+        {
+            tv.bitmap = bitmap;
+        }
+        Ok(())
+    }
+
+    /// Index of the transaction's own (uncommitted) version of `lbn`, created if missing.
+    fn own_version(&self, st: &mut InodeState, tx: &mut Tx, lbn: u64, ptr: u64) -> Result<usize> {
+        let list = st.pending.entry(lbn).or_default();
+        if let Some(last) = list.last() {
+            if !last.committed && last.txid == tx.id {
+                return Ok(list.len() - 1);
+            }
+        }
+        let Some(slot) = self.data_slots.alloc() else {
+            tx.doomed = true;
+            return Err(Error::LogFull("data redo log".into()));
+        };
+        let Some(pbn) = self.blocks.alloc() else {
+            self.data_slots.free(slot);
+            tx.doomed = true;
+            return Err(Error::NoSpace("no free block for a pending version".into()));
+        };
+        list.push(Version {
+            pbn,
+            bitmap: 0,
+            txid: tx.id,
+            committed: false,
+            slot,
+            ptr_addr: ptr,
+        });
+        tx.versions.push(Some(TxVersion {
+            ino: st.ino,
+            lbn,
+            pbn,
+            slot,
+            ptr_addr: ptr,
+            bitmap: 0,
+        }));
+        self.touch(tx, st.ino);
+        self.counters
+            .versions_created
+            .fetch_add(1, Ordering::Relaxed);
+        Ok(list.len() - 1)
+    }
+
+    /// Read `buf.len()` bytes at `off` (clipped to the size) of file `st.ino`.
+    pub fn read_data(&self, st: &InodeState, off: u64, buf: &mut [u8]) -> Result<usize> {
+        let size = self.inode_size(st.ino)?;
+        if off >= size {
+            return Ok(0);
+        }
+        let end = size.min(off + buf.len() as u64);
+        let mut pos = off;
+        while pos < end {
+            let lbn = pos / BLOCK_SIZE;
+            let boff = pos % BLOCK_SIZE;
+            let n = (BLOCK_SIZE - boff).min(end - pos);
+            let out = &mut buf[(pos - off) as usize..(pos - off + n) as usize];
+            let (permanent, _) = self.permanent_block(st.ino, lbn)?;
+            match st.pending.get(&lbn) {
+                Some(list) if !list.is_empty() => self.read_versions(list, permanent, boff, out),
+                _ if permanent == 0 => out.fill(0),
+                _ => self.region.read(self.geo.block(permanent) + boff, out),
+            }
+            pos += n;
+        }
+        Ok((end - off) as usize)
+    }
+
+    /// Read a range of one block line by line from the newest holder of each line, one
+    /// region read per run of lines with the same holder.
+    fn read_versions(&self, list: &[Version], permanent: u64, boff: u64, out: &mut [u8]) {
+        let end = boff + out.len() as u64;
+        let mut pos = boff;
+        while pos < end {
+            let line = pos / LINE;
+            let src = source_of(list, permanent, line);
+            let mut run_end = ((line + 1) * LINE).min(end);
+            while run_end < end && source_of(list, permanent, run_end / LINE) == src {
+                run_end = ((run_end / LINE + 1) * LINE).min(end);
+            }
+            let dst = &mut out[(pos - boff) as usize..(run_end - boff) as usize];
+            if src == 0 {
+                dst.fill(0);
+            } else {
+                self.region.read(self.geo.block(src) + pos, dst);
+            }
+            pos = run_end;
+        }
+    }
+
+    /// Change the size of file `st.ino` inside `tx`.
+    pub fn set_len_data(&self, st: &mut InodeState, tx: &mut Tx, len: u64) -> Result<()> {
+        if len > FILE_SIZE_MAX {
+            return Err(Error::FileTooLarge(format!("length {len}")));
+        }
+        let ioff = self.geo.inode(st.ino);
+        let size = self.inode_size(st.ino)?;
+        if len < size {
+            // Committed versions of the blocks that go away are checkpointed first, so that
+            // dropping a block never loses a committed redo entry.
+            let first_lbn = len / BLOCK_SIZE;
+            let lbns: Vec<u64> = st
+                .pending
+                .keys()
+                .copied()
+                .filter(|&l| l >= first_lbn)
+                .collect();
+            for lbn in lbns {
+                self.checkpoint_block(st, lbn)?;
+            }
+            self.drop_own_versions(st, tx, len.div_ceil(BLOCK_SIZE));
+            let (partial, _) = self.permanent_block(st.ino, len / BLOCK_SIZE)?;
+            if !len.is_multiple_of(BLOCK_SIZE) && partial != 0 {
+                let zero_end = size.min((len / BLOCK_SIZE + 1) * BLOCK_SIZE);
+                let zeros = vec![0u8; (zero_end - len) as usize];
+                self.write_data(st, tx, len, &zeros)?;
+            }
+            let mut delta = InodeDelta {
+                size: len,
+                blocks: self.read_u64(ioff + I_BLOCKS),
+                pointer_writes: Vec::new(),
+            };
+            // Only the allocated blocks past the new end (walking the tree, not every lbn).
+            let first_gone = len.div_ceil(BLOCK_SIZE);
+            let mut gone = Vec::new();
+            self.walk_tree(st.ino, &mut |_, index, lbn| {
+                if !index && lbn >= first_gone {
+                    gone.push(lbn);
+                }
+                Ok(())
+            })?;
+            for lbn in gone {
+                let (pbn, ptr) = self.permanent_block(st.ino, lbn)?;
+                if let (true, Some(ptr)) = (pbn != 0, ptr) {
+                    delta.pointer_writes.push((ptr, 0));
+                    tx.deferred_blocks.push(pbn);
+                    delta.blocks = delta.blocks.saturating_sub(1);
+                }
+            }
+            self.finish_data_op(tx, st.ino, &delta)
+        } else {
+            let delta = InodeDelta {
+                size: len,
+                blocks: self.read_u64(ioff + I_BLOCKS),
+                pointer_writes: Vec::new(),
+            };
+            self.finish_data_op(tx, st.ino, &delta)
+        }
+    }
+
+    /// Drop the transaction's own pending versions of blocks `>= from_lbn` (a truncate
+    /// inside the transaction): they were never committed, so their block and slot go back.
+    fn drop_own_versions(&self, st: &mut InodeState, tx: &mut Tx, from_lbn: u64) {
+        for (lbn, list) in st.pending.iter_mut() {
+            if *lbn < from_lbn {
+                continue;
+            }
+            list.retain(|v| {
+                let mine = !v.committed && v.txid == tx.id;
+                if mine {
+                    self.data_slots.free(v.slot);
+                    self.blocks.free(v.pbn);
+                }
+                !mine
+            });
+        }
+        st.pending.retain(|_, list| !list.is_empty());
+        for v in tx.versions.iter_mut() {
+            if matches!(v, Some(t) if t.ino == st.ino && t.lbn >= from_lbn) {
+                *v = None;
+            }
+        }
+    }
+}

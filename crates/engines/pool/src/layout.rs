@@ -1,0 +1,315 @@
+//! On-media layout of a pool: superblock, log areas, inode table, blocks.
+//! See docs/format.md for the full specification. All integers are little-endian.
+//!
+//! ```text
+//! offset 0            4096                 +64*M             +64*D          +128*I      len
+//! | superblock (4 KB) | metadata undo log  | data redo log   | inode table | 4 KB blocks |
+//! |                   | M x 64 B entries   | D x 64 B entries| I x 128 B   | pbn 0..B    |
+//! ```
+//! Each area starts on a 4096-byte boundary. Block number (pbn) 0 is reserved: a block
+//! pointer of 0 means "hole".
+
+use crate::config::PoolConfig;
+use store::{Error, Result};
+
+/// Size of a data block and of an index block.
+pub const BLOCK_SIZE: u64 = 4096;
+/// Cache lines per block: one bit each in a 64-bit bitmap.
+pub const LINES_PER_BLOCK: u64 = BLOCK_SIZE / LINE;
+/// Size of a cache line.
+pub const LINE: u64 = 64;
+/// Size of a log entry.
+pub const ENTRY_SIZE: u64 = 64;
+/// Size of an on-media inode.
+pub const INODE_SIZE: u64 = 128;
+/// Block pointers in an index block.
+pub const POINTERS_PER_BLOCK: u64 = BLOCK_SIZE / 8;
+/// Deepest block-pointer tree: 512^4 blocks of 4 KB = 256 TB (height 3 is 512 GB).
+pub const TREE_HEIGHT_MAX: u32 = 4;
+
+const _: () = assert!(LINES_PER_BLOCK == 64);
+
+// ----- superblock -----
+//
+// ```text
+//  0  magic            u64  "ATOMFSPL"
+//  8  format version   u32
+// 12  block size       u32  (4096)
+// 16  region length    u64  bytes the pool was formatted for
+// 24  inode count      u64
+// 32  meta log entries u64
+// 40  data log entries u64
+// 48  block count      u64  blocks in the block area (pbn 0..count)
+// 56  meta log offset  u64
+// 64  data log offset  u64
+// 72  inode offset     u64
+// 80  blocks offset    u64
+// 88  mode             u32  (Mode as a number; informative, runtime mode comes from the config)
+// 92  reserved         u32
+// 96  crc32c of bytes 0..96, as u32; 100..4096 zero
+// ```
+pub const MAGIC: u64 = u64::from_le_bytes(*b"ATOMFSPL");
+/// Format version this build reads and writes.
+pub const FORMAT_VERSION: u32 = 1;
+/// Length of the checksummed part of the superblock.
+pub const SB_CHECKED_LEN: usize = 96;
+/// Superblock size on media.
+pub const SB_SIZE: u64 = 4096;
+
+/// Geometry of a formatted pool: where every area lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Geometry {
+    pub region_len: u64,
+    pub inode_count: u64,
+    pub metadata_log_entries: u64,
+    pub data_log_entries: u64,
+    pub block_count: u64,
+    pub meta_log_offset: u64,
+    pub data_log_offset: u64,
+    pub inode_offset: u64,
+    pub blocks_offset: u64,
+}
+
+fn round_up(value: u64, to: u64) -> u64 {
+    value.div_ceil(to) * to
+}
+
+impl Geometry {
+    /// The geometry a region of `region_len` bytes gets with `cfg`.
+    pub fn plan(region_len: u64, cfg: &PoolConfig) -> Result<Geometry> {
+        if cfg.inode_count < 2 || cfg.metadata_log_entries < 8 || cfg.data_log_entries < 1 {
+            return Err(Error::InvalidArgument(
+                "pool geometry: too few inodes or log entries".into(),
+            ));
+        }
+        let too_big = || Error::InvalidArgument("pool geometry: sizes overflow".into());
+        let meta_log_offset = SB_SIZE;
+        let meta_len = cfg
+            .metadata_log_entries
+            .checked_mul(ENTRY_SIZE)
+            .ok_or_else(too_big)?;
+        let data_log_offset = round_up(meta_log_offset + meta_len, BLOCK_SIZE);
+        let data_len = cfg
+            .data_log_entries
+            .checked_mul(ENTRY_SIZE)
+            .ok_or_else(too_big)?;
+        let inode_offset = round_up(
+            data_log_offset.checked_add(data_len).ok_or_else(too_big)?,
+            BLOCK_SIZE,
+        );
+        let inode_len = cfg
+            .inode_count
+            .checked_mul(INODE_SIZE)
+            .ok_or_else(too_big)?;
+        let blocks_offset = round_up(
+            inode_offset.checked_add(inode_len).ok_or_else(too_big)?,
+            BLOCK_SIZE,
+        );
+        let block_count = region_len.saturating_sub(blocks_offset) / BLOCK_SIZE;
+        if block_count < 16 {
+            return Err(Error::NoSpace(format!(
+                "region of {region_len} bytes too small: areas need {blocks_offset} bytes plus 16 blocks"
+            )));
+        }
+        Ok(Geometry {
+            region_len,
+            inode_count: cfg.inode_count,
+            metadata_log_entries: cfg.metadata_log_entries,
+            data_log_entries: cfg.data_log_entries,
+            block_count,
+            meta_log_offset,
+            data_log_offset,
+            inode_offset,
+            blocks_offset,
+        })
+    }
+
+    /// Encode as a superblock.
+    pub fn encode(&self, mode_number: u32) -> [u8; SB_CHECKED_LEN + 4] {
+        let mut sb = [0u8; SB_CHECKED_LEN + 4];
+        let fields = [
+            MAGIC,
+            u64::from(FORMAT_VERSION) | (BLOCK_SIZE << 32),
+            self.region_len,
+            self.inode_count,
+            self.metadata_log_entries,
+            self.data_log_entries,
+            self.block_count,
+            self.meta_log_offset,
+            self.data_log_offset,
+            self.inode_offset,
+            self.blocks_offset,
+            u64::from(mode_number),
+        ];
+        for (i, f) in fields.iter().enumerate() {
+            sb[i * 8..i * 8 + 8].copy_from_slice(&f.to_le_bytes());
+        }
+        let crc = crc32c::crc32c(&sb[..SB_CHECKED_LEN]);
+        sb[SB_CHECKED_LEN..].copy_from_slice(&crc.to_le_bytes());
+        sb
+    }
+
+    /// Decode and validate a superblock read from a region of `region_len` bytes.
+    pub fn decode(sb: &[u8; SB_CHECKED_LEN + 4], region_len: u64) -> Result<Geometry> {
+        let word = |i: usize| u64::from_le_bytes(sb[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
+        if word(0) != MAGIC {
+            return Err(Error::BadMagic(format!(
+                "superblock magic {:#018x}",
+                word(0)
+            )));
+        }
+        let version = word(1) as u32;
+        if version != FORMAT_VERSION {
+            return Err(Error::UnsupportedVersion {
+                what: "pool".into(),
+                found: version,
+                supported: FORMAT_VERSION,
+            });
+        }
+        let crc = u32::from_le_bytes(sb[SB_CHECKED_LEN..].try_into().unwrap_or([0; 4]));
+        if crc != crc32c::crc32c(&sb[..SB_CHECKED_LEN]) {
+            return Err(Error::corrupt("superblock checksum mismatch", 0));
+        }
+        if (word(1) >> 32) != BLOCK_SIZE {
+            return Err(Error::corrupt(
+                format!("superblock block size {}", word(1) >> 32),
+                12,
+            ));
+        }
+        let geo = Geometry {
+            region_len: word(2),
+            inode_count: word(3),
+            metadata_log_entries: word(4),
+            data_log_entries: word(5),
+            block_count: word(6),
+            meta_log_offset: word(7),
+            data_log_offset: word(8),
+            inode_offset: word(9),
+            blocks_offset: word(10),
+        };
+        geo.check(region_len)?;
+        Ok(geo)
+    }
+
+    /// The geometry must be the one `plan` computes for its own parameters and fit the region.
+    fn check(&self, region_len: u64) -> Result<()> {
+        if self.region_len > region_len {
+            return Err(Error::corrupt(
+                format!(
+                    "pool formatted for {} bytes but region has {region_len}",
+                    self.region_len
+                ),
+                16,
+            ));
+        }
+        let cfg = PoolConfig {
+            inode_count: self.inode_count,
+            metadata_log_entries: self.metadata_log_entries,
+            data_log_entries: self.data_log_entries,
+            ..PoolConfig::default()
+        };
+        let planned = Geometry::plan(self.region_len, &cfg)
+            .map_err(|_| Error::corrupt("superblock geometry", 16))?;
+        if planned != *self {
+            return Err(Error::corrupt("superblock geometry is inconsistent", 16));
+        }
+        Ok(())
+    }
+
+    /// Region offset of metadata log entry `slot`.
+    #[inline]
+    pub fn meta_entry(&self, slot: u64) -> u64 {
+        self.meta_log_offset + slot * ENTRY_SIZE
+    }
+    /// Region offset of data log entry `slot`.
+    #[inline]
+    pub fn data_entry(&self, slot: u64) -> u64 {
+        self.data_log_offset + slot * ENTRY_SIZE
+    }
+    /// Region offset of inode `ino`.
+    #[inline]
+    pub fn inode(&self, ino: u64) -> u64 {
+        self.inode_offset + ino * INODE_SIZE
+    }
+    /// Region offset of block `pbn`.
+    #[inline]
+    pub fn block(&self, pbn: u64) -> u64 {
+        self.blocks_offset + pbn * BLOCK_SIZE
+    }
+    /// True when `pbn` names a usable block (not 0, inside the block area).
+    #[inline]
+    pub fn valid_pbn(&self, pbn: u64) -> bool {
+        pbn != 0 && pbn < self.block_count
+    }
+    /// Check a block number read from media at `found_at`.
+    pub fn check_pbn(&self, pbn: u64, found_at: u64) -> Result<u64> {
+        if self.valid_pbn(pbn) {
+            Ok(pbn)
+        } else {
+            Err(Error::corrupt(
+                format!("block pointer {pbn} out of range"),
+                found_at,
+            ))
+        }
+    }
+    /// True when `[addr, addr+len)` lies inside the metadata a transaction may undo-log:
+    /// the inode table or the block area.
+    pub fn is_metadata_range(&self, addr: u64, len: u64) -> bool {
+        let end = match addr.checked_add(len) {
+            Some(e) => e,
+            None => return false,
+        };
+        addr >= self.inode_offset && end <= self.blocks_offset + self.block_count * BLOCK_SIZE
+    }
+}
+
+// ----- inode (128 bytes) -----
+//
+// ```text
+//  0 kind u8 (0 free, 1 file, 2 dir)   1..4 reserved   4 perm u32
+//  8 uid u32     12 gid u32
+// 16 nlink u32   20 height u32 (levels of the block-pointer tree, 0 = empty)
+// 24 root u64    (pbn of the tree root; with height 1 the root is an index block of 512
+//                 pointers to data blocks)
+// 32 size u64    40 mtime u64    48 ctime u64    56 blocks u64 (data + index blocks held)
+// 64 atime u64   72 btime u64   80 parent u64 (directories: the directory holding it)
+// 88..128 reserved (zero)
+// ```
+pub const I_KIND: u64 = 0;
+pub const I_PERM: u64 = 4;
+pub const I_UID: u64 = 8;
+pub const I_GID: u64 = 12;
+pub const I_NLINK: u64 = 16;
+pub const I_HEIGHT: u64 = 20;
+pub const I_ROOT: u64 = 24;
+pub const I_SIZE: u64 = 32;
+pub const I_MTIME: u64 = 40;
+pub const I_CTIME: u64 = 48;
+pub const I_BLOCKS: u64 = 56;
+pub const I_ATIME: u64 = 64;
+pub const I_BTIME: u64 = 72;
+pub const I_PARENT: u64 = 80;
+/// Kind byte of a free inode slot.
+pub const KIND_FREE: u8 = 0;
+pub const KIND_FILE: u8 = 1;
+pub const KIND_DIR: u8 = 2;
+
+const _: () = assert!(I_BTIME + 8 <= INODE_SIZE);
+const _: () = assert!(INODE_SIZE.is_multiple_of(LINE));
+
+// ----- directory entry (272 bytes, 15 per block) -----
+//
+// ```text
+//   0 ino u64 (0 = free slot)   8 kind u8   9 name length u8   10..265 name   265..272 zero
+// ```
+pub const DIRENT_SIZE: u64 = 272;
+pub const DIRENTS_PER_BLOCK: u64 = BLOCK_SIZE / DIRENT_SIZE;
+pub const D_INO: u64 = 0;
+pub const D_KIND: u64 = 8;
+pub const D_NAME_LEN: u64 = 9;
+pub const D_NAME: u64 = 10;
+const _: () = assert!(D_NAME + 255 <= DIRENT_SIZE);
+const _: () = assert!(DIRENTS_PER_BLOCK == 15);
+
+/// Inode number of the root directory.
+pub const ROOT_INO: u64 = store::ROOT_INO;

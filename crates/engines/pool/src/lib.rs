@@ -1,0 +1,46 @@
+//! `pool` — the atomfs engine that keeps files in a persistent-memory pool, implementing
+//! FCFS (seed 000: "NVMM-optimized write-ahead logging" with hybrid fine-grained logging, a
+//! two-level volatile index and concurrently selective checkpointing).
+//!
+//! Layout and protocol: docs/format.md; mapping to the seed: docs/engines/pool.md.
+//!
+//! ```text
+//! PoolStore (store_impl, txn)      Store trait, handles, transaction table, O_ATOMIC
+//!   ns, dir                        namespace operations, directory blocks + DRAM index
+//!   data, modes, tlvi              data path: redo into pending blocks, TLVI reads
+//!   tx, entry                      undo log, commit / abort, 64-byte log entries
+//!   checkpoint                     selective checkpointing, background threads
+//!   recovery, fsck, inspect        open/recover, check, read-only views
+//!   core, layout, alloc            shared state, on-media layout, volatile allocators
+//! ```
+
+#![deny(unsafe_code)]
+
+mod alloc;
+mod checkpoint;
+mod config;
+mod core;
+mod data;
+mod dir;
+mod entry;
+mod fsck;
+mod inspect;
+mod layout;
+mod mapped;
+mod modes;
+mod ns;
+mod orphan;
+mod recovery;
+mod store_impl;
+mod tlvi;
+mod tx;
+mod txn;
+
+pub use config::{Mode, PoolConfig};
+pub use inspect::{
+    BlockMapInfo, LogEntryInfo, LogOccupancy, PendingListInfo, SuperblockInfo, VersionInfo,
+};
+pub use layout::{Geometry, BLOCK_SIZE, FORMAT_VERSION};
+pub use mapped::{create, open};
+pub use recovery::RecoveryReport;
+pub use store_impl::PoolStore;

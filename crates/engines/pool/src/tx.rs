@@ -1,0 +1,381 @@
+//! Transactions: byte-granularity undo logging of metadata (seed §III-D), the commit
+//! protocol and abort. See docs/format.md "Commit protocol" for the crash case analysis.
+
+use crate::config::Mode;
+use crate::core::{CommitRecord, Core};
+use crate::entry::*;
+use parking_lot::Mutex;
+use pmem::Region;
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+use store::{Error, Result};
+
+/// A pending version a transaction created, as the commit writes its data entry.
+#[derive(Clone, Copy, Debug)]
+pub struct TxVersion {
+    pub ino: u64,
+    pub lbn: u64,
+    pub pbn: u64,
+    pub slot: u64,
+    pub ptr_addr: u64,
+    pub bitmap: u64,
+}
+
+/// One running transaction (explicit, O_ATOMIC implicit, or the automatic transaction of a
+/// call outside any transaction).
+pub struct Tx {
+    pub id: u64,
+    pub active: bool,
+    next_seq: u32,
+    /// Metadata log slots holding this transaction's undo entries, in sequence order.
+    pub undo_slots: Vec<u64>,
+    logged: HashSet<(u64, u32), std::hash::BuildHasherDefault<crate::alloc::U64Hasher>>,
+    /// Reserved at begin so that the commit cannot run out of log space.
+    pub commit_slot: u64,
+    /// Member transactions merged into this one (syncv) and the slots of their entries.
+    pub members: Vec<(u64, u64)>,
+    /// Pending versions (None once dropped by a truncate inside the transaction).
+    pub versions: Vec<Option<TxVersion>>,
+    /// Blocks allocated (index, hole-filling, pending and shadow blocks): freed on abort.
+    pub allocated_blocks: Vec<u64>,
+    /// Inodes allocated: freed on abort.
+    pub allocated_inodes: Vec<u64>,
+    /// Blocks whose last reference the transaction removed: freed after the commit point.
+    pub deferred_blocks: Vec<u64>,
+    /// Directory slots the transaction freed: reusable after the commit point.
+    pub deferred_slots: Vec<(u64, u64)>,
+    /// Inodes whose last link the transaction removed: freed after commit when closed.
+    pub orphans: Vec<u64>,
+    /// Every inode whose DRAM state the transaction touched (bound files, directories).
+    pub inodes: Vec<u64>,
+    /// Error that doomed the transaction (it must be aborted).
+    pub doomed: bool,
+    /// SCSP: shadow blocks this transaction made (written in place until commit).
+    pub shadows: HashSet<u64>,
+}
+
+pub type TxCell = Mutex<Tx>;
+
+impl<R: Region> Core<R> {
+    /// Begin a transaction: a fresh id and a reserved commit slot.
+    pub fn tx_new(&self) -> Result<Tx> {
+        let id = self.next_txid.fetch_add(1, Ordering::Relaxed);
+        if id > TXID_MAX {
+            return Err(Error::NoSpace("transaction ids exhausted".into()));
+        }
+        let commit_slot = if self.mode() == Mode::Nc {
+            u64::MAX
+        } else {
+            self.meta_slots
+                .alloc()
+                .ok_or_else(|| Error::LogFull("metadata log (commit entry)".into()))?
+        };
+        Ok(Tx {
+            id,
+            active: true,
+            next_seq: 0,
+            undo_slots: Vec::new(),
+            logged: HashSet::default(),
+            commit_slot,
+            members: Vec::new(),
+            versions: Vec::new(),
+            allocated_blocks: Vec::new(),
+            allocated_inodes: Vec::new(),
+            deferred_blocks: Vec::new(),
+            deferred_slots: Vec::new(),
+            orphans: Vec::new(),
+            inodes: Vec::new(),
+            doomed: false,
+            shadows: HashSet::new(),
+        })
+    }
+
+    /// Write a log entry into a slot (see entry.rs).
+    pub fn put_entry(&self, addr: u64, entry: &Entry) {
+        let line = entry.encode();
+        // One non-temporal store of the whole line (body and seal): no read of the cold log
+        // line, durable at this thread's next fence. Its words may reach the media in any
+        // order; the seal's crc tells a partly written line from a complete one.
+        self.region.write_nt(addr, &line);
+    }
+
+    /// Free a log entry: atomic store of 0 to its seal, flushed (not fenced).
+    pub fn clear_entry(&self, addr: u64) {
+        self.region.store_u64(addr + SEAL_OFFSET, 0);
+        self.region.flush(addr + SEAL_OFFSET, 8);
+    }
+
+    /// Append undo entries holding the current bytes of `[addr, addr+len)` (no fence).
+    /// Returns false when the range was already logged by this transaction.
+    pub(crate) fn log_old_bytes(&self, tx: &mut Tx, addr: u64, len: usize) -> Result<bool> {
+        if !tx.logged.insert((addr, len as u32)) {
+            return Ok(false);
+        }
+        if !self.geo.is_metadata_range(addr, len as u64) || addr > ADDR_MAX {
+            return Err(Error::InvalidArgument(format!(
+                "undo log outside metadata at {addr:#x}"
+            )));
+        }
+        let mut done = 0usize;
+        while done < len {
+            let n = (len - done).min(UNDO_DATA_MAX);
+            if tx.next_seq > u32::from(u16::MAX) {
+                tx.doomed = true;
+                return Err(Error::LogFull(format!(
+                    "transaction {} has too many undo entries",
+                    tx.id
+                )));
+            }
+            let Some(slot) = self.meta_slots.alloc() else {
+                tx.doomed = true;
+                return Err(Error::LogFull("metadata undo log".into()));
+            };
+            let mut data = [0u8; UNDO_DATA_MAX];
+            self.region.read(addr + done as u64, &mut data[..n]);
+            let entry = UndoEntry {
+                txid: tx.id,
+                addr: addr + done as u64,
+                seq: tx.next_seq as u16,
+                size: n as u8,
+                data,
+            };
+            tx.next_seq += 1;
+            self.put_entry(self.geo.meta_entry(slot), &Entry::Undo(entry));
+            tx.undo_slots.push(slot);
+            self.counters.undo_entries.fetch_add(1, Ordering::Relaxed);
+            done += n;
+        }
+        Ok(true)
+    }
+
+    /// Change metadata in place under the undo log: log the old bytes of every range not yet
+    /// logged by `tx`, persist the log, then write and flush the new bytes (durable at the
+    /// commit's first fence). In NC mode the bytes are written in place with no log.
+    pub fn meta_update(&self, tx: &mut Tx, writes: &[(u64, &[u8])]) -> Result<()> {
+        if self.mode() != Mode::Nc {
+            let mut logged = false;
+            for (addr, bytes) in writes {
+                logged |= self.log_old_bytes(tx, *addr, bytes.len())?;
+            }
+            if logged {
+                // persist: the undo entries (old bytes) are durable before any byte they
+                // protect is changed in place.
+                self.region.fence();
+            }
+        }
+        for (addr, bytes) in writes {
+            self.region.write(*addr, bytes);
+            self.region.flush(*addr, bytes.len() as u64);
+        }
+        Ok(())
+    }
+
+    /// Shorthand for one 8-byte metadata update.
+    pub fn meta_u64(&self, tx: &mut Tx, addr: u64, value: u64) -> Result<()> {
+        self.meta_update(tx, &[(addr, &value.to_le_bytes())])
+    }
+
+    /// The persistent part of a commit. Returns the commit record's data-entry count.
+    /// Afterwards the caller releases deferred resources and finalises the DRAM state.
+    pub fn commit_persist(&self, tx: &mut Tx) -> Result<()> {
+        tx.active = false;
+        if self.mode() == Mode::Nc {
+            // persist: NC makes each call durable and nothing atomic.
+            self.region.fence();
+            return Ok(());
+        }
+        let mut data_entries = 0u64;
+        for v in tx.versions.iter().flatten() {
+            let entry = DataEntry {
+                txid: tx.id,
+                ino: v.ino,
+                lbn: v.lbn,
+                ptr_addr: v.ptr_addr,
+                pbn: v.pbn,
+                bitmap: v.bitmap,
+            };
+            self.put_entry(self.geo.data_entry(v.slot), &Entry::Data(entry));
+            data_entries += 1;
+        }
+        for &(member, slot) in &tx.members {
+            self.put_entry(
+                self.geo.meta_entry(slot),
+                &Entry::Member(MemberEntry {
+                    group: tx.id,
+                    member,
+                }),
+            );
+        }
+        // persist: data lines of pending and new blocks, in-place metadata, data entries and
+        // member entries are all durable before the commit entry can be.
+        self.region.fence();
+        let commit_seq = self.commit_seq.fetch_add(1, Ordering::Relaxed);
+        let commit = CommitEntry {
+            txid: tx.id,
+            commit_seq,
+            data_entries,
+            members: tx.members.len() as u64,
+        };
+        let commit_addr = self.geo.meta_entry(tx.commit_slot);
+        self.put_entry(commit_addr, &Entry::Commit(commit));
+        // persist: COMMIT POINT. The transaction is durable from here on.
+        self.region.fence();
+        self.counters.commits.fetch_add(1, Ordering::Relaxed);
+        let record = CommitRecord {
+            data_remaining: data_entries,
+            commit_slot: tx.commit_slot,
+            undo_slots: std::mem::take(&mut tx.undo_slots),
+            member_slots: tx.members.iter().map(|m| m.1).collect(),
+        };
+        if data_entries == 0 {
+            self.retire_commit(record);
+        } else {
+            self.committed.lock().insert(tx.id, record);
+        }
+        Ok(())
+    }
+
+    /// Free the log entries of a committed transaction whose data entries are all gone
+    /// (ordering property 2: undo and member entries first, the commit entry last).
+    pub fn retire_commit(&self, record: CommitRecord) {
+        self.retire_commits(vec![record]);
+    }
+
+    /// `retire_commit` for several transactions with one fence per step.
+    pub fn retire_commits(&self, records: Vec<CommitRecord>) {
+        if records.is_empty() {
+            return;
+        }
+        for record in &records {
+            for &slot in &record.undo_slots {
+                self.clear_entry(self.geo.meta_entry(slot));
+            }
+        }
+        // persist: undo entries are freed before the member entries naming their transaction.
+        self.region.fence();
+        if records.iter().any(|r| !r.member_slots.is_empty()) {
+            for record in &records {
+                for &slot in &record.member_slots {
+                    self.clear_entry(self.geo.meta_entry(slot));
+                }
+            }
+            // persist: member entries are freed before the commit entries.
+            self.region.fence();
+        }
+        for record in records {
+            // The commit entry's free needs no fence: a commit entry left valid by a crash
+            // names no remaining entry and recovery frees it.
+            self.clear_entry(self.geo.meta_entry(record.commit_slot));
+            let slots = record.undo_slots.into_iter().chain(record.member_slots);
+            for slot in slots.chain([record.commit_slot]) {
+                self.meta_slots.free(slot);
+            }
+        }
+    }
+
+    /// One data entry of committed transaction `txid` has been freed durably; returns its
+    /// commit record when that was the last one (the caller retires it).
+    pub fn data_entry_done(&self, txid: u64) -> Option<CommitRecord> {
+        let mut committed = self.committed.lock();
+        let rec = committed.get_mut(&txid)?;
+        rec.data_remaining = rec.data_remaining.saturating_sub(1);
+        if rec.data_remaining > 0 {
+            return None;
+        }
+        committed.remove(&txid)
+    }
+
+    /// One data entry of committed transaction `txid` has been freed durably.
+    pub fn data_entry_retired(&self, txid: u64) {
+        if let Some(record) = self.data_entry_done(txid) {
+            self.retire_commit(record);
+        }
+    }
+
+    /// Release what a committed transaction freed (after its commit point).
+    pub fn release_deferred(&self, tx: &mut Tx) {
+        for pbn in tx.deferred_blocks.drain(..) {
+            self.blocks.free(pbn);
+        }
+    }
+
+    /// Undo the persistent effects of an uncommitted transaction: apply its undo entries in
+    /// reverse sequence order, persist, free them; free every block, slot and inode it
+    /// allocated. The caller fixes the DRAM state of the inodes involved.
+    pub fn abort_persist(&self, tx: &mut Tx) -> Result<()> {
+        tx.active = false;
+        let mut first_error = None;
+        for &slot in tx.undo_slots.iter().rev() {
+            let addr = self.geo.meta_entry(slot);
+            let mut line = [0u8; 64];
+            self.region.read(addr, &mut line);
+            match Entry::decode(&line) {
+                Entry::Undo(u)
+                    if u.txid == tx.id && self.geo.is_metadata_range(u.addr, u64::from(u.size)) =>
+                {
+                    self.region.write(u.addr, &u.data[..u.size as usize]);
+                    self.region.flush(u.addr, u64::from(u.size));
+                }
+                _ => {
+                    first_error = first_error.or(Some(Error::corrupt(
+                        "undo entry changed under its transaction",
+                        addr,
+                    )))
+                }
+            }
+        }
+        // persist: every old byte is back in place before the undo entries go away.
+        self.region.fence();
+        for &slot in &tx.undo_slots {
+            self.clear_entry(self.geo.meta_entry(slot));
+        }
+        // persist: the undo entries are freed before their slots are reused.
+        self.region.fence();
+        for slot in tx.undo_slots.drain(..) {
+            self.meta_slots.free(slot);
+        }
+        if tx.commit_slot != u64::MAX {
+            self.meta_slots.free(tx.commit_slot);
+        }
+        for (_, slot) in tx.members.drain(..) {
+            self.meta_slots.free(slot);
+        }
+        for v in tx.versions.drain(..).flatten() {
+            self.data_slots.free(v.slot);
+            self.blocks.free(v.pbn);
+        }
+        for pbn in tx.allocated_blocks.drain(..) {
+            self.blocks.free(pbn);
+        }
+        for ino in tx.allocated_inodes.drain(..) {
+            self.inodes_free.free(ino);
+        }
+        tx.deferred_blocks.clear();
+        self.counters.aborts.fetch_add(1, Ordering::Relaxed);
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Allocate a block for `tx` (freed again if the transaction aborts).
+    pub fn alloc_block(&self, tx: &mut Tx) -> Result<u64> {
+        match self.blocks.alloc() {
+            Some(pbn) => {
+                tx.allocated_blocks.push(pbn);
+                Ok(pbn)
+            }
+            None => {
+                tx.doomed = true;
+                Err(Error::NoSpace("no free block in the pool".into()))
+            }
+        }
+    }
+
+    /// Record that `tx` touches the DRAM state of `ino`.
+    pub fn touch(&self, tx: &mut Tx, ino: u64) {
+        if !tx.inodes.contains(&ino) {
+            tx.inodes.push(ino);
+        }
+    }
+}

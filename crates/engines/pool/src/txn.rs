@@ -1,0 +1,356 @@
+//! Transaction bookkeeping of the store: the table of open transactions, binding files,
+//! commit and abort with their DRAM follow-up (TLVI, directory indexes, orphans).
+
+use crate::config::Mode;
+use crate::core::InodeState;
+use crate::layout::*;
+use crate::store_impl::{Handle, PoolStore};
+use crate::tx::{Tx, TxCell};
+use parking_lot::Mutex;
+use pmem::Region;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use store::{Error, Result};
+
+/// What the DRAM follow-up of a commit needs.
+struct Committed {
+    group: u64,
+    ids: Vec<u64>,
+    inodes: Vec<u64>,
+    slots: Vec<(u64, u64)>,
+    orphans: Vec<u64>,
+    /// (ino, lbn) of every pending version the transaction made.
+    blocks: Vec<(u64, u64)>,
+}
+
+impl<R: Region> PoolStore<R> {
+    /// Register a new open transaction.
+    pub(crate) fn begin_tx(&self) -> Result<Arc<TxCell>> {
+        let mut txs = self.txs.lock();
+        if txs.len() >= self.core.cfg.open_transactions_max {
+            return Err(Error::TooMany {
+                what: "open transactions",
+                max: self.core.cfg.open_transactions_max as u64,
+            });
+        }
+        let tx = self.core.tx_new()?;
+        let id = tx.id;
+        let cell = Arc::new(Mutex::new(tx));
+        txs.insert(id, cell.clone());
+        Ok(cell)
+    }
+
+    pub(crate) fn tx_cell(&self, id: u64) -> Result<Arc<TxCell>> {
+        self.txs
+            .lock()
+            .get(&id)
+            .cloned()
+            .ok_or(Error::NoSuchTransaction(id))
+    }
+
+    /// Bind the file of `handle` to transaction `cell`.
+    pub(crate) fn bind(&self, cell: &Arc<TxCell>, id: u64, handle: &Handle) -> Result<()> {
+        let mut st = handle.cell.lock();
+        if st.bound_id == id {
+            return Ok(());
+        }
+        if st.bound_id != 0 {
+            return Err(Error::FileInTransaction(st.bound_id));
+        }
+        let mut tx = cell.lock();
+        if !tx.active {
+            return Err(Error::NoSuchTransaction(id));
+        }
+        st.bound = Some(cell.clone());
+        st.bound_id = id;
+        self.core.touch(&mut tx, st.ino);
+        Ok(())
+    }
+
+    /// Remove the versions of transactions `ids` that are still uncommitted from a pending
+    /// list (their blocks are freed by `abort_persist`).
+    fn drop_versions(st: &mut InodeState, id: u64) {
+        for list in st.pending.values_mut() {
+            list.retain(|v| v.committed || v.txid != id);
+        }
+        st.pending.retain(|_, l| !l.is_empty());
+    }
+
+    /// Commit an open transaction (taken out of the table by the caller or not in it).
+    pub(crate) fn commit_cell(&self, cell: &Arc<TxCell>) -> Result<()> {
+        let done = {
+            let mut tx = cell.lock();
+            if !tx.active {
+                return Err(Error::NoSuchTransaction(tx.id));
+            }
+            if tx.doomed {
+                let id = tx.id;
+                drop(tx);
+                let _ns = self.core.ns.lock();
+                self.abort_cell(cell)?;
+                return Err(Error::NoSpace(format!(
+                    "transaction {id} ran out of space and was rolled back"
+                )));
+            }
+            self.core.commit_persist(&mut tx)?;
+            self.core.release_deferred(&mut tx);
+            self.txs.lock().remove(&tx.id);
+            self.committed_info(&mut tx)
+        };
+        self.finalize(done)
+    }
+
+    fn committed_info(&self, tx: &mut Tx) -> Committed {
+        let mut ids = vec![tx.id];
+        ids.extend(tx.members.iter().map(|m| m.0));
+        Committed {
+            group: tx.id,
+            ids,
+            inodes: std::mem::take(&mut tx.inodes),
+            slots: std::mem::take(&mut tx.deferred_slots),
+            orphans: std::mem::take(&mut tx.orphans),
+            blocks: tx_blocks(tx),
+        }
+    }
+
+    fn finalize(&self, done: Committed) -> Result<()> {
+        let mut result = Ok(());
+        for &ino in &done.inodes {
+            let cell = self.core.cell(ino);
+            let mut st = cell.lock();
+            let lbns: Vec<u64> = done
+                .blocks
+                .iter()
+                .filter(|b| b.0 == ino)
+                .map(|b| b.1)
+                .collect();
+            if let Err(e) = self.finalize_inode(&mut st, done.group, &done.ids, &done.slots, &lbns)
+            {
+                result = Err(e);
+            }
+        }
+        if !done.orphans.is_empty() {
+            let _ns = self.core.ns.lock();
+            for ino in done.orphans {
+                self.reap(ino)?;
+            }
+        }
+        self.core
+            .checkpointer
+            .last_commit_ms
+            .store(self.core.checkpointer.now_ms(), Ordering::Relaxed);
+        result
+    }
+
+    /// DRAM follow-up of a commit on one inode: versions become committed (in commit order
+    /// they already are), the inode is unbound, freed directory slots become reusable, and
+    /// long pending lists are checkpointed.
+    pub(crate) fn finalize_inode(
+        &self,
+        st: &mut InodeState,
+        group: u64,
+        ids: &[u64],
+        slots: &[(u64, u64)],
+        lbns: &[u64],
+    ) -> Result<()> {
+        let max = self.core.cfg.pending_versions_max;
+        let sync = self.core.mode() == Mode::Sync;
+        let mut due = Vec::new();
+        // Only the blocks the transaction wrote (not every pending list of the file).
+        for &lbn in lbns {
+            let Some(list) = st.pending.get_mut(&lbn) else {
+                continue;
+            };
+            if due.contains(&lbn) {
+                continue;
+            }
+            let mut mine = false;
+            for v in list.iter_mut() {
+                if !v.committed && ids.contains(&v.txid) {
+                    v.committed = true;
+                    v.txid = group;
+                    mine = true;
+                }
+            }
+            if (sync && mine) || list.len() > max {
+                due.push(lbn);
+            }
+        }
+        if ids.contains(&st.bound_id) {
+            st.bound = None;
+            st.bound_id = 0;
+        }
+        for &(dir, slot) in slots {
+            if dir == st.ino && st.dir_reserved.remove(&slot) {
+                if let Some(index) = st.dir.as_mut() {
+                    index.free.push(slot);
+                }
+            }
+        }
+        if due.is_empty() {
+            return Ok(());
+        }
+        if sync || self.core.cfg.checkpoint_threads == 0 {
+            self.core.checkpoint_blocks(st, &due)?;
+        } else {
+            for lbn in due {
+                self.core.checkpointer.push(st.ino, lbn);
+            }
+        }
+        Ok(())
+    }
+
+    /// Abort an open transaction. The caller holds the namespace lock.
+    pub(crate) fn abort_cell(&self, cell: &Arc<TxCell>) -> Result<()> {
+        let (id, inodes) = {
+            let mut tx = cell.lock();
+            if !tx.active {
+                return Err(Error::NoSuchTransaction(tx.id));
+            }
+            tx.active = false;
+            (tx.id, tx.inodes.clone())
+        };
+        self.txs.lock().remove(&id);
+        // First take the versions out of the TLVI, so no reader or writer uses a pending
+        // block after it is freed.
+        for &ino in &inodes {
+            let c = self.core.cell(ino);
+            let mut st = c.lock();
+            Self::drop_versions(&mut st, id);
+            if st.bound_id == id {
+                st.bound = None;
+                st.bound_id = 0;
+            }
+        }
+        let mut tx = cell.lock();
+        let result = self.core.abort_persist(&mut tx);
+        for &ino in &tx.inodes {
+            let c = self.core.cell(ino);
+            let mut st = c.lock();
+            Self::drop_versions(&mut st, id);
+            // The undo may have changed entries: rebuild the index on next use.
+            st.dir = None;
+            for &(dir, slot) in &tx.deferred_slots {
+                if dir == ino {
+                    st.dir_reserved.remove(&slot);
+                }
+            }
+            if st.bound_id == id {
+                st.bound = None;
+                st.bound_id = 0;
+            }
+        }
+        result
+    }
+
+    /// Abort by id, taking the namespace lock.
+    pub(crate) fn abort_id(&self, id: u64) -> Result<()> {
+        let cell = self.tx_cell(id)?;
+        let _ns = self.core.ns.lock();
+        self.abort_cell(&cell)
+    }
+
+    /// Run `op` in the automatic transaction of a call made outside any transaction, with
+    /// the inode `st` locked: commit on success, roll back on failure.
+    pub(crate) fn auto_tx<T>(
+        &self,
+        st: &mut InodeState,
+        op: impl FnOnce(&mut InodeState, &mut Tx) -> Result<T>,
+    ) -> Result<T> {
+        let mut tx = self.core.tx_new()?;
+        match op(st, &mut tx) {
+            Ok(v) => {
+                self.core.commit_persist(&mut tx)?;
+                self.core.release_deferred(&mut tx);
+                let id = tx.id;
+                let lbns: Vec<u64> = tx_blocks(&tx).into_iter().map(|b| b.1).collect();
+                self.finalize_inode(st, id, &[id], &[], &lbns)?;
+                self.core
+                    .checkpointer
+                    .last_commit_ms
+                    .store(self.core.checkpointer.now_ms(), Ordering::Relaxed);
+                Ok(v)
+            }
+            Err(e) => {
+                Self::drop_versions(st, tx.id);
+                self.core.abort_persist(&mut tx)?;
+                Err(e)
+            }
+        }
+    }
+
+    /// Free inode `ino` if it has no link, no open handle, and no open transaction may
+    /// still give it its link back. The caller holds the namespace lock.
+    pub(crate) fn reap(&self, ino: u64) -> Result<()> {
+        let kind = self.core.read_u8(self.core.geo.inode(ino) + I_KIND);
+        if kind == KIND_FREE || self.core.read_u32(self.core.geo.inode(ino) + I_NLINK) != 0 {
+            return Ok(());
+        }
+        let pending_unlink = self
+            .txs
+            .lock()
+            .values()
+            .any(|t| t.try_lock().is_none_or(|t| t.orphans.contains(&ino)));
+        if pending_unlink {
+            return Ok(());
+        }
+        let cell = self.core.cell(ino);
+        let mut st = cell.lock();
+        if st.open_handles > 0 {
+            return Ok(());
+        }
+        self.core.free_inode(&mut st)?;
+        self.core.cells.write().remove(&ino);
+        Ok(())
+    }
+
+    /// Merge the O_ATOMIC transactions `cells` into the first one (syncv): the others become
+    /// members, committed by the group's commit entry.
+    pub(crate) fn merge_group(&self, cells: &[Arc<TxCell>]) -> Result<()> {
+        let Some((group_cell, members)) = cells.split_first() else {
+            return Ok(());
+        };
+        let mut group = group_cell.lock();
+        for member_cell in members {
+            let mut m = member_cell.lock();
+            if !m.active {
+                continue;
+            }
+            let Some(slot) = self.core.meta_slots.alloc() else {
+                group.doomed = true;
+                return Err(Error::LogFull("metadata log (member entry)".into()));
+            };
+            m.active = false;
+            self.txs.lock().remove(&m.id);
+            self.core.meta_slots.free(m.commit_slot);
+            let mid = m.id;
+            group.members.push((mid, slot));
+            let mm = std::mem::take(&mut m.members);
+            group.members.extend(mm);
+            macro_rules! take_all {
+                ($($f:ident),*) => { $( let v = std::mem::take(&mut m.$f); group.$f.extend(v); )* };
+            }
+            take_all!(
+                undo_slots,
+                versions,
+                allocated_blocks,
+                allocated_inodes,
+                deferred_blocks,
+                deferred_slots,
+                orphans,
+                inodes
+            );
+            group.doomed |= m.doomed;
+        }
+        Ok(())
+    }
+}
+
+/// (ino, lbn) of the versions a transaction made.
+fn tx_blocks(tx: &Tx) -> Vec<(u64, u64)> {
+    tx.versions
+        .iter()
+        .flatten()
+        .map(|v| (v.ino, v.lbn))
+        .collect()
+}

@@ -1,0 +1,316 @@
+//! Multi-file transactions, aborts, legacy auto-commit, O_ATOMIC, reopen after a clean
+//! unmount and after an unclean stop, checkpointing, log-full rollback.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+use common::*;
+use pool::PoolConfig;
+use store::{Error, OpenOptions, Store, ROOT_INO};
+
+fn open_rw(s: &dyn Store, path: &str) -> store::Fh {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(s, path, None)
+        .unwrap()
+}
+
+#[test]
+fn multi_file_commit_and_abort_restore_every_byte_and_name() {
+    let cfg = PoolConfig::test_min();
+    let s = fresh(&cfg);
+    let (a0, b0) = (pattern(10, 9000), pattern(11, 5000));
+    create_with(&s, "/a", &a0);
+    create_with(&s, "/b", &b0);
+    let (fa, fb) = (open_rw(&s, "/a"), open_rw(&s, "/b"));
+    // Abort: writes, extension, truncate, create, rename, unlink all vanish.
+    let tx = s.tx_begin(&[fa, fb]).unwrap();
+    s.write(fa, 100, &pattern(12, 5000)).unwrap();
+    s.write(fa, 20_000, b"grow").unwrap();
+    s.set_len(fb, 10).unwrap();
+    s.write(fb, 3, b"xyz").unwrap();
+    s.create(ROOT_INO, b"new", 0o644, Some(tx)).unwrap();
+    s.rename(ROOT_INO, b"b", ROOT_INO, b"b2", Some(tx)).unwrap();
+    s.unlink(ROOT_INO, b"a", Some(tx)).unwrap();
+    assert!(s.lookup(ROOT_INO, b"a").is_err());
+    s.tx_abort(tx).unwrap();
+    assert_eq!(read_path(&s, "/a"), a0);
+    assert_eq!(read_path(&s, "/b"), b0);
+    assert!(s.lookup(ROOT_INO, b"new").is_err() && s.lookup(ROOT_INO, b"b2").is_err());
+    assert!(s.fsck().unwrap().is_clean(), "{:?}", s.fsck());
+    // Commit: the same set of changes all appear, and survive an unclean stop.
+    let tx = s.tx_begin(&[fa]).unwrap();
+    s.tx_add(tx, fb).unwrap();
+    let pa = pattern(13, 5000);
+    s.write(fa, 100, &pa).unwrap();
+    s.set_len(fb, 10).unwrap();
+    s.create(ROOT_INO, b"new", 0o644, Some(tx)).unwrap();
+    s.rename(ROOT_INO, b"b", ROOT_INO, b"b2", Some(tx)).unwrap();
+    s.tx_commit(tx).unwrap();
+    let mut a1 = a0.clone();
+    a1[100..5100].copy_from_slice(&pa);
+    for store_ in [&s, &crash_copy(&s, &cfg)] {
+        assert_eq!(read_path(store_, "/a"), a1);
+        assert_eq!(read_path(store_, "/b2"), &b0[..10]);
+        assert!(store_.lookup(ROOT_INO, b"new").is_ok() && store_.lookup(ROOT_INO, b"b").is_err());
+        assert!(store_.fsck().unwrap().is_clean(), "{:?}", store_.fsck());
+    }
+}
+
+#[test]
+fn uncommitted_transaction_is_gone_after_an_unclean_stop() {
+    let cfg = PoolConfig::test_min();
+    let s = fresh(&cfg);
+    let a0 = pattern(20, 12_000);
+    create_with(&s, "/a", &a0);
+    let fa = open_rw(&s, "/a");
+    let tx = s.tx_begin(&[fa]).unwrap();
+    s.write(fa, 50, &pattern(21, 9000)).unwrap();
+    s.write(fa, 30_000, b"past the end").unwrap();
+    s.mkdir(ROOT_INO, b"d", 0o755, Some(tx)).unwrap();
+    s.unlink(ROOT_INO, b"a", Some(tx)).unwrap();
+    let after = crash_copy(&s, &cfg);
+    let report = after.last_recovery();
+    assert!(
+        report.undone_txs >= 1 && report.undo_entries_applied > 0,
+        "{report:?}"
+    );
+    assert_eq!(read_path(&after, "/a"), a0);
+    assert!(after.lookup(ROOT_INO, b"d").is_err());
+    assert!(after.fsck().unwrap().is_clean(), "{:?}", after.fsck());
+    // Recovery is idempotent: recovering the recovered image again changes nothing.
+    let twice = crash_copy(&after, &cfg);
+    assert_eq!(read_path(&twice, "/a"), a0);
+    assert_eq!(twice.last_recovery().undone_txs, 0);
+    s.tx_commit(tx).unwrap();
+    assert!(s.lookup(ROOT_INO, b"a").is_err());
+}
+
+#[test]
+fn reopen_after_clean_unmount_and_checkpointing() {
+    let cfg = PoolConfig::test_min();
+    let s = fresh(&cfg);
+    create_with(&s, "/f", &vec![7u8; 8192]);
+    let f = open_rw(&s, "/f");
+    let mut model = vec![7u8; 8192];
+    // Many small overwrites of one block: the pending list is checkpointed whenever it
+    // grows past pending_versions_max.
+    for i in 0..40u64 {
+        let off = (i * 97) % 8000;
+        let data = pattern(100 + i, 64 + (i as usize * 13) % 150);
+        s.write(f, off, &data).unwrap();
+        model[off as usize..off as usize + data.len()].copy_from_slice(&data);
+        assert_eq!(read_path(&s, "/f"), model, "after write {i}");
+    }
+    let stats: std::collections::HashMap<_, _> = s.stats().into_iter().collect();
+    assert!(stats["checkpoints"] > 0, "{stats:?}");
+    let lists = s.pending_lists(None).unwrap();
+    assert!(
+        lists
+            .iter()
+            .all(|l| l.versions.len() <= cfg.pending_versions_max + 1),
+        "{lists:?}"
+    );
+    // An unclean stop with pending versions still outstanding keeps them.
+    let crashed = crash_copy(&s, &cfg);
+    assert_eq!(read_path(&crashed, "/f"), model);
+    s.release(f).unwrap();
+    s.unmount().unwrap();
+    assert!(matches!(s.getattr(ROOT_INO), Err(Error::Closed)));
+    let reopened = pool::PoolStore::open(s.region().clone(), &cfg).unwrap();
+    assert_eq!(reopened.last_recovery().redo_entries_kept, 0);
+    assert_eq!(reopened.log_occupancy().data_entries_used, 0);
+    assert_eq!(reopened.log_occupancy().metadata_entries_used, 0);
+    assert_eq!(read_path(&reopened, "/f"), model);
+    assert!(reopened.fsck().unwrap().is_clean());
+}
+
+#[test]
+fn log_full_rolls_back_and_pool_stays_usable() {
+    let cfg = PoolConfig::test_min();
+    let s = fresh(&cfg);
+    let blocks = cfg.data_log_entries + 8;
+    let a0 = pattern(30, (4096 * blocks) as usize);
+    create_with(&s, "/a", &a0);
+    let fa = open_rw(&s, "/a");
+    let tx = s.tx_begin(&[fa]).unwrap();
+    // Every block gets a pending version: more versions than the data log has entries.
+    let mut result = Ok(0);
+    for block in 0..blocks {
+        result = s.write(fa, block * 4096 + 100, b"x");
+        if result.is_err() {
+            break;
+        }
+    }
+    assert!(
+        matches!(result, Err(Error::LogFull(_)) | Err(Error::NoSpace(_))),
+        "{result:?}"
+    );
+    assert!(matches!(s.tx_commit(tx), Err(Error::NoSuchTransaction(_))));
+    assert_eq!(read_path(&s, "/a"), a0);
+    // Usable again, and the log is empty again.
+    s.write(fa, 0, b"after").unwrap();
+    assert_eq!(&read_path(&s, "/a")[..5], b"after");
+    assert!(s.fsck().unwrap().is_clean(), "{:?}", s.fsck());
+}
+
+#[test]
+fn pool_full_rolls_back() {
+    let cfg = PoolConfig {
+        metadata_log_entries: 2048,
+        ..PoolConfig::test_min()
+    };
+    let s = fresh(&cfg);
+    let fh = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .open(&s, "/big", None)
+        .unwrap();
+    let total = s.statfs().unwrap().blocks_free;
+    let _tx = s.tx_begin(&[fh]).unwrap();
+    let chunk = vec![1u8; 64 * 1024];
+    let mut err = None;
+    for i in 0..(total / 16 + 4) {
+        if let Err(e) = s.write(fh, i * chunk.len() as u64, &chunk) {
+            err = Some(e);
+            break;
+        }
+    }
+    assert!(matches!(err, Some(Error::NoSpace(_))), "{err:?}");
+    assert_eq!(s.fstat(fh).unwrap().size, 0);
+    let bm = s.block_map(s.fstat(fh).unwrap().ino).unwrap();
+    assert_eq!(
+        s.statfs().unwrap().blocks_free,
+        total,
+        "{bm:?} {:?}",
+        s.stats()
+    );
+    s.write(fh, 0, b"ok").unwrap();
+}
+
+#[test]
+fn o_atomic_fsync_syncv_abortv() {
+    let cfg = PoolConfig::test_min();
+    let s = fresh(&cfg);
+    create_with(&s, "/x", b"xxxxxxxx");
+    create_with(&s, "/y", b"yyyyyyyy");
+    let ao = OpenOptions::new().read(true).write(true).atomic(true);
+    let (fx, fy) = (
+        ao.open(&s, "/x", None).unwrap(),
+        ao.open(&s, "/y", None).unwrap(),
+    );
+    s.write(fx, 0, b"XX").unwrap();
+    s.write(fy, 0, b"YY").unwrap();
+    // Not durable before fsync: a crash drops both.
+    let crashed = crash_copy(&s, &cfg);
+    assert_eq!(read_path(&crashed, "/x"), b"xxxxxxxx");
+    s.fsync(fx, false).unwrap();
+    let crashed = crash_copy(&s, &cfg);
+    assert_eq!(read_path(&crashed, "/x"), b"XXxxxxxx");
+    assert_eq!(read_path(&crashed, "/y"), b"yyyyyyyy");
+    s.abortv(&[fy]).unwrap();
+    assert_eq!(read_path(&s, "/y"), b"yyyyyyyy");
+    // syncv commits both files as one transaction.
+    s.write(fx, 4, b"44").unwrap();
+    s.write(fy, 4, b"55").unwrap();
+    s.syncv(&[fx, fy]).unwrap();
+    let crashed = crash_copy(&s, &cfg);
+    assert_eq!(read_path(&crashed, "/x"), b"XXxx44xx");
+    assert_eq!(read_path(&crashed, "/y"), b"yyyy55yy");
+    assert!(crashed.fsck().unwrap().is_clean(), "{:?}", crashed.fsck());
+    // release drops what was not fsynced.
+    s.write(fx, 0, b"ZZ").unwrap();
+    s.release(fx).unwrap();
+    assert_eq!(read_path(&s, "/x"), b"XXxx44xx");
+    // A file in an O_ATOMIC transaction cannot join another one.
+    s.write(fy, 0, b"Q").unwrap();
+    let plain = open_rw(&s, "/y");
+    assert!(matches!(
+        s.tx_begin(&[plain]),
+        Err(Error::FileInTransaction(_))
+    ));
+}
+
+#[test]
+fn concurrent_transactions_on_different_files() {
+    let cfg = PoolConfig {
+        open_transactions_max: 16,
+        checkpoint_threads: 2,
+        inode_count: 128,
+        data_log_entries: 256,
+        ..PoolConfig::test_min()
+    };
+    let s = std::sync::Arc::new(fresh(&cfg));
+    for t in 0..4 {
+        create_with(&*s, &format!("/t{t}a"), &vec![0u8; 16384]);
+        create_with(&*s, &format!("/t{t}b"), &vec![0u8; 16384]);
+    }
+    let threads: Vec<_> = (0..4u64)
+        .map(|t| {
+            let s = s.clone();
+            std::thread::spawn(move || {
+                let fa = open_rw(&*s, &format!("/t{t}a"));
+                let fb = open_rw(&*s, &format!("/t{t}b"));
+                for i in 0..50u64 {
+                    let tx = s.tx_begin(&[fa, fb]).unwrap();
+                    let v = (i as u8).wrapping_add(t as u8);
+                    s.write(fa, (i * 331) % 12000, &[v; 700]).unwrap();
+                    s.write(fb, (i * 331) % 12000, &[v; 700]).unwrap();
+                    if i % 5 == 4 {
+                        s.tx_abort(tx).unwrap();
+                    } else {
+                        s.tx_commit(tx).unwrap();
+                    }
+                }
+                (fa, fb)
+            })
+        })
+        .collect();
+    for t in threads {
+        let (fa, fb) = t.join().unwrap();
+        let (a, b) = (
+            store::path::read_all(&*s, fa).unwrap(),
+            store::path::read_all(&*s, fb).unwrap(),
+        );
+        assert_eq!(a, b);
+    }
+    s.checkpoint_all().unwrap();
+    assert!(s.fsck().unwrap().is_clean(), "{:?}", s.fsck());
+    let again = crash_copy(&s, &cfg);
+    for t in 0..4 {
+        assert_eq!(
+            read_path(&again, &format!("/t{t}a")),
+            read_path(&again, &format!("/t{t}b"))
+        );
+    }
+}
+
+#[test]
+fn background_thread_checkpoints_when_idle() {
+    let cfg = PoolConfig {
+        checkpoint_threads: 1,
+        checkpoint_idle_ms: 20,
+        ..PoolConfig::test_min()
+    };
+    let s = fresh(&cfg);
+    create_with(&s, "/f", &vec![1u8; 12_000]);
+    let f = open_rw(&s, "/f");
+    s.write(f, 10, b"one").unwrap();
+    s.write(f, 5000, b"two").unwrap();
+    assert!(!s.pending_lists(None).unwrap().is_empty());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !s.pending_lists(None).unwrap().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "idle checkpoint never ran"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let mut want = vec![1u8; 12_000];
+    want[10..13].copy_from_slice(b"one");
+    want[5000..5003].copy_from_slice(b"two");
+    assert_eq!(read_path(&s, "/f"), want);
+    assert_eq!(s.log_occupancy().data_entries_used, 0);
+    assert!(s.fsck().unwrap().is_clean());
+}

@@ -1,0 +1,419 @@
+//! Transactions and O_ATOMIC.
+
+use super::*;
+use crate::assert_err;
+use store::{resolve, SetAttr, ROOT_INO};
+
+/// Writes to several files in one transaction are all visible after commit and survive a
+/// crash.
+pub fn tx_multi_file_commit(h: &dyn Harness) {
+    let store = h.fresh();
+    let s = store.as_ref();
+    write_path(s, "/a", &pattern(1, 10_000));
+    write_path(s, "/b", &pattern(2, 300));
+    let (fa, fb) = (open_rw(s, "/a"), open_rw(s, "/b"));
+    let tx = ok(s.tx_begin(&[fa]), "tx_begin");
+    ok(s.tx_add(tx, fb), "tx_add");
+    put(s, fa, 4000, &pattern(3, 5000));
+    put(s, fb, 300, &pattern(4, 8000));
+    ok(s.set_len(fa, 9500), "set_len");
+    let fc = open_in(s, "/c", tx);
+    put(s, fc, 0, b"new file");
+    assert_eq!(
+        contents(s, fb)[300..],
+        pattern(4, 8000)[..],
+        "a transaction reads its own writes"
+    );
+    ok(s.tx_commit(tx), "tx_commit");
+    put(s, fa, 0, b"after"); // files stay open and unbound: a legacy write
+    for fh in [fa, fb, fc] {
+        ok(s.release(fh), "release");
+    }
+    let mut a = pattern(1, 10_000);
+    a[4000..9000].copy_from_slice(&pattern(3, 5000));
+    a.truncate(9500);
+    a[..5].copy_from_slice(b"after");
+    let mut b = pattern(2, 300);
+    b.extend(pattern(4, 8000));
+    let store = crash_or_reopen(h, store);
+    let s = store.as_ref();
+    assert_eq!(file(s, "/a"), a);
+    assert_eq!(file(s, "/b"), b);
+    assert_eq!(file(s, "/c"), b"new file");
+    finish(store);
+}
+
+/// tx_abort restores every byte and every name: writes, appends, truncates, extensions,
+/// creates, unlinks, renames, mkdir, rmdir and attribute changes inside the transaction.
+pub fn tx_abort_restores_everything(h: &dyn Harness) {
+    let store = h.fresh();
+    let s = store.as_ref();
+    ok(store::path::mkdir_all(s, "/d/empty", 0o755), "mkdir");
+    write_path(s, "/a", &pattern(1, 20_000));
+    write_path(s, "/b", &pattern(2, 5000));
+    write_path(s, "/d/c", b"ccc");
+    write_path(s, "/gone", b"to be unlinked");
+    let before = tree(s);
+    let b_meta = ok(resolve(s, "/b"), "resolve");
+    let (fa, fb) = (open_rw(s, "/a"), open_rw(s, "/b"));
+    let tx = ok(s.tx_begin(&[fa, fb]), "tx_begin");
+    put(s, fa, 100, &pattern(9, 9000));
+    put(s, fa, 20_000, b"appended");
+    ok(s.set_len(fb, 10), "truncate");
+    ok(s.set_len(fb, 50_000), "extend");
+    put(s, fb, 40_000, b"far");
+    let fnew = open_in(s, "/d/new", tx);
+    put(s, fnew, 0, &pattern(5, 7000));
+    let d = ok(resolve(s, "/d"), "resolve").ino;
+    ok(s.unlink(ROOT_INO, b"gone", Some(tx)), "unlink");
+    ok(s.rename(d, b"c", ROOT_INO, b"c-moved", Some(tx)), "rename");
+    ok(
+        s.rename(ROOT_INO, b"c-moved", ROOT_INO, b"a-name", Some(tx)),
+        "rename again",
+    );
+    ok(s.mkdir(d, b"newdir", 0o755, Some(tx)), "mkdir");
+    ok(s.rmdir(d, b"empty", Some(tx)), "rmdir");
+    ok(
+        s.setattr(
+            b_meta.ino,
+            &SetAttr {
+                perm: Some(0o600),
+                ..Default::default()
+            },
+            Some(tx),
+        ),
+        "chmod",
+    );
+    assert!(tree(s) != before, "the transaction changed nothing visible");
+    ok(s.tx_abort(tx), "tx_abort");
+    assert_tree(&before, &tree(s), "after tx_abort");
+    assert_eq!(
+        ok(s.getattr(b_meta.ino), "getattr").perm & 0o777,
+        b_meta.perm & 0o777,
+        "perm not restored"
+    );
+    // the handles stay open and unbound; the released-after-abort new file is gone
+    put(s, fa, 0, b"legacy");
+    let _ = s.release(fnew);
+    for fh in [fa, fb] {
+        ok(s.release(fh), "release");
+    }
+    check_fsck(s, "abort");
+    let store = crash_or_reopen(h, store);
+    let mut want = before;
+    if let Some(crate::Node::File(a)) = want.get_mut(b"a".as_slice()) {
+        a[..6].copy_from_slice(b"legacy");
+    }
+    assert_tree(&want, &tree(store.as_ref()), "after abort and reopen");
+    finish(store);
+}
+
+/// A file bound to an open transaction cannot join another one.
+pub fn tx_file_in_two_transactions(h: &dyn Harness) {
+    let store = h.fresh();
+    let s = store.as_ref();
+    let (f, g) = (open_rw(s, "/f"), open_rw(s, "/g"));
+    let t1 = ok(s.tx_begin(&[f]), "tx_begin");
+    assert_err!(s.tx_begin(&[f]), Error::FileInTransaction(_));
+    assert_err!(s.tx_begin(&[g, f]), Error::FileInTransaction(_));
+    let t2 = ok(s.tx_begin(&[g]), "tx_begin");
+    assert_err!(s.tx_add(t2, f), Error::FileInTransaction(_));
+    assert_eq!(Error::FileInTransaction(1).errno(), 16, "EBUSY");
+    put(s, f, 0, b"one");
+    put(s, g, 0, b"two");
+    ok(s.tx_commit(t1), "commit t1");
+    ok(s.tx_add(t2, f), "tx_add after t1 finished");
+    put(s, f, 3, b"+two");
+    ok(s.tx_abort(t2), "abort t2");
+    assert_eq!(contents(s, f), b"one");
+    assert_eq!(contents(s, g), b"");
+    ok(s.release(f), "release");
+    ok(s.release(g), "release");
+    finish(store);
+}
+
+/// Commit, abort and tx_add of a finished transaction fail with NoSuchTransaction.
+pub fn tx_finished_transaction(h: &dyn Harness) {
+    let store = h.fresh();
+    let s = store.as_ref();
+    let f = open_rw(s, "/f");
+    let t = ok(s.tx_begin(&[f]), "tx_begin");
+    put(s, f, 0, b"x");
+    ok(s.tx_commit(t), "commit");
+    assert_err!(s.tx_commit(t), Error::NoSuchTransaction(_));
+    assert_err!(s.tx_abort(t), Error::NoSuchTransaction(_));
+    assert_err!(s.tx_add(t, f), Error::NoSuchTransaction(_));
+    assert_err!(
+        s.create(ROOT_INO, b"g", 0o644, Some(t)),
+        Error::NoSuchTransaction(_)
+    );
+    let t2 = ok(s.tx_begin(&[]), "tx_begin");
+    ok(s.tx_abort(t2), "abort");
+    assert_err!(s.tx_commit(t2), Error::NoSuchTransaction(_));
+    assert_err!(s.tx_abort(t2), Error::NoSuchTransaction(_));
+    assert_err!(
+        s.tx_commit(store::TxId(0xdead_beef)),
+        Error::NoSuchTransaction(_)
+    );
+    assert_err!(s.lookup(ROOT_INO, b"g"), Error::NotFound(_));
+    assert_eq!(contents(s, f), b"x");
+    ok(s.release(f), "release");
+    finish(store);
+}
+
+/// Every call on a released (or never issued) handle fails with BadHandle.
+pub fn released_handle(h: &dyn Harness) {
+    let store = h.fresh();
+    let s = store.as_ref();
+    let f = open_rw(s, "/f");
+    put(s, f, 0, b"abc");
+    ok(s.release(f), "release");
+    let mut buf = [0u8; 3];
+    assert_err!(s.read(f, 0, &mut buf), Error::BadHandle(_));
+    assert_err!(s.write(f, 0, b"x"), Error::BadHandle(_));
+    assert_err!(s.set_len(f, 0), Error::BadHandle(_));
+    assert_err!(s.fstat(f), Error::BadHandle(_));
+    assert_err!(s.fsync(f, false), Error::BadHandle(_));
+    assert_err!(s.release(f), Error::BadHandle(_));
+    assert_err!(s.tx_begin(&[f]), Error::BadHandle(_));
+    let t = ok(s.tx_begin(&[]), "tx_begin");
+    assert_err!(s.tx_add(t, f), Error::BadHandle(_));
+    ok(s.tx_abort(t), "abort");
+    assert_err!(
+        s.read(store::Fh(u64::MAX), 0, &mut buf),
+        Error::BadHandle(_)
+    );
+    assert_eq!(file(s, "/f"), b"abc");
+    finish(store);
+}
+
+/// A transaction that has not committed is gone after a crash; committed ones stay.
+pub fn tx_uncommitted_lost_on_crash(h: &dyn Harness) {
+    if !h.supports_crash_guarantees() {
+        return skip(
+            "tx_uncommitted_lost_on_crash",
+            "engine makes no crash guarantees",
+        );
+    }
+    let store = h.fresh();
+    let s = store.as_ref();
+    write_path(s, "/a", &pattern(1, 9000));
+    ok(s.mkdir(ROOT_INO, b"d", 0o755, None), "mkdir");
+    let before = tree(s);
+    let fa = open_rw(s, "/a");
+    let committed = ok(s.tx_begin(&[fa]), "tx_begin");
+    put(s, fa, 0, b"committed");
+    ok(s.tx_commit(committed), "commit");
+    let mut want = before;
+    if let Some(crate::Node::File(a)) = want.get_mut(b"a".as_slice()) {
+        a[..9].copy_from_slice(b"committed");
+    }
+    let open = ok(s.tx_begin(&[fa]), "tx_begin");
+    put(s, fa, 5000, &pattern(7, 9000));
+    ok(s.set_len(fa, 3), "truncate");
+    let fb = open_in(s, "/d/b", open);
+    put(s, fb, 0, b"never committed");
+    ok(
+        s.rename(ROOT_INO, b"d", ROOT_INO, b"e", Some(open)),
+        "rename",
+    );
+    let store = h.reopen_unclean(store);
+    assert_tree(
+        &want,
+        &tree(store.as_ref()),
+        "after a crash with a transaction open",
+    );
+    finish(store);
+}
+
+/// Namespace changes of a committed transaction survive a crash together.
+pub fn tx_namespace_commit_survives_crash(h: &dyn Harness) {
+    let store = h.fresh();
+    let s = store.as_ref();
+    write_path(s, "/old", b"old");
+    let tx = ok(s.tx_begin(&[]), "tx_begin");
+    let d = ok(s.mkdir(ROOT_INO, b"dir", 0o755, Some(tx)), "mkdir").ino;
+    let f = open_in(s, "/dir/file", tx);
+    put(s, f, 0, b"inside");
+    ok(s.rename(ROOT_INO, b"old", d, b"moved", Some(tx)), "rename");
+    ok(s.tx_commit(tx), "commit");
+    ok(s.release(f), "release");
+    let want = tree(s);
+    let store = crash_or_reopen(h, store);
+    assert_tree(&want, &tree(store.as_ref()), "after commit and crash");
+    assert_eq!(file(store.as_ref(), "/dir/moved"), b"old");
+    finish(store);
+}
+
+/// O_ATOMIC writes are visible to their reader at once, but durable only at fsync.
+pub fn atomic_invisible_until_fsync(h: &dyn Harness) {
+    let store = h.fresh();
+    let s = store.as_ref();
+    write_path(s, "/f", &pattern(1, 10_000));
+    let fh = ok(
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .atomic(true)
+            .open(s, "/f", None),
+        "open atomic",
+    );
+    put(s, fh, 100, b"first");
+    assert_eq!(&contents(s, fh)[100..105], b"first", "read-your-writes");
+    ok(s.fsync(fh, false), "fsync");
+    put(s, fh, 200, b"second");
+    ok(s.set_len(fh, 5000), "set_len");
+    let mut want = pattern(1, 10_000);
+    want[100..105].copy_from_slice(b"first");
+    if !h.supports_crash_guarantees() {
+        ok(s.abortv(&[fh]), "abortv");
+        ok(s.release(fh), "release");
+        return finish(store);
+    }
+    let store = h.reopen_unclean(store);
+    assert_eq!(
+        file(store.as_ref(), "/f"),
+        want,
+        "only fsynced O_ATOMIC writes survive a crash"
+    );
+    // set_atomic switches a handle in; switching out commits
+    let s = store.as_ref();
+    let fh = ok(
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(s, "/f", None),
+        "open",
+    );
+    ok(s.set_atomic(fh, true), "set_atomic on");
+    put(s, fh, 0, b"ZZ");
+    ok(s.set_atomic(fh, false), "set_atomic off");
+    ok(s.release(fh), "release");
+    want[..2].copy_from_slice(b"ZZ");
+    let store = h.reopen_unclean(store);
+    assert_eq!(
+        file(store.as_ref(), "/f"),
+        want,
+        "set_atomic(false) commits pending writes"
+    );
+    finish(store);
+}
+
+/// syncv commits the pending writes of several O_ATOMIC files together.
+pub fn atomic_syncv(h: &dyn Harness) {
+    let store = h.fresh();
+    let s = store.as_ref();
+    write_path(s, "/a", b"aaaa");
+    write_path(s, "/b", b"bbbb");
+    let open = |p| {
+        ok(
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .atomic(true)
+                .open(s, p, None),
+            p,
+        )
+    };
+    let (fa, fb) = (open("/a"), open("/b"));
+    put(s, fa, 0, b"AA");
+    put(s, fb, 2, b"BBBB");
+    ok(s.syncv(&[fa, fb]), "syncv");
+    put(s, fa, 0, b"lost");
+    let store = crash_or_reopen(h, store);
+    // unsynced O_ATOMIC writes are dropped by a crash and by an unmount alike
+    assert_eq!(file(store.as_ref(), "/a"), b"AAaa");
+    assert_eq!(file(store.as_ref(), "/b"), b"bbBBBB");
+    finish(store);
+}
+
+/// abortv drops the pending writes of O_ATOMIC files at once; release drops them too.
+pub fn atomic_abortv(h: &dyn Harness) {
+    let store = h.fresh();
+    let s = store.as_ref();
+    write_path(s, "/a", &pattern(1, 6000));
+    write_path(s, "/b", b"bbbb");
+    let open = |p| {
+        ok(
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .atomic(true)
+                .open(s, p, None),
+            p,
+        )
+    };
+    let (fa, fb) = (open("/a"), open("/b"));
+    put(s, fa, 4090, b"dropped across a block edge");
+    ok(s.set_len(fb, 1), "set_len");
+    ok(s.abortv(&[fa, fb]), "abortv");
+    assert_eq!(contents(s, fa), pattern(1, 6000));
+    assert_eq!(contents(s, fb), b"bbbb");
+    put(s, fb, 0, b"gone at release");
+    ok(s.release(fb), "release");
+    assert_eq!(
+        file(s, "/b"),
+        b"bbbb",
+        "release drops pending O_ATOMIC writes"
+    );
+    ok(s.release(fa), "release");
+    let store = crash_or_reopen(h, store);
+    assert_eq!(file(store.as_ref(), "/a"), pattern(1, 6000));
+    assert_eq!(file(store.as_ref(), "/b"), b"bbbb");
+    finish(store);
+}
+
+/// A transaction that runs out of pool or log space fails with NoSpace/LogFull; after the
+/// abort the store holds exactly what it held before, and keeps working.
+pub fn no_space_in_transaction_rolls_back(h: &dyn Harness) {
+    let Some(store) = h.fresh_small() else {
+        return skip(
+            "no_space_in_transaction_rolls_back",
+            "harness has no small store",
+        );
+    };
+    let s = store.as_ref();
+    write_path(s, "/keep", &pattern(1, 20_000));
+    let before = tree(s);
+    let fk = open_rw(s, "/keep");
+    let tx = ok(s.tx_begin(&[fk]), "tx_begin");
+    let ff = open_in(s, "/filler", tx);
+    put(s, fk, 0, &pattern(2, 20_000));
+    let chunk = pattern(3, 64 << 10);
+    let mut written: u64 = 0;
+    let err = loop {
+        match s.write(ff, written, &chunk) {
+            Ok(_) => written += chunk.len() as u64,
+            Err(e) => break e,
+        }
+        assert!(
+            written < 4 << 30,
+            "wrote 4 GiB into a small store without running out of space"
+        );
+    };
+    assert!(
+        is_space_error(&err),
+        "running out of space gave {err:?}, not NoSpace/LogFull"
+    );
+    assert_eq!(err.errno(), 28, "ENOSPC");
+    match s.tx_abort(tx) {
+        Ok(()) | Err(Error::NoSuchTransaction(_)) => {}
+        Err(e) => panic!("tx_abort after NoSpace: {e:?}"),
+    }
+    let _ = s.release(ff);
+    assert_tree(
+        &before,
+        &tree(s),
+        "after a transaction that ran out of space",
+    );
+    check_fsck(s, "the failed transaction");
+    // still usable: a legacy write and a transaction
+    put(s, fk, 0, b"usable");
+    write_path(s, "/after", b"after");
+    ok(s.release(fk), "release");
+    let store = crash_or_reopen(h, store);
+    assert_eq!(&file(store.as_ref(), "/keep")[..6], b"usable");
+    assert_eq!(file(store.as_ref(), "/after"), b"after");
+    assert_err!(resolve(store.as_ref(), "/filler"), Error::NotFound(_));
+    finish(store);
+}

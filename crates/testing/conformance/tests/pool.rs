@@ -1,0 +1,68 @@
+//! The conformance suite against the `pool` engine (FCFS) on the crash-simulator region: a
+//! clean reopen unmounts and opens the region's durable image; an unclean reopen opens the
+//! durable image of a store that was never unmounted (a crash at a quiescent point: only what
+//! was flushed and fenced survives). Needs `--features pool` (see Cargo.toml).
+//!
+//! The ignored `large_file_1gib` case needs a region of more than 1 GiB: set
+//! ATOMFS_POOL_CONFORMANCE_MB=1400 (and use --release) to run it.
+#![cfg(feature = "pool")]
+
+use conformance::Harness;
+use pmem::SimRegion;
+use pool::{PoolConfig, PoolStore};
+use std::sync::Arc;
+use store::Store;
+
+struct PoolHarness;
+
+/// Region size: 160 MiB, or ATOMFS_POOL_CONFORMANCE_MB.
+fn region_len() -> u64 {
+    std::env::var("ATOMFS_POOL_CONFORMANCE_MB")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(160)
+        << 20
+}
+const SMALL_LEN: u64 = 2 << 20;
+
+/// The durable image of a pool store's region, as a new region.
+fn durable_copy(s: &dyn Store) -> Arc<SimRegion> {
+    match s.as_any().downcast_ref::<PoolStore<SimRegion>>() {
+        Some(p) => Arc::new(SimRegion::from_image(p.region().persistent_image())),
+        None => panic!("not a pool store on a SimRegion"),
+    }
+}
+
+fn config() -> PoolConfig {
+    PoolConfig {
+        inode_count: 8192,
+        ..PoolConfig::default()
+    }
+}
+
+impl Harness for PoolHarness {
+    fn fresh(&self) -> Box<dyn Store> {
+        Box::new(
+            PoolStore::format(Arc::new(SimRegion::new(region_len())), &config()).expect("format"),
+        )
+    }
+    fn fresh_small(&self) -> Option<Box<dyn Store>> {
+        Some(Box::new(
+            PoolStore::format(Arc::new(SimRegion::new(SMALL_LEN)), &PoolConfig::test_min())
+                .expect("format"),
+        ))
+    }
+    fn reopen_clean(&self, s: Box<dyn Store>) -> Box<dyn Store> {
+        s.unmount().expect("unmount");
+        let region = durable_copy(s.as_ref());
+        drop(s);
+        Box::new(PoolStore::open(region, &config()).expect("open"))
+    }
+    fn reopen_unclean(&self, s: Box<dyn Store>) -> Box<dyn Store> {
+        let region = durable_copy(s.as_ref());
+        drop(s); // the old store's destructor cannot touch the copy
+        Box::new(PoolStore::open(region, &config()).expect("recover"))
+    }
+}
+
+conformance::conformance_tests!(PoolHarness);

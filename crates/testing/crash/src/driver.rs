@@ -1,0 +1,486 @@
+//! The simulator driver: runs a workload on a [`SimRegion`], checks crash images at every
+//! fence against the oracle (see the `oracle` module); shrinking is in [`crate::shrink`].
+//!
+//! Oracle: each thread works in its own directory `/tN` and has its own [`ModelStore`]. For
+//! each thread the driver keeps the set of trees a crash may show for its directory:
+//! `[before]` while a unit is running and before its commit call, `[before, after]` while the
+//! commit call (tx_commit, the legacy call itself, fsync/syncv) has not returned, `[after]`
+//! once it has. A crash image passes when recovery succeeds without panicking, every thread's
+//! directory equals one of its acceptable trees (whole-unit atomicity: no mix), nothing else
+//! is in the root, fsck is clean, and a second recovery of the recovered image shows the same
+//! tree.
+
+use crate::oracle::{judge, model_tree, panic_text, prefix, recover_tree, Outcomes, Partition};
+use crate::workload::{self, Handles, Unit, Workload};
+use crate::{CrashReport, CrashTarget, Violation};
+use conformance::{ModelStore, Tree};
+use pmem::{CrashConfig, CrashPoint, SimRegion};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex, MutexGuard};
+use store::{Store, TxId};
+
+/// Budgets and switches of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DriverConfig {
+    /// Crash images checked at one fence at most (exhaustive below this many states).
+    pub images_per_fence: u64,
+    /// Crash images checked per workload at most (later fences are then skipped).
+    pub images_per_workload: u64,
+    /// Crash the recovery of every N-th checked image too (0: never).
+    pub recovery_crash_every: u64,
+    /// Images checked per fence of a crashed recovery.
+    pub recovery_images_per_fence: u64,
+    /// Recover each recovered image a second time and compare.
+    pub second_recovery: bool,
+    /// Stop a workload at its first violation (used when shrinking).
+    pub stop_at_first: bool,
+    /// Seed of the simulator's sampling of crash images.
+    pub sample_seed: u64,
+}
+
+impl DriverConfig {
+    /// Environment settings giving this configuration to `tests/repro.rs`.
+    pub fn repro_env(&self) -> String {
+        format!(
+            "ATOMFS_CRASH_IMAGES={} ATOMFS_CRASH_IMAGES_PER_FENCE={} ATOMFS_CRASH_RECOVERY_EVERY={} ATOMFS_CRASH_SAMPLE_SEED={}",
+            self.images_per_workload, self.images_per_fence, self.recovery_crash_every, self.sample_seed
+        )
+    }
+}
+
+impl Default for DriverConfig {
+    fn default() -> Self {
+        DriverConfig {
+            images_per_fence: 16,
+            images_per_workload: 2000,
+            recovery_crash_every: 16,
+            recovery_images_per_fence: 4,
+            second_recovery: true,
+            stop_at_first: false,
+            sample_seed: 0x5EED,
+        }
+    }
+}
+
+struct Shared {
+    parts: Vec<Partition>,
+    images: u64,
+    space_rollbacks: u64,
+    violations: Vec<Violation>,
+    stop: bool,
+}
+
+struct Ctx {
+    target: Arc<dyn CrashTarget>,
+    cfg: DriverConfig,
+    seed: u64,
+    repro: String,
+    shared: Mutex<Shared>,
+}
+
+impl Ctx {
+    fn lock(&self) -> MutexGuard<'_, Shared> {
+        self.shared.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn violation(&self, what: String, unit: Option<usize>, at: String) {
+        let mut sh = self.lock();
+        sh.violations.push(Violation {
+            engine: self.target.name(),
+            seed: self.seed,
+            unit,
+            at,
+            what,
+            repro: self.repro.clone(),
+        });
+        if self.cfg.stop_at_first {
+            sh.stop = true;
+        }
+    }
+
+    fn set(&self, t: usize, acceptable: Vec<Tree>, unit: usize, phase: &'static str) {
+        let mut sh = self.lock();
+        sh.parts[t] = Partition {
+            acceptable,
+            unit,
+            phase,
+        };
+    }
+}
+
+/// Check one crash image; `nested` is true for images of a crashed recovery.
+fn check_image(
+    ctx: &Arc<Ctx>,
+    parts: &[Partition],
+    image: Vec<u8>,
+    at: &str,
+    nested: bool,
+    crash_recovery: bool,
+) {
+    let region = Arc::new(SimRegion::from_image(image));
+    if crash_recovery && !nested {
+        region.set_crash_config(CrashConfig {
+            exhaustive_limit: ctx.cfg.recovery_images_per_fence,
+            sample_count: ctx.cfg.recovery_images_per_fence,
+            seed: ctx.cfg.sample_seed,
+        });
+        let hook_parts = parts.to_vec();
+        let hook_at = at.to_string();
+        let hook_ctx = ctx.clone();
+        region.set_fence_hook(Box::new(move |cp: &CrashPoint<'_>| {
+            let ctx = &hook_ctx;
+            for_each_chosen(cp, ctx.cfg.recovery_images_per_fence, |i, image| {
+                let where_ = format!("{hook_at}; recovery crashed, {}", cp.describe(i));
+                check_image(ctx, &hook_parts, image, &where_, true, false);
+            });
+        }));
+    }
+    ctx.lock().images += 1;
+    let unit = parts.iter().map(|p| p.unit).max();
+    let recovered = recover_tree(ctx.target.as_ref(), region.clone());
+    // Remove the hook as soon as recovery is over (a store may keep the region alive).
+    let _ = region.take_fence_hook();
+    let tree = match recovered {
+        Ok(tree) => tree,
+        Err(what) => return ctx.violation(what, unit, at.to_string()),
+    };
+    if let Err(what) = judge(&tree, parts) {
+        return ctx.violation(what, unit, at.to_string());
+    }
+    if ctx.cfg.second_recovery && !nested {
+        let again = Arc::new(SimRegion::from_image(region.persistent_image()));
+        match recover_tree(ctx.target.as_ref(), again) {
+            Ok(second) if second == tree => {}
+            Ok(second) => {
+                let d = conformance::diff(&tree, &second, 4).join(", ");
+                ctx.violation(
+                    format!("a second recovery changed the state: {d}"),
+                    unit,
+                    at.to_string(),
+                )
+            }
+            Err(what) => ctx.violation(format!("second recovery: {what}"), unit, at.to_string()),
+        }
+    }
+}
+
+/// Call `f` for at most `budget` images of `cp`, spread over its index range.
+fn for_each_chosen(cp: &CrashPoint<'_>, budget: u64, mut f: impl FnMut(u64, Vec<u8>)) {
+    let count = cp.image_count();
+    let n = count.min(budget);
+    for k in 0..n {
+        let i = if n == count { k } else { k * count / n };
+        f(i, cp.image(i));
+    }
+}
+
+/// The hook of the workload region: check the images of this fence.
+fn on_fence(ctx: &Arc<Ctx>, cp: &CrashPoint<'_>) {
+    let (parts, left, checked) = {
+        let sh = ctx.lock();
+        if sh.stop {
+            return;
+        }
+        (
+            sh.parts.clone(),
+            ctx.cfg.images_per_workload.saturating_sub(sh.images),
+            sh.images,
+        )
+    };
+    let budget = left.min(ctx.cfg.images_per_fence);
+    let mut n = checked;
+    for_each_chosen(cp, budget, |i, image| {
+        n += 1;
+        let crash_recovery =
+            ctx.cfg.recovery_crash_every > 0 && n % ctx.cfg.recovery_crash_every == 0;
+        check_image(ctx, &parts, image, &cp.describe(i), false, crash_recovery);
+    });
+}
+
+/// Run one thread's units on `s` (and on its model), updating the oracle around each commit.
+fn run_thread(ctx: &Ctx, s: &dyn Store, t: usize, units: &[Unit], model: &ModelStore) {
+    let pre = prefix(t);
+    let mut before = model_tree(model);
+    for (i, unit) in units.iter().enumerate() {
+        if ctx.lock().stop {
+            return;
+        }
+        ctx.set(t, vec![before.clone()], i, "running");
+        let mut mh = Handles::new();
+        let mut th = Handles::new();
+        let mut out = Outcomes::default();
+        match unit {
+            Unit::Tx { ops, end } => {
+                let (mt, tt) = match (model.tx_begin(&[]), s.tx_begin(&[])) {
+                    (Ok(mt), Ok(tt)) => (mt, tt),
+                    (m, g) => {
+                        let what = format!(
+                            "tx_begin: model {}, store {}",
+                            workload::outcome(&m),
+                            workload::outcome(&g)
+                        );
+                        return ctx.violation(what, Some(i), format!("thread {t}"));
+                    }
+                };
+                for op in ops {
+                    let m = workload::exec_op(model, "", op, Some(mt), &mut mh);
+                    let g = workload::exec_op(s, &pre, op, Some(tt), &mut th);
+                    out.check(&format!("{op:?} in tx"), m, g);
+                }
+                // A transaction that ran out of space is aborted on both sides.
+                let end = if out.out_of_space {
+                    workload::TxEnd::Abort
+                } else {
+                    *end
+                };
+                let (m, g) = finish_tx(ctx, s, model, t, i, end, mt, tt, &before);
+                let g = if out.out_of_space && g == "err:NoSuchTransaction" {
+                    "ok".to_string()
+                } else {
+                    g
+                };
+                out.check(&format!("tx {end:?}"), m, g);
+            }
+            Unit::Legacy(op) => {
+                let saved = model.fork();
+                let m = workload::exec_op(model, "", op, None, &mut mh);
+                let after = model_tree(model);
+                ctx.set(
+                    t,
+                    vec![before.clone(), after.clone()],
+                    i,
+                    "legacy call in flight",
+                );
+                let g = workload::exec_op(s, &pre, op, None, &mut th);
+                if g == m {
+                    ctx.set(t, vec![after], i, "legacy call returned");
+                }
+                out.check(&format!("{op:?}"), m, g);
+                if out.out_of_space {
+                    mh.release_all(model);
+                    model.restore(saved);
+                }
+            }
+            Unit::Atomic { writes, end } => {
+                let saved = model.fork();
+                let m = workload::exec_atomic_writes(model, "", writes, &mut mh);
+                let g = workload::exec_atomic_writes(s, &pre, writes, &mut th);
+                for (k, (m, g)) in m.into_iter().zip(g).enumerate() {
+                    out.check(&format!("O_ATOMIC write {k}"), m, g);
+                }
+                let end = if out.out_of_space {
+                    workload::AtomicEnd::Abortv
+                } else {
+                    *end
+                };
+                let m = workload::exec_atomic_end(model, end, &mh);
+                let after = model_tree(model);
+                ctx.set(
+                    t,
+                    vec![before.clone(), after.clone()],
+                    i,
+                    "O_ATOMIC commit in flight",
+                );
+                let g = workload::exec_atomic_end(s, end, &th);
+                if g == m {
+                    ctx.set(t, vec![after], i, "O_ATOMIC commit returned");
+                }
+                out.check(&format!("{end:?}"), m, g);
+                if out.out_of_space {
+                    mh.release_all(model);
+                    model.restore(saved);
+                }
+            }
+        }
+        mh.release_all(model);
+        th.release_all(s);
+        if out.out_of_space {
+            ctx.lock().space_rollbacks += 1;
+        }
+        before = model_tree(model);
+        ctx.set(t, vec![before.clone()], i, "returned");
+        if !out.diverged.is_empty() {
+            ctx.violation(
+                format!("store and model disagree: {}", out.diverged.join("; ")),
+                Some(i),
+                format!("thread {t}"),
+            );
+            return;
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn finish_tx(
+    ctx: &Ctx,
+    s: &dyn Store,
+    model: &ModelStore,
+    t: usize,
+    i: usize,
+    end: workload::TxEnd,
+    mt: TxId,
+    tt: TxId,
+    before: &Tree,
+) -> (String, String) {
+    match end {
+        workload::TxEnd::Commit => {
+            let m = workload::outcome(&model.tx_commit(mt));
+            let after = model_tree(model);
+            ctx.set(
+                t,
+                vec![before.clone(), after.clone()],
+                i,
+                "tx_commit in flight",
+            );
+            let g = workload::outcome(&s.tx_commit(tt));
+            if g == m {
+                ctx.set(t, vec![after], i, "tx_commit returned");
+            }
+            (m, g)
+        }
+        workload::TxEnd::Abort => {
+            ctx.set(t, vec![before.clone()], i, "tx_abort in flight");
+            (
+                workload::outcome(&model.tx_abort(mt)),
+                workload::outcome(&s.tx_abort(tt)),
+            )
+        }
+    }
+}
+
+/// Run one workload on a fresh simulated region of `target`, checking crash images at every
+/// fence, a crash after the last call, and a clean unmount and reopen.
+pub fn run_workload(
+    target: Arc<dyn CrashTarget>,
+    workload: &Workload,
+    cfg: &DriverConfig,
+) -> CrashReport {
+    let threads = workload.threads.len();
+    let ctx = Arc::new(Ctx {
+        target: target.clone(),
+        cfg: *cfg,
+        seed: workload.config.seed,
+        repro: workload.repro_env(),
+        shared: Mutex::new(Shared {
+            parts: vec![
+                Partition {
+                    acceptable: vec![],
+                    unit: 0,
+                    phase: "setup"
+                };
+                threads
+            ],
+            images: 0,
+            space_rollbacks: 0,
+            violations: Vec::new(),
+            stop: false,
+        }),
+    });
+    let region = Arc::new(SimRegion::new(target.region_len()));
+    region.set_crash_config(CrashConfig {
+        exhaustive_limit: cfg.images_per_fence,
+        sample_count: cfg.images_per_fence,
+        seed: cfg.sample_seed ^ workload.config.seed,
+    });
+    let formatted = catch_unwind(AssertUnwindSafe(|| target.format(region.clone())));
+    let store = match formatted {
+        Ok(Ok(store)) => store,
+        Ok(Err(e)) => return report_of(&ctx, format!("format failed: {e}")),
+        Err(p) => return report_of(&ctx, format!("panic in format: {}", panic_text(p.as_ref()))),
+    };
+    let models: Vec<ModelStore> = (0..threads).map(|_| ModelStore::new()).collect();
+    for (t, model) in models.iter().enumerate() {
+        if let Err(e) =
+            workload::setup(store.as_ref(), &prefix(t)).and_then(|_| workload::setup(model, ""))
+        {
+            return report_of(&ctx, format!("setup failed: {e}"));
+        }
+        ctx.set(t, vec![model_tree(model)], 0, "after setup");
+    }
+    let hook_ctx = ctx.clone();
+    region.set_fence_hook(Box::new(move |cp: &CrashPoint<'_>| on_fence(&hook_ctx, cp)));
+    let s = store.as_ref();
+    std::thread::scope(|scope| {
+        for (t, units) in workload.threads.iter().enumerate() {
+            let (ctx, model) = (&ctx, &models[t]);
+            scope.spawn(move || {
+                if let Err(p) =
+                    catch_unwind(AssertUnwindSafe(|| run_thread(ctx, s, t, units, model)))
+                {
+                    ctx.violation(
+                        format!("panic in the workload: {}", panic_text(p.as_ref())),
+                        None,
+                        format!("thread {t}"),
+                    );
+                }
+            });
+        }
+    });
+    let _ = region.take_fence_hook();
+    if !ctx.lock().stop {
+        // A crash after the last call returned: only the final states are acceptable.
+        let parts = ctx.lock().parts.clone();
+        let cp = region.crash_point();
+        for_each_chosen(&cp, cfg.images_per_fence, |i, image| {
+            check_image(
+                &ctx,
+                &parts,
+                image,
+                &format!("crash after the workload, {}", cp.describe(i)),
+                false,
+                false,
+            )
+        });
+        final_reopen(&ctx, store, &region, &parts);
+    }
+    let sh = ctx.lock();
+    CrashReport {
+        engine: target.name(),
+        workloads: 1,
+        images: sh.images,
+        space_rollbacks: sh.space_rollbacks,
+        kills: 0,
+        violations: sh.violations.clone(),
+    }
+}
+
+fn final_reopen(ctx: &Ctx, store: Box<dyn Store>, region: &SimRegion, parts: &[Partition]) {
+    match catch_unwind(AssertUnwindSafe(|| store.unmount())) {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return ctx.violation(format!("unmount failed: {e}"), None, "end".into()),
+        Err(p) => {
+            return ctx.violation(
+                format!("panic in unmount: {}", panic_text(p.as_ref())),
+                None,
+                "end".into(),
+            )
+        }
+    }
+    drop(store);
+    let image = Arc::new(SimRegion::from_image(region.persistent_image()));
+    match recover_tree(ctx.target.as_ref(), image) {
+        Ok(tree) => {
+            if let Err(what) = judge(&tree, parts) {
+                ctx.violation(format!("after a clean unmount: {what}"), None, "end".into());
+            }
+        }
+        Err(what) => ctx.violation(
+            format!("reopen after a clean unmount: {what}"),
+            None,
+            "end".into(),
+        ),
+    }
+}
+
+fn report_of(ctx: &Ctx, what: String) -> CrashReport {
+    ctx.violation(what, None, "start".into());
+    let sh = ctx.lock();
+    CrashReport {
+        engine: ctx.target.name(),
+        workloads: 1,
+        images: sh.images,
+        space_rollbacks: sh.space_rollbacks,
+        kills: 0,
+        violations: sh.violations.clone(),
+    }
+}

@@ -1,0 +1,118 @@
+//! `crash` — the crash harness of atomfs, generic over the Store API and the crash-simulator
+//! region [`pmem::SimRegion`].
+//!
+//! - [`CrashTarget`]: what an engine implements (format and recover a store on a simulated
+//!   region).
+//! - [`workload`]: seeded, reproducible workloads (transactions, legacy calls, O_ATOMIC
+//!   commits over a few files and directories, optionally on several threads).
+//! - [`driver`]: runs a workload, checks crash images at every fence against the oracle
+//!   ([`conformance::ModelStore`]), crashes recovery itself, shrinks failures and prints a
+//!   one-line reproduction.
+//! - [`torture`]: the process-kill driver (a child on a real mapped pool, SIGKILLed at random).
+//! - [`fixtures`]: small stores used only by this crate's own tests to prove the harness
+//!   reports violations for broken stores and none for a correct one.
+//!
+//! See docs/crash-harness.md for what is checked and how to reproduce a failure.
+
+#![forbid(unsafe_code)]
+
+pub mod driver;
+pub mod fixtures;
+mod oracle;
+#[cfg(feature = "pool")]
+pub mod pool_target;
+pub mod shrink;
+pub mod torture;
+pub mod workload;
+
+pub use driver::{run_workload, DriverConfig};
+pub use shrink::{run_seeds, shrink};
+pub use workload::{Workload, WorkloadConfig};
+
+use pmem::SimRegion;
+use std::fmt;
+use std::sync::Arc;
+use store::{Result, Store};
+
+/// An engine as the crash harness sees it.
+pub trait CrashTarget: Send + Sync + 'static {
+    /// Engine name (with its mode), as printed in the summary line.
+    fn name(&self) -> String;
+    /// Size of the simulated region to format.
+    fn region_len(&self) -> u64;
+    /// Format an empty store on `region`.
+    fn format(&self, region: Arc<SimRegion>) -> Result<Box<dyn Store>>;
+    /// Open the store on `region` (a crash image), running recovery.
+    fn recover(&self, region: Arc<SimRegion>) -> Result<Box<dyn Store>>;
+}
+
+/// One broken guarantee.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    pub engine: String,
+    /// Seed of the workload.
+    pub seed: u64,
+    /// Unit (per thread) that was running, when known.
+    pub unit: Option<usize>,
+    /// Where: the crash point and image, or the thread.
+    pub at: String,
+    /// What is wrong.
+    pub what: String,
+    /// Environment settings reproducing the workload (see [`Workload::repro_env`]).
+    pub repro: String,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} seed {}", self.engine, self.seed)?;
+        if let Some(unit) = self.unit {
+            write!(f, " unit {unit}")?;
+        }
+        write!(
+            f,
+            " at {}: {} [reproduce: {}]",
+            self.at, self.what, self.repro
+        )
+    }
+}
+
+/// Counts of a crash-test run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CrashReport {
+    pub engine: String,
+    pub workloads: u64,
+    /// Crash images recovered and checked (including images of crashed recoveries).
+    pub images: u64,
+    /// Child processes killed (process torture).
+    pub kills: u64,
+    /// Units the store rejected for lack of space (NoSpace/LogFull) and rolled back: they
+    /// check atomicity of the rollback only, so a high share weakens the run.
+    pub space_rollbacks: u64,
+    pub violations: Vec<Violation>,
+}
+
+impl CrashReport {
+    /// `crashtest ENGINE: workloads W, crash images I, kills K, violations V`.
+    pub fn summary(&self) -> String {
+        format!(
+            "crashtest {}: workloads {}, crash images {}, kills {}, violations {}",
+            self.engine,
+            self.workloads,
+            self.images,
+            self.kills,
+            self.violations.len()
+        )
+    }
+
+    /// Add another run's counts.
+    pub fn merge(&mut self, other: CrashReport) {
+        if self.engine.is_empty() {
+            self.engine = other.engine;
+        }
+        self.workloads += other.workloads;
+        self.images += other.images;
+        self.kills += other.kills;
+        self.space_rollbacks += other.space_rollbacks;
+        self.violations.extend(other.violations);
+    }
+}

@@ -1,0 +1,87 @@
+//! The `pool` engine (FCFS) as a crash target: on the simulator ([`CrashTarget`]) and on a
+//! mapped pool file ([`KillTarget`]).
+
+use crate::torture::KillTarget;
+use crate::CrashTarget;
+use pmem::{MappedRegion, SimRegion};
+use pool::{Mode, PoolConfig, PoolStore};
+use std::path::Path;
+use std::sync::Arc;
+use store::{Error, Result, Store};
+
+/// The pool engine with a configuration and a region size.
+#[derive(Clone, Debug)]
+pub struct PoolTarget {
+    pub config: PoolConfig,
+    pub region_len: u64,
+}
+
+impl PoolTarget {
+    /// `PoolConfig::test_min()` on a 4 MiB region: small limits, small crash images.
+    pub fn test_min() -> Self {
+        PoolTarget {
+            config: PoolConfig::test_min(),
+            region_len: 4 << 20,
+        }
+    }
+
+    /// The target named `name` as printed by [`CrashTarget::name`] ("pool-fcfs", "pool-nc",
+    /// "pool-fgwal", ...; "pool" is FCFS), on the test_min configuration.
+    pub fn by_name(name: &str) -> Option<Self> {
+        let modes = [
+            Mode::Fcfs,
+            Mode::Nc,
+            Mode::FgWal,
+            Mode::Scsp,
+            Mode::Soc,
+            Mode::Sync,
+        ];
+        let mode = if name == "pool" {
+            Mode::Fcfs
+        } else {
+            modes
+                .into_iter()
+                .find(|m| format!("pool-{m:?}").to_lowercase() == name)?
+        };
+        let mut target = Self::test_min();
+        target.config = target.config.with_mode(mode);
+        Some(target)
+    }
+}
+
+fn pm(e: pmem::PmError) -> Error {
+    Error::Io {
+        path: e.to_string(),
+        op: "map pool",
+        source: std::io::Error::other(e.to_string()),
+    }
+}
+
+impl CrashTarget for PoolTarget {
+    fn name(&self) -> String {
+        format!("pool-{:?}", self.config.mode).to_lowercase()
+    }
+    fn region_len(&self) -> u64 {
+        self.region_len
+    }
+    fn format(&self, region: Arc<SimRegion>) -> Result<Box<dyn Store>> {
+        Ok(Box::new(PoolStore::format(region, &self.config)?))
+    }
+    fn recover(&self, region: Arc<SimRegion>) -> Result<Box<dyn Store>> {
+        Ok(Box::new(PoolStore::open(region, &self.config)?))
+    }
+}
+
+impl KillTarget for PoolTarget {
+    fn name(&self) -> String {
+        CrashTarget::name(self)
+    }
+    fn create_pool(&self, path: &Path) -> Result<Box<dyn Store>> {
+        let region = Arc::new(MappedRegion::create(path, self.region_len).map_err(pm)?);
+        Ok(Box::new(PoolStore::format(region, &self.config)?))
+    }
+    fn open_pool(&self, path: &Path) -> Result<Box<dyn Store>> {
+        let region = Arc::new(MappedRegion::open(path).map_err(pm)?);
+        Ok(Box::new(PoolStore::open(region, &self.config)?))
+    }
+}

@@ -1,0 +1,343 @@
+//! Process-kill torture: a child process runs a workload on a real mapped pool file (in
+//! /dev/shm by default) and acknowledges every unit that returned, one line `ack N` on its
+//! stdout (a pipe: a line written before the kill is read by the parent after it). The parent
+//! SIGKILLs the child at a random moment, opens the pool (recovery), and checks the oracle:
+//! the state equals the model after the last acknowledged unit, or after the next one (the
+//! unit in flight at the kill) — never anything else; fsck clean. Repeated N times.
+//!
+//! The child is any command (the test binary itself, or `atomfs crashtest --child`); it calls
+//! [`run_child`].
+
+use crate::workload::{self, Handles, Unit, Workload, WorkloadConfig};
+use crate::CrashReport;
+use crate::Violation;
+use conformance::{snapshot, ModelStore, Rng, Tree};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+use store::{Result, Store};
+
+/// An engine on a real pool file.
+pub trait KillTarget: Send + Sync {
+    fn name(&self) -> String;
+    /// Create and format a new pool file at `path`.
+    fn create_pool(&self, path: &Path) -> Result<Box<dyn Store>>;
+    /// Open an existing pool file, running recovery.
+    fn open_pool(&self, path: &Path) -> Result<Box<dyn Store>>;
+}
+
+/// Units a child runs (it is normally killed long before the end).
+pub const CHILD_UNITS: usize = 5000;
+
+fn child_workload(seed: u64) -> Workload {
+    Workload::generate(WorkloadConfig {
+        seed,
+        units: CHILD_UNITS,
+        threads: 1,
+    })
+}
+
+/// Run one unit on `s` (prefix `/t0`) or on a model (prefix ""). Returns the outcomes.
+fn exec_unit(s: &dyn Store, prefix: &str, unit: &Unit) -> Vec<String> {
+    let mut h = Handles::new();
+    let mut out = Vec::new();
+    match unit {
+        Unit::Tx { ops, end } => match s.tx_begin(&[]) {
+            Ok(tx) => {
+                for op in ops {
+                    out.push(workload::exec_op(s, prefix, op, Some(tx), &mut h));
+                }
+                out.push(workload::outcome(&match end {
+                    workload::TxEnd::Commit => s.tx_commit(tx),
+                    workload::TxEnd::Abort => s.tx_abort(tx),
+                }));
+            }
+            Err(e) => out.push(workload::outcome::<()>(&Err(e))),
+        },
+        Unit::Legacy(op) => out.push(workload::exec_op(s, prefix, op, None, &mut h)),
+        Unit::Atomic { writes, end } => {
+            out.extend(workload::exec_atomic_writes(s, prefix, writes, &mut h));
+            out.push(workload::exec_atomic_end(s, *end, &h));
+        }
+    }
+    h.release_all(s);
+    out
+}
+
+/// The directory `/t0` of a store, as a tree relative to it; `Err` names an entry outside it.
+fn thread_tree(store: &dyn Store) -> std::result::Result<Tree, String> {
+    let tree = snapshot(store).map_err(|e| format!("reading the pool: {e}"))?;
+    if let Some((p, _)) = tree
+        .iter()
+        .find(|(p, _)| p.as_slice() != b"t0" && !p.starts_with(b"t0/"))
+    {
+        return Err(format!(
+            "unexpected entry {} in the root",
+            String::from_utf8_lossy(p)
+        ));
+    }
+    Ok(tree
+        .iter()
+        .filter_map(|(p, n)| Some((p.strip_prefix(b"t0/".as_slice())?.to_vec(), n.clone())))
+        .collect())
+}
+
+/// A model holding `start`, or a freshly set-up one.
+fn model_from(start: Option<&Tree>) -> Result<ModelStore> {
+    let model = ModelStore::new();
+    match start {
+        Some(tree) => conformance::build_into(&model, tree)?,
+        None => workload::setup(&model, "")?,
+    }
+    Ok(model)
+}
+
+/// The child side. When `path` exists, open it (recovery) and continue from its contents;
+/// otherwise create the pool and set it up. Then print `ready`, run the workload of `seed` and
+/// print `ack N` after unit N returned (each line flushed before the next unit starts). Ends
+/// with `done`, or `diverge ...` when the store and the model disagree.
+pub fn run_child(target: &dyn KillTarget, path: &Path, seed: u64) -> Result<()> {
+    let (s, model) = if path.exists() {
+        let s = target.open_pool(path)?;
+        let start = thread_tree(s.as_ref()).map_err(store::Error::InvalidArgument)?;
+        let model = model_from(Some(&start))?;
+        (s, model)
+    } else {
+        let s = target.create_pool(path)?;
+        workload::setup(s.as_ref(), "/t0")?;
+        (s, model_from(None)?)
+    };
+    let mut out = std::io::stdout().lock();
+    let say = |out: &mut std::io::StdoutLock<'_>, line: String| {
+        // The parent reads the pipe after the kill: a line written here is acknowledged.
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+    };
+    // A leading newline: a test harness may have printed a partial line ("test x ... ").
+    say(&mut out, "\nready".into());
+    for (i, unit) in child_workload(seed).threads[0].iter().enumerate() {
+        let got = exec_unit(s.as_ref(), "/t0", unit);
+        let want = exec_unit(&model, "", unit);
+        if got != want {
+            say(
+                &mut out,
+                format!("diverge unit {i}: model {want:?}, store {got:?}"),
+            );
+            return Ok(());
+        }
+        say(&mut out, format!("ack {i}"));
+    }
+    say(&mut out, "done".into());
+    Ok(())
+}
+
+/// Torture settings.
+#[derive(Clone, Debug)]
+pub struct TortureConfig {
+    pub seed: u64,
+    pub rounds: u64,
+    /// Directory of the pool files (default /dev/shm).
+    pub dir: PathBuf,
+    /// Longest time a child runs before the kill, in milliseconds.
+    pub kill_after_ms_max: u64,
+    /// Keep one pool across rounds: each child recovers the pool the previous one was killed
+    /// on (so kills also land inside recovery) and continues from its contents.
+    pub continue_pool: bool,
+    /// Share of rounds whose kill delay counts from the spawn (so the kill may land in pool
+    /// creation or recovery); the others count it from the child's `ready`.
+    pub early_kill_percent: u64,
+}
+
+impl Default for TortureConfig {
+    fn default() -> Self {
+        TortureConfig {
+            seed: 1,
+            rounds: 20,
+            dir: PathBuf::from("/dev/shm"),
+            kill_after_ms_max: 150,
+            continue_pool: false,
+            early_kill_percent: 20,
+        }
+    }
+}
+
+/// Model trees at the start and after each of the first `n` units of `seed`.
+fn model_states(start: Option<&Tree>, seed: u64, n: usize) -> Result<Vec<Tree>> {
+    let model = model_from(start)?;
+    let mut states = vec![snapshot(&model.crash())?];
+    for unit in child_workload(seed).threads[0].iter().take(n) {
+        exec_unit(&model, "", unit);
+        states.push(snapshot(&model.crash())?);
+    }
+    Ok(states)
+}
+
+/// The parent side: `rounds` times, start `child(pool_path, seed)`, kill it at a random
+/// moment, recover the pool with `target` and check it. Pool files are removed afterwards.
+pub fn torture(
+    target: &dyn KillTarget,
+    child: &dyn Fn(&Path, u64) -> Command,
+    cfg: &TortureConfig,
+) -> CrashReport {
+    let mut report = CrashReport {
+        engine: target.name(),
+        ..Default::default()
+    };
+    let mut rng = Rng::new(cfg.seed);
+    let shared_pool = cfg.dir.join(format!(
+        "atomfs-torture-{}-{}.pool",
+        std::process::id(),
+        cfg.seed
+    ));
+    // The pool's `/t0` contents at the start of the round (None: no pool yet).
+    let mut start: Option<Tree> = None;
+    for round in 0..cfg.rounds {
+        let seed = cfg.seed.wrapping_mul(1000).wrapping_add(round);
+        let pool = if cfg.continue_pool {
+            shared_pool.clone()
+        } else {
+            cfg.dir
+                .join(format!("atomfs-torture-{}-{seed}.pool", std::process::id()))
+        };
+        if start.is_none() {
+            let _ = std::fs::remove_file(&pool);
+        }
+        let violation = |what: String| Violation {
+            engine: target.name(),
+            seed,
+            unit: None,
+            at: format!("torture round {round}"),
+            what,
+            repro: format!(
+                "torture seed {} round {round} (continue_pool {})",
+                cfg.seed, cfg.continue_pool
+            ),
+        };
+        let delay = Duration::from_millis(1 + rng.below(cfg.kill_after_ms_max));
+        let early = rng.chance(cfg.early_kill_percent);
+        let (lines, killed) = match run_and_kill(child(&pool, seed), delay, early) {
+            Ok(r) => r,
+            Err(e) => {
+                report
+                    .violations
+                    .push(violation(format!("starting the child failed: {e}")));
+                break;
+            }
+        };
+        report.kills += killed as u64;
+        report.workloads += 1;
+        let ready = lines.iter().any(|l| l == "ready");
+        let finished = lines
+            .iter()
+            .any(|l| l == "done" || l.starts_with("diverge"));
+        let outcome = if !killed && !finished {
+            Err(format!(
+                "the child exited on its own without finishing: {lines:?}"
+            ))
+        } else if let Some(d) = lines.iter().find(|l| l.starts_with("diverge")) {
+            Err(d.clone())
+        } else if !ready && start.is_none() {
+            Ok(None) // killed while creating the pool: nothing to check, start again
+        } else {
+            // Killed before `ready` on an existing pool: inside recovery; no unit ran.
+            let acked = lines
+                .iter()
+                .filter_map(|l| l.strip_prefix("ack ")?.parse::<usize>().ok())
+                .max();
+            let done = if ready { acked.map_or(0, |a| a + 1) } else { 0 };
+            report.images += 1;
+            check_pool(target, &pool, start.as_ref(), seed, done, ready).map(Some)
+        };
+        match outcome {
+            Ok(recovered) if cfg.continue_pool => start = recovered,
+            Ok(_) => {
+                let _ = std::fs::remove_file(&pool);
+            }
+            Err(what) => {
+                report.violations.push(violation(what));
+                let _ = std::fs::remove_file(&pool);
+                start = None;
+            }
+        }
+    }
+    let _ = std::fs::remove_file(&shared_pool);
+    report
+}
+
+/// Spawn; wait `delay` counted from the spawn (`early`) or from the child's `ready` line
+/// (at most [`READY_WAIT_MAX`]); SIGKILL. Returns the lines the child wrote and whether it
+/// was killed (false when it had already exited).
+fn run_and_kill(
+    mut cmd: Command,
+    delay: Duration,
+    early: bool,
+) -> std::io::Result<(Vec<String>, bool)> {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::null()).spawn()?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| std::io::Error::other("no child stdout"))?;
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
+    let reader = std::thread::spawn(move || {
+        let mut lines = Vec::new();
+        for line in BufReader::new(stdout).lines().map_while(|l| l.ok()) {
+            if line == "ready" {
+                let _ = ready_tx.send(());
+            }
+            lines.push(line);
+        }
+        lines
+    });
+    if !early {
+        // Kill relative to the end of setup/recovery, so that a slow start (a loaded machine)
+        // does not turn every round into a kill before the workload.
+        let _ = ready_rx.recv_timeout(READY_WAIT_MAX);
+    }
+    std::thread::sleep(delay);
+    let killed = child.try_wait()?.is_none();
+    if killed {
+        child.kill()?; // SIGKILL on Unix
+    }
+    child.wait()?;
+    let lines = reader
+        .join()
+        .map_err(|_| std::io::Error::other("reader thread panicked"))?;
+    Ok((lines, killed))
+}
+
+/// Longest wait for a child's `ready` line before the kill delay starts anyway.
+pub const READY_WAIT_MAX: Duration = Duration::from_secs(30);
+
+/// Recover the pool and compare with the model after `done` or `done + 1` units (only
+/// `done` = 0 when the child never got `ready`). Returns the recovered `/t0` tree.
+fn check_pool(
+    target: &dyn KillTarget,
+    pool: &Path,
+    start: Option<&Tree>,
+    seed: u64,
+    done: usize,
+    ready: bool,
+) -> std::result::Result<Tree, String> {
+    let states = model_states(start, seed, if ready { done + 1 } else { 0 })
+        .map_err(|e| format!("model: {e}"))?;
+    let store = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| target.open_pool(pool)))
+        .map_err(|_| "panic in recovery".to_string())?
+        .map_err(|e| format!("recovery failed: {e}"))?;
+    let mine = thread_tree(store.as_ref())?;
+    let fsck = store.fsck().map_err(|e| format!("fsck: {e}"))?;
+    if !fsck.is_clean() {
+        return Err(format!("fsck: {:?}", fsck.problems));
+    }
+    store
+        .unmount()
+        .map_err(|e| format!("unmount after the check: {e}"))?;
+    let candidates = &states[done.min(states.len() - 1)..];
+    if candidates.contains(&mine) {
+        return Ok(mine);
+    }
+    let d = conformance::diff(&candidates[0], &mine, 4).join(", ");
+    Err(format!(
+        "{done} units acknowledged; the pool matches neither that state nor the next: {d}"
+    ))
+}
