@@ -518,54 +518,218 @@ impl SimNamespace {
     }
 }
 
-/// The simulated host directory (see the module documentation).
+/// Bytes of one of the two namespace slots at the start of a [`SimMedia`] area.
+pub const SIM_NS_SLOT_LEN: u64 = 64 << 10;
+
+/// The simulated host directory (see the module documentation). Its area of the region:
+/// two namespace slots of [`SIM_NS_SLOT_LEN`] bytes (the namespace, serialised, with a
+/// sequence number and a checksum: every namespace operation writes the other slot and
+/// persists it, so a crash leaves the old or the new namespace whole), then the file extents.
 pub struct SimMedia {
     region: Arc<SimRegion>,
+    ns_base: u64,
     base: u64,
     file_capacity: u64,
     ns: Arc<Mutex<SimNamespace>>,
+    /// Sequence number of the last saved namespace (serialises saves in namespace order).
+    saved: Mutex<u64>,
 }
 
 impl SimMedia {
-    /// Files live in `extents` extents of `file_capacity` bytes from `base` in `region`.
-    pub fn new(region: Arc<SimRegion>, base: u64, file_capacity: u64, extents: u32) -> Self {
-        pmem::check_range(region.len(), base, file_capacity * extents as u64);
-        let ns = Arc::new(Mutex::new(SimNamespace::new(extents)));
-        SimMedia {
-            region,
-            base,
-            file_capacity,
-            ns,
-        }
+    /// Bytes a media of `extents` files of `file_capacity` bytes takes in its region.
+    pub fn area_len(file_capacity: u64, extents: u32) -> u64 {
+        2 * SIM_NS_SLOT_LEN + file_capacity * extents as u64
     }
 
-    /// The same media over another region (a crash image) with a namespace snapshot.
-    pub fn with_namespace(
+    /// Format an empty directory in `region` at `base` (see [`SimMedia::area_len`]).
+    pub fn new(region: Arc<SimRegion>, base: u64, file_capacity: u64, extents: u32) -> Self {
+        pmem::check_range(region.len(), base, Self::area_len(file_capacity, extents));
+        let media = SimMedia {
+            region,
+            ns_base: base,
+            base: base + 2 * SIM_NS_SLOT_LEN,
+            file_capacity,
+            ns: Arc::new(Mutex::new(SimNamespace::new(extents))),
+            saved: Mutex::new(0),
+        };
+        let ns = media.lock();
+        // An empty namespace always fits a slot.
+        let _ = media.save(ns);
+        media
+    }
+
+    /// Open the directory saved in `region` at `base` (for example in a crash image).
+    pub fn open(
         region: Arc<SimRegion>,
         base: u64,
         file_capacity: u64,
-        ns: SimNamespace,
-    ) -> Self {
-        SimMedia {
+        extents: u32,
+    ) -> io::Result<Self> {
+        pmem::check_range(region.len(), base, Self::area_len(file_capacity, extents));
+        let mut best: Option<(u64, SimNamespace)> = None;
+        for slot in 0..2 {
+            let at = base + slot * SIM_NS_SLOT_LEN;
+            let mut head = [0u8; 16];
+            region.read(at, &mut head);
+            let seq = u64::from_le_bytes(head[0..8].try_into().unwrap_or([0; 8]));
+            let len = u32::from_le_bytes(head[8..12].try_into().unwrap_or([0; 4])) as u64;
+            let crc = u32::from_le_bytes(head[12..16].try_into().unwrap_or([0; 4]));
+            if seq == 0 || len > SIM_NS_SLOT_LEN - 16 {
+                continue;
+            }
+            let mut payload = vec![0u8; len as usize];
+            region.read(at + 16, &mut payload);
+            if ns_checksum(seq, &payload) != crc || best.as_ref().is_some_and(|(b, _)| *b > seq) {
+                continue;
+            }
+            if let Some(ns) = SimNamespace::decode(&payload, extents) {
+                best = Some((seq, ns));
+            }
+        }
+        let (seq, ns) = best.ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidData, "no valid simulated namespace")
+        })?;
+        Ok(SimMedia {
             region,
-            base,
+            ns_base: base,
+            base: base + 2 * SIM_NS_SLOT_LEN,
             file_capacity,
             ns: Arc::new(Mutex::new(ns)),
-        }
+            saved: Mutex::new(seq),
+        })
     }
 
-    /// A copy of the (durable) namespace.
+    /// A copy of the namespace.
     pub fn namespace(&self) -> SimNamespace {
         self.lock().clone()
     }
 
-    /// A handle on the live namespace (for crash drivers that snapshot it from a fence hook).
-    pub fn namespace_handle(&self) -> Arc<Mutex<SimNamespace>> {
-        self.ns.clone()
-    }
-
     fn lock(&self) -> std::sync::MutexGuard<'_, SimNamespace> {
         self.ns.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Persist the namespace (consumes the guard: saves happen in namespace order).
+    fn save(&self, ns: std::sync::MutexGuard<'_, SimNamespace>) -> io::Result<()> {
+        let payload = ns.encode();
+        let mut saved = self.saved.lock().unwrap_or_else(|e| e.into_inner());
+        drop(ns);
+        if payload.len() as u64 > SIM_NS_SLOT_LEN - 16 {
+            return Err(errno(libc::ENOSPC));
+        }
+        let seq = *saved + 1;
+        let at = self.ns_base + (seq % 2) * SIM_NS_SLOT_LEN;
+        let mut head = [0u8; 16];
+        head[0..8].copy_from_slice(&seq.to_le_bytes());
+        head[8..12].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+        head[12..16].copy_from_slice(&ns_checksum(seq, &payload).to_le_bytes());
+        self.region.write(at, &head);
+        self.region.write(at + 16, &payload);
+        // persist: the directory operation is durable when it returns (as fsync of the
+        // directory makes it on a real file system); a torn slot fails its checksum.
+        self.region.persist(at, 16 + payload.len() as u64);
+        *saved = seq;
+        Ok(())
+    }
+}
+
+/// Checksum of a namespace slot: covers the sequence number too (the header's two words may
+/// persist separately: a new sequence number over an old slot must not look valid).
+fn ns_checksum(seq: u64, payload: &[u8]) -> u32 {
+    crc32c::crc32c_append(crc32c::crc32c(&seq.to_le_bytes()), payload)
+}
+
+impl SimNamespace {
+    fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(&self.next_id.to_le_bytes());
+        b.extend_from_slice(&self.marker.unwrap_or(0).to_le_bytes());
+        b.push(self.marker.is_some() as u8);
+        b.extend_from_slice(&(self.free_extents.len() as u32).to_le_bytes());
+        for e in &self.free_extents {
+            b.extend_from_slice(&e.to_le_bytes());
+        }
+        b.extend_from_slice(&(self.nodes.len() as u32).to_le_bytes());
+        let mut ids: Vec<_> = self.nodes.keys().copied().collect();
+        ids.sort_unstable();
+        for id in ids {
+            let n = &self.nodes[&id];
+            b.extend_from_slice(&id.to_le_bytes());
+            b.push(match n.kind {
+                FileKind::File => 0,
+                FileKind::Dir => 1,
+                FileKind::Symlink => 2,
+            });
+            b.extend_from_slice(&n.perm.to_le_bytes());
+            b.extend_from_slice(&n.parent.to_le_bytes());
+            b.extend_from_slice(&n.len.to_le_bytes());
+            b.extend_from_slice(&n.extent.unwrap_or(u32::MAX).to_le_bytes());
+            b.extend_from_slice(&n.mtime.to_le_bytes());
+            b.extend_from_slice(&(n.name.len() as u16).to_le_bytes());
+            b.extend_from_slice(&n.name);
+        }
+        b
+    }
+
+    fn decode(b: &[u8], extents: u32) -> Option<SimNamespace> {
+        let mut at = 0usize;
+        let mut take = |n: usize| -> Option<&[u8]> {
+            let s = b.get(at..at + n)?;
+            at += n;
+            Some(s)
+        };
+        let u64_of = |s: &[u8]| u64::from_le_bytes(s.try_into().unwrap_or([0; 8]));
+        let u32_of = |s: &[u8]| u32::from_le_bytes(s.try_into().unwrap_or([0; 4]));
+        let next_id = u64_of(take(8)?);
+        let marker = u64_of(take(8)?);
+        let has_marker = take(1)?[0] == 1;
+        let free_count = u32_of(take(4)?) as usize;
+        let mut free_extents = Vec::new();
+        for _ in 0..free_count.min(extents as usize) {
+            free_extents.push(u32_of(take(4)?));
+        }
+        let count = u32_of(take(4)?) as usize;
+        let mut nodes = HashMap::new();
+        for _ in 0..count {
+            let id = u64_of(take(8)?);
+            let kind = match take(1)?[0] {
+                0 => FileKind::File,
+                1 => FileKind::Dir,
+                _ => FileKind::Symlink,
+            };
+            let perm = u32_of(take(4)?);
+            let parent = u64_of(take(8)?);
+            let len = u64_of(take(8)?);
+            let extent = Some(u32_of(take(4)?)).filter(|&e| e != u32::MAX && e < extents);
+            let mtime = u64_of(take(8)?);
+            let name_len = u16::from_le_bytes(take(2)?.try_into().unwrap_or([0; 2])) as usize;
+            let name = take(name_len)?.to_vec();
+            let node = SimNode {
+                kind,
+                perm,
+                parent,
+                name,
+                len,
+                extent,
+                children: BTreeMap::new(),
+                mtime,
+            };
+            nodes.insert(id, node);
+        }
+        let links: Vec<(u64, u64, Vec<u8>)> = nodes
+            .iter()
+            .filter(|(&id, _)| id != SIM_ROOT_ID)
+            .map(|(&id, n)| (n.parent, id, n.name.clone()))
+            .collect();
+        for (parent, id, name) in links {
+            nodes.get_mut(&parent)?.children.insert(name, id);
+        }
+        nodes.get(&SIM_ROOT_ID)?;
+        Some(SimNamespace {
+            nodes,
+            next_id,
+            free_extents,
+            marker: has_marker.then_some(marker),
+        })
     }
 }
 
@@ -582,11 +746,17 @@ impl FileMedia for SimMedia {
     }
 
     fn create(&self, rel: &Path, perm: u32) -> io::Result<MediaStat> {
-        self.lock().add(rel, FileKind::File, perm)
+        let mut ns = self.lock();
+        let st = ns.add(rel, FileKind::File, perm)?;
+        self.save(ns)?;
+        Ok(st)
     }
 
     fn mkdir(&self, rel: &Path, perm: u32) -> io::Result<MediaStat> {
-        self.lock().add(rel, FileKind::Dir, perm)
+        let mut ns = self.lock();
+        let st = ns.add(rel, FileKind::Dir, perm)?;
+        self.save(ns)?;
+        Ok(st)
     }
 
     fn unlink(&self, rel: &Path) -> io::Result<()> {
@@ -596,7 +766,7 @@ impl FileMedia for SimMedia {
             return Err(errno(libc::EISDIR));
         }
         ns.remove(id);
-        Ok(())
+        self.save(ns)
     }
 
     fn rmdir(&self, rel: &Path) -> io::Result<()> {
@@ -613,7 +783,7 @@ impl FileMedia for SimMedia {
             return Err(errno(libc::EBUSY));
         }
         ns.remove(id);
-        Ok(())
+        self.save(ns)
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
@@ -650,7 +820,7 @@ impl FileMedia for SimMedia {
             n.parent = new_parent;
             n.name = new_name;
         }
-        Ok(())
+        self.save(ns)
     }
 
     fn read_dir(&self, rel: &Path) -> io::Result<Vec<(Vec<u8>, MediaStat)>> {
@@ -689,7 +859,7 @@ impl FileMedia for SimMedia {
             n.len = len;
             n.mtime = store::now_ns();
         }
-        Ok(())
+        self.save(ns)
     }
 
     fn set_perm(&self, rel: &Path, perm: u32) -> io::Result<()> {
@@ -698,7 +868,7 @@ impl FileMedia for SimMedia {
         if let Some(n) = ns.nodes.get_mut(&id) {
             n.perm = perm & 0o7777;
         }
-        Ok(())
+        self.save(ns)
     }
 
     fn set_times(
@@ -712,7 +882,7 @@ impl FileMedia for SimMedia {
         if let (Some(n), Some(m)) = (ns.nodes.get_mut(&id), mtime) {
             n.mtime = m;
         }
-        Ok(())
+        self.save(ns)
     }
 
     fn map(&self, rel: &Path, len_min: u64) -> io::Result<Window<SimRegion>> {
@@ -763,7 +933,22 @@ impl FileMedia for SimMedia {
     }
 
     fn set_marker(&self, store_id: u64) -> io::Result<()> {
-        self.lock().marker = Some(store_id);
-        Ok(())
+        let mut ns = self.lock();
+        ns.marker = Some(store_id);
+        self.save(ns)
+    }
+}
+
+impl SimNamespace {
+    /// (path, length) of every file (for tests and tools).
+    pub fn file_lens(&self) -> Vec<(PathBuf, u64)> {
+        let mut v: Vec<_> = self
+            .nodes
+            .iter()
+            .filter(|(_, n)| n.kind == FileKind::File)
+            .map(|(&id, n)| (self.path_of(id), n.len))
+            .collect();
+        v.sort();
+        v
     }
 }

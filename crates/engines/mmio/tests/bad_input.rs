@@ -39,14 +39,13 @@ fn log_pool_of_another_store_is_rejected() {
 #[test]
 fn bad_magic_and_corrupt_superblock() {
     let (region, s) = sim_store(&cfg());
-    let ns = s.media().namespace();
     drop(s);
     let mut image = region.persistent_image();
     image[20] ^= 0xFF; // inside the checksummed part
-    let err = sim_reopen(image.clone(), ns.clone(), &cfg()).err().unwrap();
+    let err = sim_reopen(image.clone(), &cfg()).err().unwrap();
     assert!(matches!(err, Error::Corrupt { .. }), "{err}");
     image[0] = b'X';
-    let err = sim_reopen(image, ns, &cfg()).err().unwrap();
+    let err = sim_reopen(image, &cfg()).err().unwrap();
     assert!(matches!(err, Error::BadMagic(_)), "{err}");
 }
 
@@ -61,7 +60,6 @@ fn corrupt_index_entry_is_reported() {
     s.write(fh, 0, &[1u8; 100]).unwrap();
     s.write(fh, 0, &[2u8; 100]).unwrap(); // a committed redo entry remains
     assert!(s.live_entries(fh).unwrap() > 0);
-    let ns = s.media().namespace();
     let mut image = region.persistent_image();
     // Find the live index entry (non-zero epoch word) and damage its file offset.
     let sb_index_off = u64::from_le_bytes(image[72..80].try_into().unwrap()) as usize;
@@ -70,7 +68,7 @@ fn corrupt_index_entry_is_reported() {
         .find(|&at| image[at..at + 8] != [0; 8])
         .unwrap();
     image[live + 16] ^= 0x40;
-    let err = sim_reopen(image, ns, &c).err().unwrap();
+    let err = sim_reopen(image, &c).err().unwrap();
     assert!(matches!(err, Error::Corrupt { .. }), "{err}");
 }
 
@@ -98,7 +96,7 @@ fn log_full_is_a_clear_error_and_nothing_is_lost() {
     assert_eq!(err.errno(), libc::ENOSPC);
     s.abortv(&[fh]).unwrap();
     assert_eq!(read_path(&s, "/f"), vec![7u8; 60_000]);
-    let (_r, s2) = sim_reopen(region.cache_image(), s.media().namespace(), &c).unwrap();
+    let (_r, s2) = sim_reopen(region.cache_image(), &c).unwrap();
     assert_eq!(read_path(&s2, "/f"), vec![7u8; 60_000]);
 }
 

@@ -30,9 +30,8 @@ fn roundtrip(mode: PolicyMode) {
     want.extend_from_slice(b"tail!");
     assert_eq!(read_path(&s, "/a"), want);
     // Every call returned: both the durable image and the cached one recover to `want`.
-    let ns = s.media().namespace();
     for image in [region.persistent_image(), region.cache_image()] {
-        let (_r, s2) = sim_reopen(image, ns.clone(), &c).expect("recover");
+        let (_r, s2) = sim_reopen(image, &c).expect("recover");
         assert_eq!(read_path(&s2, "/a"), want, "{mode:?}");
         assert!(s2.fsck().unwrap().is_clean());
     }
@@ -62,9 +61,8 @@ fn atomic_uncommitted_lost(mode: PolicyMode) {
     s.write(fh, 100, &[2u8; 5000]).unwrap();
     s.write(fh, 9000, &[3u8; 100]).unwrap();
     s.set_len(fh, 4000).unwrap();
-    let ns = s.media().namespace();
     for image in [region.persistent_image(), region.cache_image()] {
-        let (_r, s2) = sim_reopen(image, ns.clone(), &c).expect("recover");
+        let (_r, s2) = sim_reopen(image, &c).expect("recover");
         assert_eq!(read_path(&s2, "/f"), vec![1u8; 9000], "{mode:?}");
     }
     // abortv drops them live, too.
@@ -74,7 +72,7 @@ fn atomic_uncommitted_lost(mode: PolicyMode) {
     s.fsync(fh, false).unwrap();
     let mut want = vec![1u8; 8990];
     want.extend_from_slice(&[4u8; 20]);
-    let (_r, s3) = sim_reopen(region.persistent_image(), s.media().namespace(), &c).unwrap();
+    let (_r, s3) = sim_reopen(region.persistent_image(), &c).unwrap();
     assert_eq!(read_path(&s3, "/f"), want);
 }
 
@@ -100,11 +98,11 @@ fn transaction_commit_abort_and_crash() {
     s.write(a, 0, b"AA").unwrap();
     s.write(b, 2, b"BBBB").unwrap();
     // Not committed: a crash keeps the old contents of both.
-    let (_r, s2) = sim_reopen(region.cache_image(), s.media().namespace(), &c).unwrap();
+    let (_r, s2) = sim_reopen(region.cache_image(), &c).unwrap();
     assert_eq!(read_path(&s2, "/a"), b"aaaa");
     assert_eq!(read_path(&s2, "/b"), b"bbbb");
     s.tx_commit(tx).unwrap();
-    let (_r, s3) = sim_reopen(region.persistent_image(), s.media().namespace(), &c).unwrap();
+    let (_r, s3) = sim_reopen(region.persistent_image(), &c).unwrap();
     assert_eq!(read_path(&s3, "/a"), b"AAaa");
     assert_eq!(read_path(&s3, "/b"), b"bbBBBB");
     // Abort restores both files.

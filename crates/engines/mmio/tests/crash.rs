@@ -1,5 +1,5 @@
 //! Crash test over simulated media: one SimRegion holds the log pool and the host files'
-//! contents (the namespace is the durable SimNamespace snapshot), so a crash image at every
+//! contents and the simulated namespace (persisted in the same region), so a crash image at every
 //! fence covers both media. A seeded workload of single writes, O_ATOMIC epochs, multi-file
 //! transactions, truncations and aborts runs; at every fence, sampled crash images are
 //! recovered and checked: every committed sync/transaction fully present, the in-flight one
@@ -13,7 +13,7 @@
 mod common;
 
 use common::*;
-use mmio::{MmioConfig, PolicyMode, SimNamespace};
+use mmio::{MmioConfig, PolicyMode};
 use pmem::{CrashConfig, CrashPoint, SimRegion};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
@@ -52,40 +52,30 @@ fn tree_of(files: &[Vec<u8>], extra: &Tree) -> Tree {
     t
 }
 
-fn check_image(o: &mut Oracle, image: Vec<u8>, ns: &SimNamespace, cfg: &MmioConfig, nested: bool) {
+fn check_image(o: &mut Oracle, image: Vec<u8>, cfg: &MmioConfig, nested: bool) {
     let got = if nested {
         // Crash in the middle of recovery, at its second fence, then recover again.
-        // The namespace changes of the first recovery are durable when made: snapshot them
-        // together with the region's crash image.
-        type Saved = Option<(Vec<u8>, SimNamespace)>;
-        let saved: Arc<Mutex<Saved>> = Arc::default();
+        let saved: Arc<Mutex<Option<Vec<u8>>>> = Arc::default();
         let region = Arc::new(SimRegion::from_image(image.clone()));
-        let pool = mmio::Window::new(region.clone(), 0, cfg.log_pool_len);
-        let media = mmio::SimMedia::with_namespace(
-            region.clone(),
-            cfg.log_pool_len,
-            FILE_CAPACITY,
-            ns.clone(),
-        );
-        let live_ns = media.namespace_handle();
         let sink = saved.clone();
         let mut k = 0;
         region.set_fence_hook(Box::new(move |cp: &CrashPoint<'_>| {
             k += 1;
             if k == 2 {
-                let snap = live_ns.lock().unwrap().clone();
-                *sink.lock().unwrap() = cp.images().last().map(|img| (img, snap));
+                *sink.lock().unwrap() = cp.images().last();
             }
         }));
-        let first = mmio::MmioStore::open_on(pool, media, cfg);
+        let pool = mmio::Window::new(region.clone(), 0, cfg.log_pool_len);
+        let first = mmio::SimMedia::open(region.clone(), cfg.log_pool_len, FILE_CAPACITY, FILES)
+            .map_err(|e| store::Error::corrupt(e.to_string(), 0))
+            .and_then(|media| mmio::MmioStore::open_on(pool, media, cfg));
         drop(first);
         region.take_fence_hook();
         let mid = saved.lock().unwrap().take();
         o.nested += mid.is_some() as u64;
-        let (again, again_ns) = mid.unwrap_or((image, ns.clone()));
-        sim_reopen(again, again_ns, cfg).and_then(|(_r, s)| contents(&s))
+        sim_reopen(mid.unwrap_or(image), cfg).and_then(|(_r, s)| contents(&s))
     } else {
-        sim_reopen(image, ns.clone(), cfg).and_then(|(_r, s)| {
+        sim_reopen(image, cfg).and_then(|(_r, s)| {
             if std::env::var("MMIO_CRASH_TRACE").is_ok() {
                 eprintln!("recovery: {:?}", s.recovery_report());
             }
@@ -94,7 +84,9 @@ fn check_image(o: &mut Oracle, image: Vec<u8>, ns: &SimNamespace, cfg: &MmioConf
     };
     o.checked_images += 1;
     match got {
-        Err(e) => o.failure.get_or_insert(format!("recovery failed: {e}")),
+        Err(e) => o
+            .failure
+            .get_or_insert(format!("recovery failed (nested {nested}): {e}")),
         Ok(got) => {
             if got == o.committed || o.inflight.as_ref() == Some(&got) {
                 return;
@@ -136,7 +128,6 @@ fn run(seed: u64, mode: PolicyMode, ops: usize) -> (u64, u64, u64) {
         committed: tree_of(&vec![Vec::new(); NFILES], &Tree::new()),
         ..Default::default()
     }));
-    let ns = s.media().namespace_handle();
     {
         let oracle = oracle.clone();
         let cfg = cfg.clone();
@@ -146,16 +137,9 @@ fn run(seed: u64, mode: PolicyMode, ops: usize) -> (u64, u64, u64) {
             if o.failure.is_some() {
                 return;
             }
-            let snapshot = ns.lock().unwrap().clone();
             let fence = cp.fence_index();
             for (i, image) in cp.images().enumerate() {
-                check_image(
-                    &mut o,
-                    image,
-                    &snapshot,
-                    &cfg,
-                    (fence + i as u64).is_multiple_of(7),
-                );
+                check_image(&mut o, image, &cfg, (fence + i as u64).is_multiple_of(7));
             }
         }));
     }

@@ -86,7 +86,7 @@ fn crash_before_commit_restores_names() {
     let tx = s.tx_begin(&[]).unwrap();
     let _fnew = changes(&s, tx);
     for image in [region.persistent_image(), region.cache_image()] {
-        let (_r2, s2) = sim_reopen(image, s.media().namespace(), &c).unwrap();
+        let (_r2, s2) = sim_reopen(image, &c).unwrap();
         assert!(
             s2.recovery_report().intents_undone >= 7,
             "{:?}",
@@ -115,10 +115,9 @@ fn commit_keeps_names_and_empties_the_trash() {
             & 0o777,
         0o600
     );
-    let (_r2, s2) = sim_reopen(region.persistent_image(), s.media().namespace(), &c).unwrap();
+    let (_r2, s2) = sim_reopen(region.persistent_image(), &c).unwrap();
     assert_eq!(tree(&s2), during);
-    let ns_trash = s.media().namespace();
-    let (_r3, s3) = sim_reopen(region.persistent_image(), ns_trash, &c).unwrap();
+    let (_r3, s3) = sim_reopen(region.persistent_image(), &c).unwrap();
     // The trash is hidden and empty after the commit.
     let names: Vec<_> = s3
         .read_dir(ROOT_INO)

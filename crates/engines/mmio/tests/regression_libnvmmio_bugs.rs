@@ -43,7 +43,7 @@ fn recovery_redoes_committed_redo_entries() {
     );
     let mut want = vec![1u8; 8192];
     want[100..3100].fill(2);
-    let (_r, s2) = sim_reopen(region.persistent_image(), s.media().namespace(), &c).unwrap();
+    let (_r, s2) = sim_reopen(region.persistent_image(), &c).unwrap();
     assert!(
         s2.recovery_report().entries_redone >= 1,
         "{:?}",
@@ -61,7 +61,7 @@ fn recovery_undoes_uncommitted_undo_entries() {
     s.fsync(fh, false).unwrap();
     s.write(fh, 10, &[9u8; 5000]).unwrap(); // in place, not committed
                                             // The cache image holds the in-place write: recovery must roll it back.
-    let (_r, s2) = sim_reopen(region.cache_image(), s.media().namespace(), &c).unwrap();
+    let (_r, s2) = sim_reopen(region.cache_image(), &c).unwrap();
     assert!(
         s2.recovery_report().entries_undone >= 1,
         "{:?}",
@@ -80,7 +80,7 @@ fn undo_image_survives_second_write_in_epoch() {
     s.write(fh, 0, &[b'B'; 10]).unwrap(); // first write of the epoch to block 0
     s.write(fh, 0, &[b'C'; 20]).unwrap(); // second write, overlapping and wider
     s.write(fh, 2000, &[b'D'; 10]).unwrap(); // third, disjoint chunk of the same block
-    let (_r, s2) = sim_reopen(region.cache_image(), s.media().namespace(), &c).unwrap();
+    let (_r, s2) = sim_reopen(region.cache_image(), &c).unwrap();
     assert_eq!(
         read_path(&s2, "/b"),
         vec![b'A'; 4096],

@@ -2,7 +2,7 @@
 //! holds the log pool and the file extents) and over a real directory on /dev/shm.
 #![allow(dead_code)]
 
-use mmio::{MmioConfig, MmioStore, SimMedia, SimNamespace, Window};
+use mmio::{MmioConfig, MmioStore, SimMedia, Window};
 use pmem::SimRegion;
 use std::sync::Arc;
 use store::{Fh, OpenOptions, Store};
@@ -19,23 +19,22 @@ pub fn pool_len(cfg: &MmioConfig) -> u64 {
 /// A fresh store over a new simulated region.
 pub fn sim_store(cfg: &MmioConfig) -> (Arc<SimRegion>, SimStore) {
     let len = pool_len(cfg);
-    let region = Arc::new(SimRegion::new(len + FILE_CAPACITY * FILES as u64));
+    let region = Arc::new(SimRegion::new(
+        len + SimMedia::area_len(FILE_CAPACITY, FILES),
+    ));
     let pool = Window::new(region.clone(), 0, len);
     let media = SimMedia::new(region.clone(), len, FILE_CAPACITY, FILES);
     let store = MmioStore::create_on(pool, media, cfg).expect("create sim store");
     (region, store)
 }
 
-/// Open (recover) a store from a crash image of the region and a namespace snapshot.
-pub fn sim_reopen(
-    image: Vec<u8>,
-    ns: SimNamespace,
-    cfg: &MmioConfig,
-) -> store::Result<(Arc<SimRegion>, SimStore)> {
+/// Open (recover) a store from a crash image of the region (log pool, namespace and files).
+pub fn sim_reopen(image: Vec<u8>, cfg: &MmioConfig) -> store::Result<(Arc<SimRegion>, SimStore)> {
     let len = pool_len(cfg);
     let region = Arc::new(SimRegion::from_image(image));
     let pool = Window::new(region.clone(), 0, len);
-    let media = SimMedia::with_namespace(region.clone(), len, FILE_CAPACITY, ns);
+    let media = SimMedia::open(region.clone(), len, FILE_CAPACITY, FILES)
+        .map_err(|e| store::Error::corrupt(format!("simulated namespace: {e}"), len))?;
     let store = MmioStore::open_on(pool, media, cfg)?;
     Ok((region, store))
 }
