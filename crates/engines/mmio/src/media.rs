@@ -531,8 +531,10 @@ pub struct SimMedia {
     base: u64,
     file_capacity: u64,
     ns: Arc<Mutex<SimNamespace>>,
-    /// Sequence number of the last saved namespace (serialises saves in namespace order).
-    saved: Mutex<u64>,
+    /// (Highest sequence number ever written, slot of the current namespace): serialises
+    /// saves in namespace order. A sequence number is never reused (a crash may have left a
+    /// half-written slot with it), and a save never overwrites the current slot.
+    saved: Mutex<(u64, u64)>,
 }
 
 impl SimMedia {
@@ -550,7 +552,7 @@ impl SimMedia {
             base: base + 2 * SIM_NS_SLOT_LEN,
             file_capacity,
             ns: Arc::new(Mutex::new(SimNamespace::new(extents))),
-            saved: Mutex::new(0),
+            saved: Mutex::new((0, 0)),
         };
         let ns = media.lock();
         // An empty namespace always fits a slot.
@@ -566,12 +568,14 @@ impl SimMedia {
         extents: u32,
     ) -> io::Result<Self> {
         pmem::check_range(region.len(), base, Self::area_len(file_capacity, extents));
-        let mut best: Option<(u64, SimNamespace)> = None;
+        let mut best: Option<(u64, SimNamespace, u64)> = None;
+        let mut seq_max = 0;
         for slot in 0..2 {
             let at = base + slot * SIM_NS_SLOT_LEN;
             let mut head = [0u8; 16];
             region.read(at, &mut head);
             let seq = u64::from_le_bytes(head[0..8].try_into().unwrap_or([0; 8]));
+            seq_max = seq_max.max(seq);
             let len = u32::from_le_bytes(head[8..12].try_into().unwrap_or([0; 4])) as u64;
             let crc = u32::from_le_bytes(head[12..16].try_into().unwrap_or([0; 4]));
             if seq == 0 || len > SIM_NS_SLOT_LEN - 16 {
@@ -579,14 +583,15 @@ impl SimMedia {
             }
             let mut payload = vec![0u8; len as usize];
             region.read(at + 16, &mut payload);
-            if ns_checksum(seq, &payload) != crc || best.as_ref().is_some_and(|(b, _)| *b > seq) {
+            if ns_checksum(seq, &payload) != crc || best.as_ref().is_some_and(|(b, _, _)| *b > seq)
+            {
                 continue;
             }
             if let Some(ns) = SimNamespace::decode(&payload, extents) {
-                best = Some((seq, ns));
+                best = Some((seq, ns, slot));
             }
         }
-        let (seq, ns) = best.ok_or_else(|| {
+        let (_, ns, slot) = best.ok_or_else(|| {
             io::Error::new(io::ErrorKind::InvalidData, "no valid simulated namespace")
         })?;
         Ok(SimMedia {
@@ -595,7 +600,7 @@ impl SimMedia {
             base: base + 2 * SIM_NS_SLOT_LEN,
             file_capacity,
             ns: Arc::new(Mutex::new(ns)),
-            saved: Mutex::new(seq),
+            saved: Mutex::new((seq_max, slot)),
         })
     }
 
@@ -616,8 +621,9 @@ impl SimMedia {
         if payload.len() as u64 > SIM_NS_SLOT_LEN - 16 {
             return Err(errno(libc::ENOSPC));
         }
-        let seq = *saved + 1;
-        let at = self.ns_base + (seq % 2) * SIM_NS_SLOT_LEN;
+        let seq = saved.0 + 1;
+        let slot = 1 - saved.1;
+        let at = self.ns_base + slot * SIM_NS_SLOT_LEN;
         let mut head = [0u8; 16];
         head[0..8].copy_from_slice(&seq.to_le_bytes());
         head[8..12].copy_from_slice(&(payload.len() as u32).to_le_bytes());
@@ -627,7 +633,7 @@ impl SimMedia {
         // persist: the directory operation is durable when it returns (as fsync of the
         // directory makes it on a real file system); a torn slot fails its checksum.
         self.region.persist(at, 16 + payload.len() as u64);
-        *saved = seq;
+        *saved = (seq, slot);
         Ok(())
     }
 }

@@ -138,11 +138,16 @@ fn recover_intents<R: Region, M: FileMedia>(
         }
     }
     all.sort_by_key(|(_, r)| std::cmp::Reverse(r.seq));
-    for (_, rec) in &all {
+    for (idx, rec) in &all {
         if committed.contains(&rec.txid) {
             continue;
         }
         crate::intent::undo(media, &rec.intent)?;
+        crate::intent::clear(pool, sb.intent_at(*idx));
+        // persist: an undone intent is freed before the next older one is undone: replaying
+        // a newer undo after an older one restored its path would undo the restoration
+        // (a `Created` undo removing the name a `Renamed` undo brought back).
+        pool.fence();
         report.intents_undone += 1;
     }
     for (_, rec) in all.iter().rev() {
