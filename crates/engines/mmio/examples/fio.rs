@@ -2,9 +2,10 @@
 //! after each, and 4 KB reads, on a 256 MB file: mmio (undo, redo, hybrid) vs
 //! pwrite + fdatasync, all on tmpfs (/dev/shm).
 //!
-//! Run: `cargo run --release -p atomfs-mmio --example fio -- [ops] [file_mb] [dir] [filter]`
+//! Run: `cargo run --release -p atomfs-mmio --example fio -- [ops] [file_mb] [dir] [filter] [pool_dir]`
 //! (defaults: 20000 ops, 256 MB, /dev/shm; `filter` e.g. "rand-write" runs only those
-//! cases). Numbers are per-machine; compare ratios.
+//! cases; `pool_dir`: where the log pool lives, default `dir` — e.g. files on ext4 and the log
+//! pool on /dev/shm, Libnvmmio's NVM-log setup). Numbers are per-machine; compare ratios.
 
 use mmio::{MmioConfig, MmioStore, PolicyMode};
 use std::os::unix::fs::FileExt;
@@ -84,6 +85,7 @@ fn baseline(dir: &Path, file_len: u64, ops: usize, random: bool, write: bool) ->
 
 fn mmio_run(
     dir: &Path,
+    pool_dir: &Path,
     file_len: u64,
     ops: usize,
     random: bool,
@@ -93,7 +95,7 @@ fn mmio_run(
     let files = dir.join(format!("mmio-files-{mode:?}"));
     let _ = std::fs::remove_dir_all(&files);
     std::fs::create_dir_all(&files).expect("mkdir");
-    let pool = dir.join(format!("mmio-{mode:?}.pool"));
+    let pool = pool_dir.join(format!("mmio-{mode:?}-{}.pool", std::process::id()));
     let _ = std::fs::remove_file(&pool);
     let cfg = MmioConfig {
         policy_mode: mode,
@@ -167,6 +169,10 @@ fn main() {
         dir.display()
     );
     let filter = args.get(4).cloned().unwrap_or_default();
+    let pool_dir = args
+        .get(5)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| dir.clone());
     for random in [true, false] {
         for write in [true, false] {
             let case = format!(
@@ -179,7 +185,7 @@ fn main() {
             }
             let base = baseline(&dir, file_len, ops, random, write);
             for mode in [PolicyMode::Undo, PolicyMode::Redo, PolicyMode::Hybrid] {
-                let k = mmio_run(&dir, file_len, ops, random, write, mode);
+                let k = mmio_run(&dir, &pool_dir, file_len, ops, random, write, mode);
                 println!("    ratio vs baseline: {:.2}x", k / base);
             }
         }
