@@ -135,6 +135,14 @@ impl<R: Region> Core<R> {
     /// operation: one batch of undo entries, one fence.
     pub fn finish_data_op(&self, tx: &mut Tx, ino: u64, delta: &InodeDelta) -> Result<()> {
         let ioff = self.geo.inode(ino);
+        if self.mode() != Mode::Nc
+            && delta.pointer_writes.is_empty()
+            && delta.size == self.read_u64(ioff + I_SIZE)
+            && delta.blocks == self.read_u64(ioff + I_BLOCKS)
+        {
+            // Only the times change: they are written at commit (tx.rs `defer_times`).
+            return self.defer_times(tx, ino);
+        }
         let now = store::now_ns();
         let mut attrs = [0u8; 32];
         attrs[..8].copy_from_slice(&delta.size.to_le_bytes());

@@ -338,9 +338,11 @@ impl<R: Region> PoolStore<R> {
                 deferred_blocks,
                 deferred_slots,
                 orphans,
-                inodes
+                inodes,
+                deferred_times
             );
             group.doomed |= m.doomed;
+            group.log_unfenced |= m.log_unfenced;
         }
         Ok(())
     }
