@@ -148,6 +148,31 @@ fn run(s: &PoolStore<MappedRegion>, fhs: &[Fh], a: &Args, max_write: u64, data: 
     }
 }
 
+/// The data path's durable copy (`Core::copy_durable`, PMDK's `pmem_memcpy_persist`
+/// policy): whole lines of copies of at least 256 bytes non-temporally, partial lines
+/// through the cache and flushed.
+fn copy_durable(region: &MappedRegion, addr: u64, data: &[u8]) {
+    let end = addr + data.len() as u64;
+    let lo = addr.next_multiple_of(64);
+    let hi = end / 64 * 64;
+    if data.len() < pool::NT_COPY_MIN || hi <= lo {
+        region.write(addr, data);
+        region.flush(addr, data.len() as u64);
+        return;
+    }
+    let (head, rest) = data.split_at((lo - addr) as usize);
+    let (middle, tail) = rest.split_at((hi - lo) as usize);
+    if !head.is_empty() {
+        region.write(addr, head);
+        region.flush(addr, head.len() as u64);
+    }
+    region.write_nt(lo, middle);
+    if !tail.is_empty() {
+        region.write(hi, tail);
+        region.flush(hi, tail.len() as u64);
+    }
+}
+
 /// CPU time consumed by the calling thread, in ns.
 fn thread_cpu_ns() -> u64 {
     let mut ts = libc::timespec {
@@ -173,8 +198,7 @@ fn floor(region: &MappedRegion, a: &Args, max_write: u64, data: &[u8], base: u64
         for _ in 0..2 {
             let len = 1 + rng.next() % max_write;
             let off = base + (rng.next() % (span - len)) / 64 * 64;
-            region.write(off, &data[..len as usize]);
-            region.flush(off, len);
+            copy_durable(region, off, &data[..len as usize]);
         }
         region.fence();
     }

@@ -11,6 +11,9 @@ use pmem::Region;
 use std::sync::atomic::Ordering;
 use store::{Error, Result};
 
+/// Smallest copy whose whole lines `Core::copy_durable` stores non-temporally.
+pub const NT_COPY_MIN: usize = 256;
+
 /// Largest file size (the deepest tree).
 pub const FILE_SIZE_MAX: u64 = 1 << 46;
 
@@ -198,9 +201,34 @@ impl<R: Region> Core<R> {
 
     /// NC: overwrite in place (durable at the call's fence).
     pub fn write_in_place(&self, pbn: u64, boff: u64, chunk: &[u8]) {
-        let addr = self.geo.block(pbn) + boff;
-        self.region.write(addr, chunk);
-        self.region.flush(addr, chunk.len() as u64);
+        self.copy_durable(self.geo.block(pbn) + boff, chunk);
+    }
+
+    /// Copy `data` to `addr`, durable at this thread's next fence: the whole cache lines of
+    /// a copy of at least `NT_COPY_MIN` bytes with non-temporal stores (no read of the old
+    /// line, no flush), partial lines at its ends through the cache and flushed. The same
+    /// policy as PMDK's `pmem_memcpy_persist`, used by every mode's data path (and by the
+    /// micro-benchmark's floor).
+    pub fn copy_durable(&self, addr: u64, data: &[u8]) {
+        let end = addr + data.len() as u64;
+        let lo = addr.next_multiple_of(LINE);
+        let hi = end / LINE * LINE;
+        if data.len() < NT_COPY_MIN || hi <= lo {
+            self.region.write(addr, data);
+            self.region.flush(addr, data.len() as u64);
+            return;
+        }
+        let (head, rest) = data.split_at((lo - addr) as usize);
+        let (middle, tail) = rest.split_at((hi - lo) as usize);
+        if !head.is_empty() {
+            self.region.write(addr, head);
+            self.region.flush(addr, head.len() as u64);
+        }
+        self.region.write_nt(lo, middle);
+        if !tail.is_empty() {
+            self.region.write(hi, tail);
+            self.region.flush(hi, tail.len() as u64);
+        }
     }
 
     /// FCFS: redo the lines into the transaction's pending version of the block.
@@ -220,29 +248,41 @@ impl<R: Region> Core<R> {
         let mine = list[vi];
         let older = &list[..vi];
         let base = self.geo.block(mine.pbn);
+        let end = boff + chunk.len() as u64;
         let first = boff / LINE;
-        let last = (boff + chunk.len() as u64 - 1) / LINE;
-        // Edge lines not fully covered and not yet in the version: start from the latest copy.
+        let last = (end - 1) / LINE;
+        // Edge lines not fully covered and not yet in the version: the whole line is made
+        // once in DRAM from the latest copy and the new bytes, then stored whole with a
+        // non-temporal store (no read of the pending block's old line, no flush).
+        let (mut lo, mut hi) = (boff, end);
         for line in [first, last] {
             let lstart = line * LINE;
-            let covered = boff <= lstart && boff + chunk.len() as u64 >= lstart + LINE;
-            if covered || mine.bitmap & (1 << line) != 0 {
+            let lend = lstart + LINE;
+            let covered = boff <= lstart && end >= lend;
+            if covered || mine.bitmap & (1 << line) != 0 || (line == last && lo >= hi) {
                 continue;
             }
             let mut buf = [0u8; LINE as usize];
             let src = source_of(older, permanent, line);
-            self.region.read(self.geo.block(src) + lstart, &mut buf);
-            self.region.write(base + lstart, &buf);
+            if src != 0 {
+                self.region.read(self.geo.block(src) + lstart, &mut buf);
+            }
+            let (from, to) = (boff.max(lstart), end.min(lend));
+            buf[(from - lstart) as usize..(to - lstart) as usize]
+                .copy_from_slice(&chunk[(from - boff) as usize..(to - boff) as usize]);
+            self.region.write_nt(base + lstart, &buf);
+            if line == first {
+                lo = lo.max(lend);
+            }
+            if line == last {
+                hi = hi.min(lstart);
+            }
         }
-        if boff.is_multiple_of(LINE)
-            && chunk.len() >= 1024
-            && (chunk.len() as u64).is_multiple_of(LINE)
-        {
-            self.region.write_nt(base + boff, chunk);
-        } else {
-            self.region.write(base + boff, chunk);
-            self.region
-                .flush(base + first * LINE, (last - first + 1) * LINE);
+        if lo < hi {
+            self.copy_durable(
+                base + lo,
+                &chunk[(lo - boff) as usize..(hi - boff) as usize],
+            );
         }
         let bitmap = mine.bitmap | line_mask(first, last);
         if let Some(list) = st.pending.get_mut(&lbn) {
