@@ -5,6 +5,10 @@
 //! NVMM are the region's own counters (`RegionStats::lines_flushed` x 64: every line written
 //! back by a flush or a non-temporal store). `pmem::Accounted` would split them per area but
 //! costs a few hundred ns per call, which would weigh on the modes making many small calls.
+//! Every mode gets the same files, offsets and sizes (same seed). Besides the wall-clock mean
+//! it prints the benchmark thread's CPU time per transaction (background checkpoint threads
+//! excluded), which other processes on a shared machine do not inflate. The floor copies
+//! with the data path's own policy (`Core::copy_durable`: non-temporal whole lines).
 //!
 //! ```text
 //! cargo run --release -p atomfs-pool --example micro -- [--files 1000] [--file-mb 4]
