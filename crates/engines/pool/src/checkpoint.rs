@@ -199,6 +199,7 @@ impl<R: Region> Core<R> {
     ) -> u64 {
         let mut copied = 0;
         let mut line = 0u64;
+        let mut buf = [0u8; BLOCK_SIZE as usize];
         while line < LINES_PER_BLOCK {
             let src = owner[line as usize].map_or(permanent, |i| versions[i].pbn);
             let mut end = line + 1;
@@ -212,13 +213,14 @@ impl<R: Region> Core<R> {
                 let dst = self.geo.block(target) + at;
                 if src == 0 {
                     self.region.fill(dst, len, 0);
+                    self.region.flush(dst, len);
                 } else {
-                    let mut buf = [0u8; BLOCK_SIZE as usize];
+                    // Whole lines: non-temporal stores (no read of the target's old lines),
+                    // durable at this thread's fence that ends step 2.
                     self.region
                         .read(self.geo.block(src) + at, &mut buf[..len as usize]);
-                    self.region.write(dst, &buf[..len as usize]);
+                    self.region.write_nt(dst, &buf[..len as usize]);
                 }
-                self.region.flush(dst, len);
                 copied += end - line;
             }
             line = end;

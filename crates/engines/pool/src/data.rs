@@ -11,6 +11,9 @@ use pmem::Region;
 use std::sync::atomic::Ordering;
 use store::{Error, Result};
 
+/// Smallest copy whose whole lines `Core::copy_durable` stores non-temporally.
+pub const NT_COPY_MIN: usize = 256;
+
 /// Largest file size (the deepest tree).
 pub const FILE_SIZE_MAX: u64 = 1 << 46;
 
@@ -105,6 +108,9 @@ impl<R: Region> Core<R> {
             blocks: self.read_u64(ioff + I_BLOCKS),
             pointer_writes: Vec::new(),
         };
+        if matches!(self.mode(), Mode::Fcfs | Mode::Soc | Mode::Sync) {
+            self.prepare_redo(st, tx, off, end, size)?;
+        }
         let mut pos = off;
         while pos < end {
             let lbn = pos / BLOCK_SIZE;
@@ -131,10 +137,47 @@ impl<R: Region> Core<R> {
         self.finish_data_op(tx, ino, &delta)
     }
 
+    /// Before any data of a write is copied: the pending versions of the existing blocks it
+    /// overwrites (log slots, pending blocks) and, for an overwrite inside the file, the undo
+    /// entry of the times. Their allocations take locks, and a locked instruction waits for
+    /// the non-temporal stores before it: done first, they do not stall between the copies.
+    fn prepare_redo(
+        &self,
+        st: &mut InodeState,
+        tx: &mut Tx,
+        off: u64,
+        end: u64,
+        size: u64,
+    ) -> Result<()> {
+        let mut all_exist = true;
+        let mut lbn = off / BLOCK_SIZE;
+        while lbn * BLOCK_SIZE < end {
+            match self.permanent_block(st.ino, lbn)? {
+                (pbn, Some(ptr)) if pbn != 0 => {
+                    self.own_version(st, tx, lbn, ptr)?;
+                }
+                _ => all_exist = false,
+            }
+            lbn += 1;
+        }
+        if all_exist && end <= size {
+            self.defer_times(tx, st.ino)?;
+        }
+        Ok(())
+    }
+
     /// Write the pointer changes and the inode's size, times and block count of one data
     /// operation: one batch of undo entries, one fence.
     pub fn finish_data_op(&self, tx: &mut Tx, ino: u64, delta: &InodeDelta) -> Result<()> {
         let ioff = self.geo.inode(ino);
+        if self.mode() != Mode::Nc
+            && delta.pointer_writes.is_empty()
+            && delta.size == self.read_u64(ioff + I_SIZE)
+            && delta.blocks == self.read_u64(ioff + I_BLOCKS)
+        {
+            // Only the times change: they are written at commit (tx.rs `defer_times`).
+            return self.defer_times(tx, ino);
+        }
         let now = store::now_ns();
         let mut attrs = [0u8; 32];
         attrs[..8].copy_from_slice(&delta.size.to_le_bytes());
@@ -190,9 +233,34 @@ impl<R: Region> Core<R> {
 
     /// NC: overwrite in place (durable at the call's fence).
     pub fn write_in_place(&self, pbn: u64, boff: u64, chunk: &[u8]) {
-        let addr = self.geo.block(pbn) + boff;
-        self.region.write(addr, chunk);
-        self.region.flush(addr, chunk.len() as u64);
+        self.copy_durable(self.geo.block(pbn) + boff, chunk);
+    }
+
+    /// Copy `data` to `addr`, durable at this thread's next fence: the whole cache lines of
+    /// a copy of at least `NT_COPY_MIN` bytes with non-temporal stores (no read of the old
+    /// line, no flush), partial lines at its ends through the cache and flushed. The same
+    /// policy as PMDK's `pmem_memcpy_persist`, used by every mode's data path (and by the
+    /// micro-benchmark's floor).
+    pub fn copy_durable(&self, addr: u64, data: &[u8]) {
+        let end = addr + data.len() as u64;
+        let lo = addr.next_multiple_of(LINE);
+        let hi = end / LINE * LINE;
+        if data.len() < NT_COPY_MIN || hi <= lo {
+            self.region.write(addr, data);
+            self.region.flush(addr, data.len() as u64);
+            return;
+        }
+        let (head, rest) = data.split_at((lo - addr) as usize);
+        let (middle, tail) = rest.split_at((hi - lo) as usize);
+        if !head.is_empty() {
+            self.region.write(addr, head);
+            self.region.flush(addr, head.len() as u64);
+        }
+        self.region.write_nt(lo, middle);
+        if !tail.is_empty() {
+            self.region.write(hi, tail);
+            self.region.flush(hi, tail.len() as u64);
+        }
     }
 
     /// FCFS: redo the lines into the transaction's pending version of the block.
@@ -212,29 +280,41 @@ impl<R: Region> Core<R> {
         let mine = list[vi];
         let older = &list[..vi];
         let base = self.geo.block(mine.pbn);
+        let end = boff + chunk.len() as u64;
         let first = boff / LINE;
-        let last = (boff + chunk.len() as u64 - 1) / LINE;
-        // Edge lines not fully covered and not yet in the version: start from the latest copy.
+        let last = (end - 1) / LINE;
+        // Edge lines not fully covered and not yet in the version: the whole line is made
+        // once in DRAM from the latest copy and the new bytes, then stored whole with a
+        // non-temporal store (no read of the pending block's old line, no flush).
+        let (mut lo, mut hi) = (boff, end);
         for line in [first, last] {
             let lstart = line * LINE;
-            let covered = boff <= lstart && boff + chunk.len() as u64 >= lstart + LINE;
-            if covered || mine.bitmap & (1 << line) != 0 {
+            let lend = lstart + LINE;
+            let covered = boff <= lstart && end >= lend;
+            if covered || mine.bitmap & (1 << line) != 0 || (line == last && lo >= hi) {
                 continue;
             }
             let mut buf = [0u8; LINE as usize];
             let src = source_of(older, permanent, line);
-            self.region.read(self.geo.block(src) + lstart, &mut buf);
-            self.region.write(base + lstart, &buf);
+            if src != 0 {
+                self.region.read(self.geo.block(src) + lstart, &mut buf);
+            }
+            let (from, to) = (boff.max(lstart), end.min(lend));
+            buf[(from - lstart) as usize..(to - lstart) as usize]
+                .copy_from_slice(&chunk[(from - boff) as usize..(to - boff) as usize]);
+            self.region.write_nt(base + lstart, &buf);
+            if line == first {
+                lo = lo.max(lend);
+            }
+            if line == last {
+                hi = hi.min(lstart);
+            }
         }
-        if boff.is_multiple_of(LINE)
-            && chunk.len() >= 1024
-            && (chunk.len() as u64).is_multiple_of(LINE)
-        {
-            self.region.write_nt(base + boff, chunk);
-        } else {
-            self.region.write(base + boff, chunk);
-            self.region
-                .flush(base + first * LINE, (last - first + 1) * LINE);
+        if lo < hi {
+            self.copy_durable(
+                base + lo,
+                &chunk[(lo - boff) as usize..(hi - boff) as usize],
+            );
         }
         let bitmap = mine.bitmap | line_mask(first, last);
         if let Some(list) = st.pending.get_mut(&lbn) {

@@ -37,6 +37,7 @@ mod tx;
 mod txn;
 
 pub use config::{Mode, PoolConfig};
+pub use data::NT_COPY_MIN;
 pub use inspect::{
     BlockMapInfo, LogEntryInfo, LogOccupancy, PendingListInfo, SuperblockInfo, VersionInfo,
 };

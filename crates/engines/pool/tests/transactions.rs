@@ -314,3 +314,46 @@ fn background_thread_checkpoints_when_idle() {
     assert_eq!(s.log_occupancy().data_entries_used, 0);
     assert!(s.fsck().unwrap().is_clean());
 }
+
+#[test]
+fn times_of_transactional_overwrites_are_set_at_commit_and_undone_by_abort() {
+    let cfg = PoolConfig::test_min();
+    let s = fresh(&cfg);
+    create_with(&s, "/a", &pattern(1, 8192));
+    let fa = open_rw(&s, "/a");
+    let ino = s.lookup(ROOT_INO, b"a").unwrap().ino;
+    let old = s.getattr(ino).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    // Abort: the overwrite's times go away with it.
+    let tx = s.tx_begin(&[fa]).unwrap();
+    s.write(fa, 10, b"abc").unwrap();
+    s.tx_abort(tx).unwrap();
+    assert_eq!(s.getattr(ino).unwrap().mtime, old.mtime);
+    // An explicit time set after an overwrite in the same transaction wins over the
+    // commit-time update.
+    let tx = s.tx_begin(&[fa]).unwrap();
+    s.write(fa, 10, b"abc").unwrap();
+    let attr = store::SetAttr {
+        mtime: Some(12_345),
+        ..Default::default()
+    };
+    s.setattr(ino, &attr, Some(tx)).unwrap();
+    s.write(fa, 20, b"def").unwrap();
+    s.tx_commit(tx).unwrap();
+    let now = s.getattr(ino).unwrap();
+    assert!(now.mtime > old.mtime, "{} <= {}", now.mtime, old.mtime);
+    let tx = s.tx_begin(&[fa]).unwrap();
+    s.setattr(ino, &attr, Some(tx)).unwrap();
+    s.write(fa, 30, b"ghi").unwrap();
+    s.tx_commit(tx).unwrap();
+    // The overwrite after the explicit time sets the time again, at commit.
+    assert!(s.getattr(ino).unwrap().mtime > old.mtime);
+    let tx = s.tx_begin(&[fa]).unwrap();
+    s.write(fa, 30, b"ghi").unwrap();
+    s.setattr(ino, &attr, Some(tx)).unwrap();
+    s.tx_commit(tx).unwrap();
+    assert_eq!(s.getattr(ino).unwrap().mtime, 12_345);
+    // Committed times survive an unclean stop.
+    let again = crash_copy(&s, &cfg);
+    assert_eq!(again.getattr(ino).unwrap().mtime, 12_345);
+}

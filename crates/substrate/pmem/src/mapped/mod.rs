@@ -15,6 +15,8 @@ mod cpu;
 
 pub use cpu::FlushInstruction;
 
+mod counters;
+
 use crate::{check_range, lines_in, PmError, PmResult, Region, RegionStats};
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
@@ -63,9 +65,7 @@ pub struct MappedRegion {
     flush_kind: FlushInstruction,
     dirty: Mutex<DirtyPages>,
     sync_error: Mutex<Option<std::io::Error>>,
-    bytes_stored: AtomicU64,
-    lines_flushed: AtomicU64,
-    fences: AtomicU64,
+    counters: counters::Counters,
     _file: File,
 }
 
@@ -201,9 +201,7 @@ impl MappedRegion {
             flush_kind: FlushInstruction::detect(),
             dirty: Mutex::new(Vec::new()),
             sync_error: Mutex::new(None),
-            bytes_stored: AtomicU64::new(0),
-            lines_flushed: AtomicU64::new(0),
-            fences: AtomicU64::new(0),
+            counters: counters::Counters::new(),
             _file: file,
         })
     }
@@ -369,15 +367,14 @@ impl Region for MappedRegion {
         // SAFETY: in range (checked); `data` is not part of the mapping (a caller passing a
         // slice of the mapping would need another region reference, not this API).
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr(off), data.len()) }
-        self.bytes_stored
-            .fetch_add(data.len() as u64, Ordering::Relaxed);
+        self.counters.add(data.len() as u64, 0, 0);
     }
 
     fn fill(&self, off: u64, len: u64, byte: u8) {
         check_range(self.len, off, len);
         // SAFETY: in range (checked).
         unsafe { std::ptr::write_bytes(self.ptr(off), byte, len as usize) }
-        self.bytes_stored.fetch_add(len, Ordering::Relaxed);
+        self.counters.add(len, 0, 0);
     }
 
     fn write_nt(&self, off: u64, data: &[u8]) {
@@ -385,10 +382,8 @@ impl Region for MappedRegion {
         // SAFETY: in range (checked), not overlapping `data`; the flush instruction was
         // detected on this CPU.
         unsafe { cpu::copy_nontemporal(self.flush_kind, self.ptr(off), data) }
-        self.bytes_stored
-            .fetch_add(data.len() as u64, Ordering::Relaxed);
-        self.lines_flushed
-            .fetch_add(lines_in(off, data.len() as u64), Ordering::Relaxed);
+        self.counters
+            .add(data.len() as u64, lines_in(off, data.len() as u64), 0);
         self.note_dirty(off, data.len() as u64);
     }
 
@@ -405,15 +400,14 @@ impl Region for MappedRegion {
         check_range(self.len, off, 8);
         // SAFETY: as in load_u64. An aligned 8-byte store is a single untearable write.
         unsafe { (*(self.ptr(off) as *const AtomicU64)).store(value, Ordering::Release) }
-        self.bytes_stored.fetch_add(8, Ordering::Relaxed);
+        self.counters.add(8, 0, 0);
     }
 
     fn flush(&self, off: u64, len: u64) {
         check_range(self.len, off, len);
         // SAFETY: in range; the instruction was detected on this CPU.
         unsafe { cpu::flush_range(self.flush_kind, self.ptr(off), len as usize) }
-        self.lines_flushed
-            .fetch_add(lines_in(off, len), Ordering::Relaxed);
+        self.counters.add(0, lines_in(off, len), 0);
         self.note_dirty(off, len);
     }
 
@@ -424,14 +418,15 @@ impl Region for MappedRegion {
             // cache; msync writes the flushed pages to the file before the fence returns.
             self.sync_dirty();
         }
-        self.fences.fetch_add(1, Ordering::Relaxed);
+        self.counters.add(0, 0, 1);
     }
 
     fn stats(&self) -> RegionStats {
+        let (bytes_stored, lines_flushed, fences) = self.counters.sum();
         RegionStats {
-            bytes_stored: self.bytes_stored.load(Ordering::Relaxed),
-            lines_flushed: self.lines_flushed.load(Ordering::Relaxed),
-            fences: self.fences.load(Ordering::Relaxed),
+            bytes_stored,
+            lines_flushed,
+            fences,
         }
     }
 }

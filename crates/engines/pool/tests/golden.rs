@@ -1,0 +1,124 @@
+//! Golden persistence counts (CONVENTIONS.md §13, after PMDK `obj_persist_count`): the
+//! fences, flushed lines and bytes stored by each basic operation, per mode, compared with
+//! the snapshot `tests/golden/persist_counts.txt`. A change that adds a fence or a flush on a
+//! hot path fails here and shows up in review. After an intended change, re-bless with
+//! `POOL_GOLDEN_BLESS=1 cargo test -p atomfs-pool --test golden` and commit the new file.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+use common::*;
+use pmem::{DramRegion, Region};
+use pool::{Mode, PoolConfig, PoolStore};
+use store::{Store, ROOT_INO};
+
+const SNAPSHOT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/golden/persist_counts.txt"
+);
+
+fn measure(s: &PoolStore<DramRegion>, op: impl FnOnce()) -> (u64, u64, u64) {
+    let before = s.region().stats();
+    op();
+    let after = s.region().stats();
+    (
+        after.fences - before.fences,
+        after.lines_flushed - before.lines_flushed,
+        after.bytes_stored - before.bytes_stored,
+    )
+}
+
+fn counts(mode: Mode) -> Vec<(String, (u64, u64, u64))> {
+    let cfg = PoolConfig {
+        pending_versions_max: 16,
+        ..PoolConfig::test_min().with_mode(mode)
+    };
+    let s = fresh(&cfg);
+    create_with(&s, "/a", &pattern(1, 16384));
+    create_with(&s, "/b", &pattern(2, 16384));
+    s.checkpoint_all().unwrap();
+    let fa = s.open(s.lookup(ROOT_INO, b"a").unwrap().ino, rw()).unwrap();
+    let fb = s.open(s.lookup(ROOT_INO, b"b").unwrap().ino, rw()).unwrap();
+    let page = pattern(3, 4096);
+    let mut out = Vec::new();
+    let mut row = |name: &str, c| out.push((format!("{} {name}", mode.name()), c));
+    row(
+        "legacy-write-4k",
+        measure(&s, || {
+            s.write(fa, 4096, &page).unwrap();
+        }),
+    );
+    row(
+        "legacy-write-100b-unaligned",
+        measure(&s, || {
+            s.write(fa, 8195, &page[..100]).unwrap();
+        }),
+    );
+    row(
+        "tx-two-4k-writes",
+        measure(&s, || {
+            let tx = s.tx_begin(&[fa, fb]).unwrap();
+            s.write(fa, 0, &page).unwrap();
+            s.write(fb, 8192, &page).unwrap();
+            s.tx_commit(tx).unwrap();
+        }),
+    );
+    row(
+        "create",
+        measure(&s, || {
+            s.create(ROOT_INO, b"c", 0o644, None).unwrap();
+        }),
+    );
+    row(
+        "rename",
+        measure(&s, || {
+            s.rename(ROOT_INO, b"c", ROOT_INO, b"d", None).unwrap();
+        }),
+    );
+    row(
+        "unlink",
+        measure(&s, || {
+            s.unlink(ROOT_INO, b"d", None).unwrap();
+        }),
+    );
+    out
+}
+
+fn render() -> String {
+    let mut text = String::from(
+        "# mode operation: fences flushed-lines bytes-stored (tests/golden.rs; re-bless with POOL_GOLDEN_BLESS=1)\n",
+    );
+    for mode in [Mode::Nc, Mode::Fcfs, Mode::Soc, Mode::Sync, Mode::Scsp] {
+        for (name, (fences, lines, bytes)) in counts(mode) {
+            text.push_str(&format!(
+                "{name}: fences {fences} lines {lines} bytes {bytes}\n"
+            ));
+        }
+    }
+    text
+}
+
+#[test]
+fn persistence_counts_match_the_snapshot() {
+    let now = render();
+    // Deterministic: the same operations give the same counts twice.
+    assert_eq!(now, render());
+    if std::env::var_os("POOL_GOLDEN_BLESS").is_some() {
+        std::fs::write(SNAPSHOT, &now).unwrap();
+        return;
+    }
+    let golden = std::fs::read_to_string(SNAPSHOT)
+        .unwrap_or_else(|e| panic!("{SNAPSHOT}: {e}; create it with POOL_GOLDEN_BLESS=1"));
+    if golden != now {
+        let diff: Vec<String> = golden
+            .lines()
+            .zip(now.lines())
+            .filter(|(g, n)| g != n)
+            .map(|(g, n)| format!("  was {g}\n  now {n}"))
+            .collect();
+        panic!(
+            "persistence counts changed (re-bless with POOL_GOLDEN_BLESS=1 if intended):\n{}",
+            diff.join("\n")
+        );
+    }
+}
