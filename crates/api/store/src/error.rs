@@ -47,7 +47,11 @@ pub enum Error {
     #[error("not an atomfs store: {0}")]
     BadMagic(String),
     #[error("unsupported format version {found} (this build reads version {supported}): {what}")]
-    UnsupportedVersion { what: String, found: u32, supported: u32 },
+    UnsupportedVersion {
+        what: String,
+        found: u32,
+        supported: u32,
+    },
     #[error("corrupt store: {what} at offset {offset:#x}")]
     Corrupt { what: String, offset: u64 },
     #[error("{path}: {op}: {source}")]
@@ -91,6 +95,9 @@ impl Error {
 
     /// Shorthand for a corruption found at `offset`.
     pub fn corrupt(what: impl Into<String>, offset: u64) -> Self {
-        Error::Corrupt { what: what.into(), offset }
+        Error::Corrupt {
+            what: what.into(),
+            offset,
+        }
     }
 }

@@ -48,7 +48,13 @@ pub trait Store: Send + Sync {
     /// Create a directory; [`Error::Exists`] when the name is taken.
     fn mkdir(&self, parent: Ino, name: &[u8], perm: u32, tx: Option<TxId>) -> Result<Metadata>;
     /// Create a symbolic link (engines without symlinks return [`Error::Unsupported`]).
-    fn symlink(&self, parent: Ino, name: &[u8], target: &[u8], tx: Option<TxId>) -> Result<Metadata> {
+    fn symlink(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        target: &[u8],
+        tx: Option<TxId>,
+    ) -> Result<Metadata> {
         let _ = (parent, name, target, tx);
         Err(Error::Unsupported("symlink".into()))
     }
@@ -72,7 +78,13 @@ pub trait Store: Send + Sync {
         tx: Option<TxId>,
     ) -> Result<()>;
     /// Add a hard link to a non-directory.
-    fn link(&self, ino: Ino, new_parent: Ino, new_name: &[u8], tx: Option<TxId>) -> Result<Metadata>;
+    fn link(
+        &self,
+        ino: Ino,
+        new_parent: Ino,
+        new_name: &[u8],
+        tx: Option<TxId>,
+    ) -> Result<Metadata>;
     /// Every entry of a directory ("." and ".." excluded), in engine order.
     fn read_dir(&self, ino: Ino) -> Result<Vec<DirEntry>>;
 

@@ -23,10 +23,16 @@ pub fn split_path(path: &[u8]) -> Result<Vec<&[u8]>> {
 /// Check one file name: not empty, no `/` or NUL, at most [`NAME_MAX`] bytes.
 pub fn check_name(name: &[u8]) -> Result<()> {
     if name.len() > NAME_MAX {
-        return Err(Error::NameTooLong { len: name.len(), max: NAME_MAX });
+        return Err(Error::NameTooLong {
+            len: name.len(),
+            max: NAME_MAX,
+        });
     }
     if name.is_empty() || name.contains(&0) || name.contains(&b'/') {
-        return Err(Error::InvalidArgument(format!("invalid file name {:?}", String::from_utf8_lossy(name))));
+        return Err(Error::InvalidArgument(format!(
+            "invalid file name {:?}",
+            String::from_utf8_lossy(name)
+        )));
     }
     Ok(())
 }
@@ -64,10 +70,15 @@ pub fn resolve(store: &dyn Store, path: impl AsRef<[u8]>) -> Result<Metadata> {
 pub fn resolve_parent(store: &dyn Store, path: &[u8]) -> Result<(Ino, Vec<u8>)> {
     let parts = split_path(path)?;
     let Some((last, dirs)) = parts.split_last() else {
-        return Err(Error::InvalidArgument("the root has no parent entry".into()));
+        return Err(Error::InvalidArgument(
+            "the root has no parent entry".into(),
+        ));
     };
     if *last == b".." {
-        return Err(Error::InvalidArgument(format!("path ends in ..: {}", String::from_utf8_lossy(path))));
+        return Err(Error::InvalidArgument(format!(
+            "path ends in ..: {}",
+            String::from_utf8_lossy(path)
+        )));
     }
     let dir = walk(store, dirs, path)?;
     if !dir.is_dir() {
@@ -133,7 +144,9 @@ impl OpenOptions {
         let path = path.as_ref();
         let writable = self.write || self.append;
         if (self.truncate || self.create || self.create_new) && !writable {
-            return Err(Error::InvalidArgument("create/truncate need write or append access".into()));
+            return Err(Error::InvalidArgument(
+                "create/truncate need write or append access".into(),
+            ));
         }
         let (parent, name) = resolve_parent(store, path)?;
         let meta = match store.lookup(parent, &name) {
@@ -152,7 +165,12 @@ impl OpenOptions {
         if meta.is_dir() {
             return Err(Error::IsDir(String::from_utf8_lossy(path).into_owned()));
         }
-        let flags = OpenFlags { read: self.read || !writable, write: writable, append: self.append, atomic: self.atomic };
+        let flags = OpenFlags {
+            read: self.read || !writable,
+            write: writable,
+            append: self.append,
+            atomic: self.atomic,
+        };
         let fh = store.open(meta.ino, flags)?;
         if let Some(tx) = tx {
             if let Err(e) = store.tx_add(tx, fh).or_else(|e| match e {
@@ -218,8 +236,17 @@ pub fn read_all(store: &dyn Store, fh: Fh) -> Result<Vec<u8>> {
 /// Replace a whole file by path (create or truncate, write, close): one atomic transaction
 /// when `tx` is `None` only if the engine makes each call atomic; use a transaction to make
 /// the truncate and the write one unit.
-pub fn write_file(store: &dyn Store, path: impl AsRef<[u8]>, data: &[u8], tx: Option<TxId>) -> Result<()> {
-    let fh = OpenOptions::new().write(true).create(true).truncate(true).open(store, path, tx)?;
+pub fn write_file(
+    store: &dyn Store,
+    path: impl AsRef<[u8]>,
+    data: &[u8],
+    tx: Option<TxId>,
+) -> Result<()> {
+    let fh = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(store, path, tx)?;
     let result = store.write(fh, 0, data).map(|_| ());
     let closed = store.release(fh);
     result.and(closed)

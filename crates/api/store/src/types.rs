@@ -129,6 +129,9 @@ impl FsckReport {
         self.problems.is_empty()
     }
     pub fn problem(&mut self, what: impl Into<String>, location: impl Into<String>) {
-        self.problems.push(FsckProblem { what: what.into(), location: location.into() });
+        self.problems.push(FsckProblem {
+            what: what.into(),
+            location: location.into(),
+        });
     }
 }

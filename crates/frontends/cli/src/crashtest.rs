@@ -3,81 +3,13 @@
 //! pool files.
 
 use crate::{CmdResult, Failure};
-use crash::torture::{run_child, torture, KillTarget, TortureConfig};
+use crash::pool_target::PoolTarget;
+use crash::torture::{run_child, torture, TortureConfig};
 use crash::{run_seeds, CrashReport, CrashTarget, DriverConfig, WorkloadConfig};
 use indicatif::{ProgressBar, ProgressStyle};
-use pmem::{MappedRegion, SimRegion};
-use pool::{Mode, PoolConfig, PoolStore};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::sync::Arc;
-use store::{Error, Store};
-
-/// The pool engine in one mode, on its small test geometry, as the crash harness drives it:
-/// formatted and recovered on the simulator ([`CrashTarget`]) and on pool files
-/// ([`KillTarget`]). (The harness has the same target behind its `pool` feature; this one
-/// keeps that feature, and the harness's own pool tests, out of the workspace build.)
-#[derive(Clone, Debug)]
-pub struct PoolTarget {
-    config: PoolConfig,
-    region_len: u64,
-}
-
-impl PoolTarget {
-    /// "pool" (FCFS) or "pool-MODE" with MODE one of fcfs, nc, fgwal, scsp, soc, sync.
-    pub fn by_name(name: &str) -> Option<Self> {
-        let mode = match name {
-            "pool" | "pool-fcfs" => Mode::Fcfs,
-            "pool-nc" => Mode::Nc,
-            "pool-fgwal" => Mode::FgWal,
-            "pool-scsp" => Mode::Scsp,
-            "pool-soc" => Mode::Soc,
-            "pool-sync" => Mode::Sync,
-            _ => return None,
-        };
-        Some(PoolTarget {
-            config: PoolConfig::test_min().with_mode(mode),
-            region_len: 4 << 20,
-        })
-    }
-}
-
-fn pm_error(e: pmem::PmError) -> Error {
-    Error::Io {
-        path: e.to_string(),
-        op: "map pool",
-        source: std::io::Error::other(e.to_string()),
-    }
-}
-
-impl CrashTarget for PoolTarget {
-    fn name(&self) -> String {
-        format!("pool-{:?}", self.config.mode).to_lowercase()
-    }
-    fn region_len(&self) -> u64 {
-        self.region_len
-    }
-    fn format(&self, region: Arc<SimRegion>) -> store::Result<Box<dyn Store>> {
-        Ok(Box::new(PoolStore::format(region, &self.config)?))
-    }
-    fn recover(&self, region: Arc<SimRegion>) -> store::Result<Box<dyn Store>> {
-        Ok(Box::new(PoolStore::open(region, &self.config)?))
-    }
-}
-
-impl KillTarget for PoolTarget {
-    fn name(&self) -> String {
-        CrashTarget::name(self)
-    }
-    fn create_pool(&self, path: &Path) -> store::Result<Box<dyn Store>> {
-        let region = Arc::new(MappedRegion::create(path, self.region_len).map_err(pm_error)?);
-        Ok(Box::new(PoolStore::format(region, &self.config)?))
-    }
-    fn open_pool(&self, path: &Path) -> store::Result<Box<dyn Store>> {
-        let region = Arc::new(MappedRegion::open(path).map_err(pm_error)?);
-        Ok(Box::new(PoolStore::open(region, &self.config)?))
-    }
-}
 
 /// Engines the command knows, as the harness names them.
 pub const ENGINES: &str = "pool (= pool-fcfs), pool-nc, pool-fgwal, pool-scsp, pool-soc, pool-sync";

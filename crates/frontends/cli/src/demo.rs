@@ -551,10 +551,9 @@ pub fn child(args: ChildArgs) -> CmdResult {
 mod tests {
     use super::*;
     use crate::workload::fill_stamp;
-    use std::sync::Arc;
 
     fn setup(txs: u64) -> (Fs, Workload) {
-        let fs = Fs::from_store(Arc::new(memstore::MemStore::new()));
+        let fs = Fs::owning(crate::workload::dram_pool(16 << 20));
         let work = Workload {
             files: 4,
             file_size: 32 << 10,

@@ -171,10 +171,17 @@ pub fn writer_at(data: &[u8], offset: usize) -> Option<u64> {
     decode_stamp(u64::from_le_bytes(word.try_into().ok()?)).map(|(txn, _)| txn)
 }
 
+/// A pool engine on volatile memory, for unit tests of the workload logic.
+#[cfg(test)]
+pub fn dram_pool(bytes: u64) -> std::sync::Arc<dyn store::Store> {
+    let region = std::sync::Arc::new(pmem::DramRegion::new(bytes));
+    let config = atomfs::pool_config_for(bytes);
+    std::sync::Arc::new(pool::PoolStore::format(region, &config).expect("format a DRAM pool"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
     #[test]
     fn writes_are_deterministic_and_in_bounds() {
@@ -208,7 +215,7 @@ mod tests {
 
     #[test]
     fn run_on_a_store_matches_the_model() -> atomfs::Result<()> {
-        let fs = Fs::from_store(Arc::new(memstore::MemStore::new()));
+        let fs = Fs::owning(crate::workload::dram_pool(16 << 20));
         let work = Workload {
             files: 4,
             file_size: 32 << 10,
