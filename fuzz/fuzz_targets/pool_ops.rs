@@ -42,15 +42,15 @@ enum Op {
 
 fn config() -> PoolConfig {
     PoolConfig {
-        inode_count: 256,
-        metadata_log_entries: 4096,
-        data_log_entries: 1024,
+        inode_count: 128,
+        metadata_log_entries: 256,
+        data_log_entries: 256,
         open_transactions_max: 16,
         open_files_max: 64,
         ..PoolConfig::test_min()
     }
 }
-const REGION_BYTES: u64 = 8 << 20;
+const REGION_BYTES: u64 = 2 << 20;
 
 /// The same thing on both sides.
 struct Pair {
@@ -173,7 +173,7 @@ impl Pair {
             Op::Write { fh, off, len, tag } => {
                 let Some((a, b)) = self.fh(fh) else { return Step::Same };
                 let bytes = data(tag, len as usize % 9000);
-                let off = u64::from(off) * 3;
+                let off = u64::from(off);
                 compare(op, &self.pool.write(a, off, &bytes), &self.model.write(b, off, &bytes))
             }
             Op::SetLen { fh, len } => {

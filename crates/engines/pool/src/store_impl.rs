@@ -490,7 +490,8 @@ impl<R: Region> Store for PoolStore<R> {
     fn fsck(&self) -> Result<FsckReport> {
         self.core.check_open()?;
         let _ns = self.core.ns.lock();
-        crate::fsck::fsck(&self.core)
+        let quiet = self.txs.lock().is_empty();
+        crate::fsck::fsck(&self.core, quiet)
     }
 
     fn unmount(&self) -> Result<()> {
