@@ -49,7 +49,13 @@ pub fn read_everything(s: &dyn Store) -> usize {
             match e.kind {
                 FileKind::Dir if depth < DEPTH_MAX => stack.push((e.ino, depth + 1)),
                 FileKind::File => {
-                    if let Ok(fh) = s.open(e.ino, OpenFlags { read: true, ..OpenFlags::default() }) {
+                    if let Ok(fh) = s.open(
+                        e.ino,
+                        OpenFlags {
+                            read: true,
+                            ..OpenFlags::default()
+                        },
+                    ) {
                         let mut buf = vec![0u8; 40_000];
                         let _ = s.read(fh, 0, &mut buf);
                         let _ = s.read(fh, 1 << 30, &mut buf[..100]);

@@ -96,7 +96,7 @@ fn leave_open_tx(s: &PoolStore<impl Region>) {
         .unwrap();
     let d = store::resolve(s, "/d").unwrap().ino;
     s.unlink(d, b"g1", Some(tx)).unwrap();
-    std::mem::forget(tx);
+    let _still_open = tx;
 }
 
 /// The bytes of an image of `kind` (durable state: what a crash now would leave).

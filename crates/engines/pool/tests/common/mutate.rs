@@ -16,7 +16,10 @@ pub fn area(geo: &Geometry, image_len: u64, which: u8) -> (u64, u64) {
         1 => (geo.meta_log_offset, geo.metadata_log_entries * 64),
         2 => (geo.data_log_offset, geo.data_log_entries * 64),
         3 => (geo.inode_offset, geo.inode_count * 128),
-        4 => (geo.blocks_offset, image_len.saturating_sub(geo.blocks_offset)),
+        4 => (
+            geo.blocks_offset,
+            image_len.saturating_sub(geo.blocks_offset),
+        ),
         _ => (0, image_len),
     }
 }
