@@ -22,7 +22,12 @@ mod mutate;
 
 fn bases() -> &'static Vec<Vec<u8>> {
     static BASES: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
-    BASES.get_or_init(|| images::IMAGE_KINDS.iter().map(|&k| images::build_image(k)).collect())
+    BASES.get_or_init(|| {
+        images::IMAGE_KINDS
+            .iter()
+            .map(|&k| images::build_image(k))
+            .collect()
+    })
 }
 
 fuzz_target!(|data: &[u8]| {

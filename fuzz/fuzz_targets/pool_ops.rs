@@ -28,20 +28,66 @@ const TXS_MAX: usize = 3;
 
 #[derive(Arbitrary, Debug, Clone)]
 enum Op {
-    Create { dir: u8, name: u8, tx: Option<u8> },
-    Mkdir { dir: u8, name: u8, tx: Option<u8> },
-    Open { dir: u8, name: u8 },
-    Release { fh: u8 },
-    Write { fh: u8, off: u16, len: u16, tag: u8 },
-    SetLen { fh: u8, len: u16 },
-    Rename { from: u8, name: u8, to: u8, new_name: u8, tx: Option<u8> },
-    Unlink { dir: u8, name: u8, tx: Option<u8> },
-    Rmdir { dir: u8, name: u8, tx: Option<u8> },
-    TxBegin { fhs: u8 },
-    TxAdd { tx: u8, fh: u8 },
-    TxCommit { tx: u8 },
-    TxAbort { tx: u8 },
-    Fsync { fh: u8 },
+    Create {
+        dir: u8,
+        name: u8,
+        tx: Option<u8>,
+    },
+    Mkdir {
+        dir: u8,
+        name: u8,
+        tx: Option<u8>,
+    },
+    Open {
+        dir: u8,
+        name: u8,
+    },
+    Release {
+        fh: u8,
+    },
+    Write {
+        fh: u8,
+        off: u16,
+        len: u16,
+        tag: u8,
+    },
+    SetLen {
+        fh: u8,
+        len: u16,
+    },
+    Rename {
+        from: u8,
+        name: u8,
+        to: u8,
+        new_name: u8,
+        tx: Option<u8>,
+    },
+    Unlink {
+        dir: u8,
+        name: u8,
+        tx: Option<u8>,
+    },
+    Rmdir {
+        dir: u8,
+        name: u8,
+        tx: Option<u8>,
+    },
+    TxBegin {
+        fhs: u8,
+    },
+    TxAdd {
+        tx: u8,
+        fh: u8,
+    },
+    TxCommit {
+        tx: u8,
+    },
+    TxAbort {
+        tx: u8,
+    },
+    Fsync {
+        fh: u8,
+    },
     Checkpoint,
     ReopenClean,
     ReopenUnclean,
@@ -87,7 +133,10 @@ fn data(tag: u8, len: usize) -> Vec<u8> {
 
 /// A limit the pool has and the model does not: not a divergence, the run stops.
 fn resource_limit(e: &Error) -> bool {
-    matches!(e, Error::NoSpace(_) | Error::LogFull(_) | Error::TooMany { .. })
+    matches!(
+        e,
+        Error::NoSpace(_) | Error::LogFull(_) | Error::TooMany { .. }
+    )
 }
 
 enum Step {
@@ -106,13 +155,19 @@ fn compare<T: std::fmt::Debug>(op: &Op, p: &Result<T>, m: &Result<T>) -> Step {
 
 impl Pair {
     fn fresh() -> Pair {
-        let pool = PoolStore::format(Arc::new(SimRegion::new(REGION_BYTES)), &config())
-            .expect("format");
+        let pool =
+            PoolStore::format(Arc::new(SimRegion::new(REGION_BYTES)), &config()).expect("format");
         let model = ModelStore::new();
         for s in [&pool as &dyn Store, &model] {
             store::path::mkdir_all(s, "/a/b", 0o755).expect("mkdir");
         }
-        Pair { pool, model, fhs: vec![], txs: vec![], touched: vec![] }
+        Pair {
+            pool,
+            model,
+            fhs: vec![],
+            txs: vec![],
+            touched: vec![],
+        }
     }
 
     fn fh(&self, i: u8) -> Option<(Fh, Fh)> {
@@ -140,10 +195,16 @@ impl Pair {
         tx: Option<u8>,
         f: impl Fn(&dyn Store, Ino, Option<TxId>) -> Result<T>,
     ) -> Step {
-        let Some(tx) = self.tx(tx) else { return Step::Same };
+        let Some(tx) = self.tx(tx) else {
+            return Step::Same;
+        };
         let me = tx.map(|t| t.0);
         let dirs: Vec<usize> = dirs.iter().map(|&d| d as usize % DIRS.len()).collect();
-        if self.touched.iter().any(|&(t, d)| Some(t) != me && dirs.contains(&d)) {
+        if self
+            .touched
+            .iter()
+            .any(|&(t, d)| Some(t) != me && dirs.contains(&d))
+        {
             return Step::Same;
         }
         if let Some(t) = me {
@@ -156,15 +217,25 @@ impl Pair {
 
     fn step(&mut self, op: &Op) -> Step {
         match *op {
-            Op::Create { dir, name: n, tx } => {
-                self.ns(op, dir, &[dir], tx, |s, d, t| s.create(d, &name(n), 0o644, t).map(|_| ()))
+            Op::Create { dir, name: n, tx } => self.ns(op, dir, &[dir], tx, |s, d, t| {
+                s.create(d, &name(n), 0o644, t).map(|_| ())
+            }),
+            Op::Mkdir { dir, name: n, tx } => self.ns(op, dir, &[dir], tx, |s, d, t| {
+                s.mkdir(d, &name(n), 0o755, t).map(|_| ())
+            }),
+            Op::Unlink { dir, name: n, tx } => {
+                self.ns(op, dir, &[dir], tx, |s, d, t| s.unlink(d, &name(n), t))
             }
-            Op::Mkdir { dir, name: n, tx } => {
-                self.ns(op, dir, &[dir], tx, |s, d, t| s.mkdir(d, &name(n), 0o755, t).map(|_| ()))
+            Op::Rmdir { dir, name: n, tx } => {
+                self.ns(op, dir, &[dir], tx, |s, d, t| s.rmdir(d, &name(n), t))
             }
-            Op::Unlink { dir, name: n, tx } => self.ns(op, dir, &[dir], tx, |s, d, t| s.unlink(d, &name(n), t)),
-            Op::Rmdir { dir, name: n, tx } => self.ns(op, dir, &[dir], tx, |s, d, t| s.rmdir(d, &name(n), t)),
-            Op::Rename { from, name: n, to, new_name, tx } => self.ns(op, from, &[from, to], tx, |s, d, t| {
+            Op::Rename {
+                from,
+                name: n,
+                to,
+                new_name,
+                tx,
+            } => self.ns(op, from, &[from, to], tx, |s, d, t| {
                 let target = dir_ino(s, to)?;
                 s.rename(d, &name(n), target, &name(new_name), t)
             }),
@@ -172,7 +243,11 @@ impl Pair {
                 if self.fhs.len() >= HANDLES_MAX {
                     return Step::Same;
                 }
-                let flags = OpenFlags { read: true, write: true, ..OpenFlags::default() };
+                let flags = OpenFlags {
+                    read: true,
+                    write: true,
+                    ..OpenFlags::default()
+                };
                 let open = |s: &dyn Store| -> Result<Fh> {
                     let d = dir_ino(s, dir)?;
                     let ino = s.lookup(d, &name(n))?.ino;
@@ -185,23 +260,35 @@ impl Pair {
                 compare(op, &p, &m)
             }
             Op::Release { fh } => {
-                let Some(pair) = self.fh(fh) else { return Step::Same };
+                let Some(pair) = self.fh(fh) else {
+                    return Step::Same;
+                };
                 self.fhs.retain(|&x| x != pair);
                 compare(op, &self.pool.release(pair.0), &self.model.release(pair.1))
             }
             Op::Write { fh, off, len, tag } => {
-                let Some((a, b)) = self.fh(fh) else { return Step::Same };
+                let Some((a, b)) = self.fh(fh) else {
+                    return Step::Same;
+                };
                 let bytes = data(tag, len as usize % 9000);
                 let off = u64::from(off);
-                compare(op, &self.pool.write(a, off, &bytes), &self.model.write(b, off, &bytes))
+                compare(
+                    op,
+                    &self.pool.write(a, off, &bytes),
+                    &self.model.write(b, off, &bytes),
+                )
             }
             Op::SetLen { fh, len } => {
-                let Some((a, b)) = self.fh(fh) else { return Step::Same };
+                let Some((a, b)) = self.fh(fh) else {
+                    return Step::Same;
+                };
                 let len = u64::from(len) * 2;
                 compare(op, &self.pool.set_len(a, len), &self.model.set_len(b, len))
             }
             Op::Fsync { fh } => {
-                let Some((a, b)) = self.fh(fh) else { return Step::Same };
+                let Some((a, b)) = self.fh(fh) else {
+                    return Step::Same;
+                };
                 compare(op, &self.pool.fsync(a, false), &self.model.fsync(b, false))
             }
             Op::TxBegin { fhs } => {
@@ -227,10 +314,16 @@ impl Pair {
                 let (Some(Some(t)), Some(f)) = (self.tx(Some(tx)), self.fh(fh)) else {
                     return Step::Same;
                 };
-                compare(op, &self.pool.tx_add(t.0, f.0), &self.model.tx_add(t.1, f.1))
+                compare(
+                    op,
+                    &self.pool.tx_add(t.0, f.0),
+                    &self.model.tx_add(t.1, f.1),
+                )
             }
             Op::TxCommit { tx } | Op::TxAbort { tx } => {
-                let Some(Some(t)) = self.tx(Some(tx)) else { return Step::Same };
+                let Some(Some(t)) = self.tx(Some(tx)) else {
+                    return Step::Same;
+                };
                 self.txs.retain(|&x| x != t);
                 self.touched.retain(|&(id, _)| id != t.0);
                 if matches!(op, Op::TxCommit { .. }) {
@@ -262,7 +355,11 @@ impl Pair {
                 self.pool = reopened.unwrap_or_else(|e| panic!("{op:?}: reopen failed: {e}"));
                 self.model = self.model.crash();
                 let report = self.pool.fsck().expect("fsck");
-                assert!(report.is_clean(), "{op:?}: fsck after reopen: {:?}", report.problems);
+                assert!(
+                    report.is_clean(),
+                    "{op:?}: fsck after reopen: {:?}",
+                    report.problems
+                );
                 Step::Same
             }
         }
@@ -272,7 +369,10 @@ impl Pair {
         let p = conformance::snapshot(&self.pool).expect("pool snapshot");
         let m = conformance::snapshot(&self.model).expect("model snapshot");
         let diff = conformance::diff(&m, &p, 8);
-        assert!(diff.is_empty(), "after {op:?}: state differs from the model: {diff:?}");
+        assert!(
+            diff.is_empty(),
+            "after {op:?}: state differs from the model: {diff:?}"
+        );
     }
 }
 

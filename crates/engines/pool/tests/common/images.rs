@@ -65,8 +65,8 @@ fn populate(s: &dyn Store) {
     store::path::mkdir_all(s, "/d/e", 0o755).unwrap();
     for i in 0..4u64 {
         let data = bytes_of(i, 1000 + i as usize * 3000);
-        store::path::write_file(s, &format!("/f{i}"), &data, None).unwrap();
-        store::path::write_file(s, &format!("/d/g{i}"), &bytes_of(50 + i, 300), None).unwrap();
+        store::path::write_file(s, format!("/f{i}"), &data, None).unwrap();
+        store::path::write_file(s, format!("/d/g{i}"), &bytes_of(50 + i, 300), None).unwrap();
     }
     store::path::write_file(s, "/d/e/deep", b"deep file", None).unwrap();
 }
