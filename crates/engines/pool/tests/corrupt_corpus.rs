@@ -26,7 +26,7 @@ use images::{build_image, image_config, ImageKind, IMAGE_BYTES};
 use pmem::DramRegion;
 use pool::{Geometry, PoolStore};
 use std::sync::Arc;
-use store::Error;
+use store::{Error, Store};
 
 /// Must the corruption be noticed (refused by open or reported by fsck)?
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -678,4 +678,22 @@ fn structured_mutations() {
         }
     }
     run_all(cases);
+}
+
+/// fsck on a 1 GiB pool with a few hundred files: how long it takes (ignored: allocates
+/// 1 GiB). `cargo test -p atomfs-pool --test corrupt_corpus -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn fsck_of_a_1gib_pool() {
+    let cfg = pool::PoolConfig::default();
+    let s = PoolStore::format(Arc::new(DramRegion::new(1 << 30)), &cfg).unwrap();
+    for i in 0..300u64 {
+        let data = images::bytes_of(i, 64 << 10);
+        store::path::write_file(&s, format!("/f{i}"), &data, None).unwrap();
+    }
+    let started = std::time::Instant::now();
+    let report = s.fsck().unwrap();
+    let took = started.elapsed();
+    eprintln!("fsck of a 1 GiB pool: {took:?}, {:?}", report.checked);
+    assert!(report.is_clean(), "{:?}", report.problems);
 }
