@@ -114,6 +114,9 @@ fn run(case: &Case, tally: &mut Tally) {
                     case.label
                 );
             }
+            if std::env::var("POOL_CORPUS_SHOW").is_ok() && !report.is_clean() {
+                eprintln!("{}: {:?}", case.label, report.problems.first());
+            }
             if report.is_clean() {
                 assert!(
                     case.expect != Expect::Detect,
