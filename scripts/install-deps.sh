@@ -8,6 +8,7 @@ packages=(
     build-essential pkg-config     # C API, shim and SQLite extension builds
     fuse3 libfuse3-dev             # FUSE mount (fusermount3)
     sqlite3 libsqlite3-dev         # SQLite VFS tests and baselines
+    python3                        # SQLite VFS crash test (sqlite3 module with extension loading)
     libpmemobj-dev                 # PMDK baseline in the bench crate
     xfsprogs btrfs-progs           # remap engine tests on loop-mounted XFS/Btrfs images
     e2fsprogs                      # ext4 RAM-disk baselines

@@ -9,6 +9,9 @@ scripts/install-deps.sh
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
+# The C front ends' tests link the cdylibs (libatomfs.so, libatomfs_preload.so) from
+# target/debug, which only a build of the library targets produces.
+cargo build --workspace --all-targets
 cargo test --workspace --all-targets --no-fail-fast 2>&1 | tee "$log" || status=$?
 
 passed=$(grep -E '^test result:' "$log" | sed -E 's/.* ([0-9]+) passed.*/\1/' | awk '{s+=$1} END {print s+0}')

@@ -158,6 +158,27 @@ impl MappedRegion {
         Self::map(path, file, meta.len())
     }
 
+    /// Map `map_len` bytes (a positive multiple of the page size) of an already open host
+    /// file that is not a pool file: its length may be anything, even smaller than the
+    /// mapping (engines that map user files whole, remapping on growth, map ahead of the end).
+    ///
+    /// The caller must never touch bytes of the mapping in pages entirely beyond the file's
+    /// current end (the kernel answers such an access with SIGBUS), and must not let the file
+    /// shrink under a live mapping.
+    pub fn map_host_file(path: impl AsRef<Path>, file: File, map_len: u64) -> PmResult<Self> {
+        let path = path.as_ref();
+        let page = page_size();
+        if map_len == 0 || map_len & (page - 1) != 0 {
+            return Err(invalid(
+                path,
+                format!(
+                    "mapping length {map_len} is not a positive multiple of the page size {page}"
+                ),
+            ));
+        }
+        Self::map(path, file, map_len)
+    }
+
     fn map(path: &Path, file: File, len: u64) -> PmResult<Self> {
         let size = usize::try_from(len)
             .map_err(|_| invalid(path, format!("{len} bytes do not fit the address space")))?;

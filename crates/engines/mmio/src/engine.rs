@@ -1,0 +1,203 @@
+//! State shared by every file of a store: the log pool, its allocators, the DRAM half of the
+//! index entries (with their reader-writer locks), counters and the checkpoint thread.
+
+use crate::file::MmioFile;
+use crate::layout::{self, ie, IndexEntry, Policy, Superblock};
+use crate::media::FileMedia;
+use crate::radix::Buddy;
+use crate::MmioConfig;
+use parking_lot::{Condvar, Mutex, RwLock};
+use pmem::Region;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Weak;
+
+/// DRAM state of one index entry (valid while `live`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EntryState {
+    pub live: bool,
+    pub file_slot: u32,
+    pub policy_redo: bool,
+    pub order: u8,
+    pub epoch: u64,
+    pub file_off: u64,
+    pub log_off: u64,
+    pub delta_off: u32,
+    pub delta_len: u32,
+}
+
+impl EntryState {
+    pub fn size(&self) -> u64 {
+        layout::BLOCK_SIZE << self.order
+    }
+    pub fn policy(&self) -> Policy {
+        if self.policy_redo {
+            Policy::Redo
+        } else {
+            Policy::Undo
+        }
+    }
+    pub fn covers(&self, slot: u32, off: u64) -> bool {
+        self.live
+            && self.file_slot == slot
+            && off >= self.file_off
+            && off < self.file_off + self.size()
+    }
+}
+
+/// Named counters of the engine.
+#[derive(Default)]
+pub struct Counters {
+    pub writes: AtomicU64,
+    pub reads: AtomicU64,
+    pub bytes_logged: AtomicU64,
+    pub bytes_direct: AtomicU64,
+    pub commits: AtomicU64,
+    pub tx_commits: AtomicU64,
+    pub entries_created: AtomicU64,
+    pub entries_checkpointed: AtomicU64,
+    pub sync_checkpoints: AtomicU64,
+    pub background_checkpoints: AtomicU64,
+    pub policy_switches: AtomicU64,
+    pub aborts: AtomicU64,
+}
+
+pub struct Shared<R: Region, M: FileMedia> {
+    pub pool: R,
+    pub sb: Superblock,
+    pub media: M,
+    pub config: MmioConfig,
+    pub entries: Vec<RwLock<EntryState>>,
+    pub free_entries: Mutex<Vec<u32>>,
+    pub log_space: Mutex<Buddy>,
+    pub free_file_slots: Mutex<Vec<u32>>,
+    pub free_tx_records: Mutex<Vec<u32>>,
+    pub free_intents: Mutex<Vec<u32>>,
+    pub intent_seq: std::sync::atomic::AtomicU64,
+    /// Files with a metadata slot, by slot (for the checkpoint thread).
+    pub files: Mutex<HashMap<u32, Weak<MmioFile<R, M>>>>,
+    pub counters: Counters,
+    pub work: Mutex<bool>,
+    pub work_cv: Condvar,
+    pub stop: AtomicBool,
+}
+
+impl<R: Region, M: FileMedia> Shared<R, M> {
+    pub fn new(pool: R, sb: Superblock, media: M, config: MmioConfig) -> Self {
+        let entries = (0..sb.index_entries_max)
+            .map(|_| RwLock::new(EntryState::default()))
+            .collect();
+        Shared {
+            log_space: Mutex::new(Buddy::new(
+                sb.log_off,
+                sb.log_len,
+                layout::BLOCK_SIZE,
+                sb.order_max(),
+            )),
+            free_entries: Mutex::new((0..sb.index_entries_max).rev().collect()),
+            free_file_slots: Mutex::new((0..sb.files_max).rev().collect()),
+            free_tx_records: Mutex::new((0..sb.tx_records_max).rev().collect()),
+            free_intents: Mutex::new((0..sb.intents_max).rev().collect()),
+            intent_seq: std::sync::atomic::AtomicU64::new(1),
+            files: Mutex::new(HashMap::new()),
+            counters: Counters::default(),
+            work: Mutex::new(false),
+            work_cv: Condvar::new(),
+            stop: AtomicBool::new(false),
+            entries,
+            pool,
+            sb,
+            media,
+            config,
+        }
+    }
+
+    /// Reserve an index slot and log space of `order`; `None` when the log pool is full.
+    pub fn reserve(&self, order: u8) -> Option<(u32, u64)> {
+        let idx = self.free_entries.lock().pop()?;
+        match self.log_space.lock().alloc(order) {
+            Some(off) => Some((idx, off)),
+            None => {
+                self.free_entries.lock().push(idx);
+                None
+            }
+        }
+    }
+
+    /// Give back a reservation (or a freed entry's resources).
+    pub fn unreserve(&self, idx: u32, log_off: u64, order: u8) {
+        self.log_space.lock().release(log_off, order);
+        self.free_entries.lock().push(idx);
+    }
+
+    /// Write a new index entry: body, then (after a fence) the epoch word that makes it valid.
+    /// The log data it describes must have been written (and flushed) before.
+    pub fn publish_entry(&self, idx: u32, e: &IndexEntry) {
+        let at = self.sb.index_at(idx);
+        self.pool.write(at + 8, &e.encode_body());
+        // persist: the entry's body and the logged bytes are durable before the epoch word
+        // makes the entry valid (recovery trusts a valid entry's fields and data).
+        self.pool.persist(at + 8, 56);
+        self.pool.store_u64(at + ie::EPOCH, e.epoch);
+        // persist: the entry is valid; for undo the old bytes are now protected, so the home
+        // write may follow.
+        self.pool.persist(at, 8);
+    }
+
+    /// Store a new delta word of a live entry (not persisted: callers persist).
+    pub fn set_delta(&self, idx: u32, off: u32, len: u32) {
+        self.pool.store_u64(
+            self.sb.index_at(idx) + ie::DELTA,
+            layout::pack_delta(off, len),
+        );
+        self.pool.flush(self.sb.index_at(idx) + ie::DELTA, 8);
+    }
+
+    /// Invalidate an index entry (flushed, not fenced: callers fence once for a batch).
+    pub fn clear_entry(&self, idx: u32) {
+        let at = self.sb.index_at(idx);
+        self.pool.store_u64(at + ie::EPOCH, 0);
+        self.pool.flush(at, 8);
+    }
+
+    /// Tell the checkpoint thread there are committed entries.
+    pub fn signal_work(&self) {
+        if self.config.checkpoint_period.is_some() {
+            *self.work.lock() = true;
+            self.work_cv.notify_one();
+        }
+    }
+}
+
+/// The background checkpoint loop: wait for committed entries, let them age one period (so
+/// that a burst of syncs is checkpointed together), checkpoint every file, repeat.
+pub fn checkpoint_loop<R: Region, M: FileMedia>(shared: Weak<Shared<R, M>>) {
+    loop {
+        let Some(s) = shared.upgrade() else { return };
+        let Some(period) = s.config.checkpoint_period else {
+            return;
+        };
+        {
+            let mut work = s.work.lock();
+            while !*work && !s.stop.load(Ordering::Acquire) {
+                s.work_cv
+                    .wait_for(&mut work, std::time::Duration::from_millis(50));
+            }
+            *work = false;
+        }
+        if s.stop.load(Ordering::Acquire) {
+            return;
+        }
+        std::thread::sleep(period);
+        let files: Vec<_> = s.files.lock().values().filter_map(Weak::upgrade).collect();
+        for f in files {
+            if let Ok(n) = f.checkpoint_committed(&s, false) {
+                if n > 0 {
+                    s.counters
+                        .background_checkpoints
+                        .fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,242 @@
+//! Namespace intents: create, mkdir, unlink, rmdir, rename and setattr inside a transaction
+//! (the MeLo@V-style intent log of DESIGN.md, applied to the host directory).
+//!
+//! Each operation is done on the host at once, after a durable intent record saying how to
+//! undo it; a removal moves the name into the hidden trash directory instead of deleting it.
+//! Commit (the transaction record's commit word) makes them final: trash entries are deleted.
+//! Abort, or recovery of an uncommitted transaction, undoes them in reverse order. Every undo
+//! and every finalisation step checks the host state first, so replaying it is harmless.
+//!
+//! ```text
+//! intent record (512 bytes)
+//!  0 txid u64 (0 = free; written last)   8 kind u8  9 pad u8  10 len_a u16  12 len_b u16
+//! 14 pad u16   16 seq u64   24 perm u32   28 pad u32   32 atime u64   40 mtime u64
+//! 48 checksum u32 (crc32c of bytes 8..48, 52..512 and the txid)   52 path_a ++ path_b (≤ 460)
+//! ```
+
+use crate::media::FileMedia;
+use crate::{io_err, MmioError, MmioResult};
+use pmem::Region;
+use std::ffi::OsStr;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use store::{Error, FileKind, Result, TimeNs};
+
+pub const INTENT_LEN: u64 = 512;
+const PATHS_AT: usize = 52;
+pub const INTENT_PATHS_MAX: usize = INTENT_LEN as usize - PATHS_AT;
+/// Hidden directory (in the store's root) holding names removed by open transactions.
+pub const TRASH_NAME: &str = ".atomfs-mmio-trash";
+
+const _: () = assert!(PATHS_AT + INTENT_PATHS_MAX == INTENT_LEN as usize);
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Intent {
+    /// `a` was created (file or directory): undo removes it.
+    Created { a: PathBuf },
+    /// `a` was moved to the trash as `b`: undo moves it back, commit deletes `b`.
+    Removed { a: PathBuf, b: PathBuf },
+    /// `a` was renamed to `b`: undo renames it back.
+    Renamed { a: PathBuf, b: PathBuf },
+    /// `a`'s attributes were changed: undo restores these.
+    Attr {
+        a: PathBuf,
+        perm: u32,
+        atime: TimeNs,
+        mtime: TimeNs,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IntentRecord {
+    pub txid: u64,
+    pub seq: u64,
+    pub intent: Intent,
+}
+
+fn bytes(p: &Path) -> &[u8] {
+    p.as_os_str().as_bytes()
+}
+
+fn checksum(b: &[u8], txid: u64) -> u32 {
+    let c = crc32c::crc32c(&b[8..48]);
+    let c = crc32c::crc32c_append(c, &b[52..]);
+    crc32c::crc32c_append(c, &txid.to_le_bytes())
+}
+
+impl IntentRecord {
+    /// Encode; `None` when the paths do not fit the record.
+    pub fn encode(&self) -> Option<Vec<u8>> {
+        let (kind, a, b, perm, atime, mtime): (u8, &Path, &Path, u32, u64, u64) = match &self.intent
+        {
+            Intent::Created { a } => (1, a, Path::new(""), 0, 0, 0),
+            Intent::Removed { a, b } => (2, a, b, 0, 0, 0),
+            Intent::Renamed { a, b } => (3, a, b, 0, 0, 0),
+            Intent::Attr {
+                a,
+                perm,
+                atime,
+                mtime,
+            } => (4, a, Path::new(""), *perm, *atime, *mtime),
+        };
+        let (a, b) = (bytes(a), bytes(b));
+        if a.len() + b.len() > INTENT_PATHS_MAX {
+            return None;
+        }
+        let mut r = vec![0u8; INTENT_LEN as usize];
+        r[0..8].copy_from_slice(&self.txid.to_le_bytes());
+        r[8] = kind;
+        r[10..12].copy_from_slice(&(a.len() as u16).to_le_bytes());
+        r[12..14].copy_from_slice(&(b.len() as u16).to_le_bytes());
+        r[16..24].copy_from_slice(&self.seq.to_le_bytes());
+        r[24..28].copy_from_slice(&perm.to_le_bytes());
+        r[32..40].copy_from_slice(&atime.to_le_bytes());
+        r[40..48].copy_from_slice(&mtime.to_le_bytes());
+        r[PATHS_AT..PATHS_AT + a.len()].copy_from_slice(a);
+        r[PATHS_AT + a.len()..PATHS_AT + a.len() + b.len()].copy_from_slice(b);
+        let crc = checksum(&r, self.txid);
+        r[48..52].copy_from_slice(&crc.to_le_bytes());
+        Some(r)
+    }
+
+    /// Decode a record read at `at`; `None` when free.
+    pub fn decode(r: &[u8], at: u64) -> MmioResult<Option<IntentRecord>> {
+        let u64_at = |i: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&r[i..i + 8]);
+            u64::from_le_bytes(w)
+        };
+        let txid = u64_at(0);
+        if txid == 0 {
+            return Ok(None);
+        }
+        let mut crc = [0u8; 4];
+        crc.copy_from_slice(&r[48..52]);
+        if u32::from_le_bytes(crc) != checksum(r, txid) {
+            return Err(MmioError::corrupt("intent record checksum mismatch", at));
+        }
+        let la = u16::from_le_bytes([r[10], r[11]]) as usize;
+        let lb = u16::from_le_bytes([r[12], r[13]]) as usize;
+        if la + lb > INTENT_PATHS_MAX {
+            return Err(MmioError::corrupt(
+                "intent record path lengths out of range",
+                at,
+            ));
+        }
+        let path = |from: usize, len: usize| {
+            PathBuf::from(OsStr::from_bytes(
+                &r[PATHS_AT + from..PATHS_AT + from + len],
+            ))
+        };
+        let (a, b) = (path(0, la), path(la, lb));
+        let mut perm = [0u8; 4];
+        perm.copy_from_slice(&r[24..28]);
+        let intent = match r[8] {
+            1 => Intent::Created { a },
+            2 => Intent::Removed { a, b },
+            3 => Intent::Renamed { a, b },
+            4 => Intent::Attr {
+                a,
+                perm: u32::from_le_bytes(perm),
+                atime: u64_at(32),
+                mtime: u64_at(40),
+            },
+            _ => return Err(MmioError::corrupt("intent record of unknown kind", at)),
+        };
+        Ok(Some(IntentRecord {
+            txid,
+            seq: u64_at(16),
+            intent,
+        }))
+    }
+}
+
+/// Write intent record `idx` (offset `at`): body, fence, then the txid that makes it valid.
+pub fn publish<R: Region>(pool: &R, at: u64, rec: &IntentRecord) -> Result<()> {
+    let too_long = Error::NameTooLong {
+        len: INTENT_PATHS_MAX + 1,
+        max: INTENT_PATHS_MAX,
+    };
+    let body = rec.encode().ok_or(too_long)?;
+    pool.write(at + 8, &body[8..]);
+    // persist: the intent's body is durable before its txid makes it valid ...
+    pool.persist(at + 8, INTENT_LEN - 8);
+    pool.store_u64(at, rec.txid);
+    // persist: ... and the intent is durable before the host operation it covers.
+    pool.persist(at, 8);
+    Ok(())
+}
+
+/// Free an intent record (flushed, not fenced).
+pub fn clear<R: Region>(pool: &R, at: u64) {
+    pool.store_u64(at, 0);
+    pool.flush(at, 8);
+}
+
+fn exists<M: FileMedia>(media: &M, p: &Path) -> io::Result<Option<FileKind>> {
+    match media.stat(p) {
+        Ok(st) => Ok(Some(st.kind)),
+        Err(e)
+            if e.raw_os_error() == Some(libc::ENOENT)
+                || e.raw_os_error() == Some(libc::ENOTDIR) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn remove<M: FileMedia>(media: &M, p: &Path) -> io::Result<()> {
+    match exists(media, p)? {
+        Some(FileKind::Dir) => match media.rmdir(p) {
+            // A directory that gained entries outside the transaction stays.
+            Err(e) if e.raw_os_error() == Some(libc::ENOTEMPTY) => Ok(()),
+            r => r,
+        },
+        Some(_) => media.unlink(p),
+        None => Ok(()),
+    }
+}
+
+/// Undo one intent (idempotent: checks the host state first).
+pub fn undo<M: FileMedia>(media: &M, intent: &Intent) -> Result<()> {
+    let err = |p: &Path, op, e| io_err(p, op, e);
+    match intent {
+        Intent::Created { a } => remove(media, a).map_err(|e| err(a, "undo create", e)),
+        Intent::Removed { a, b } | Intent::Renamed { a, b } => {
+            let back = exists(media, b).map_err(|e| err(b, "stat", e))?.is_some()
+                && exists(media, a).map_err(|e| err(a, "stat", e))?.is_none();
+            if back {
+                media.rename(b, a).map_err(|e| err(b, "undo rename", e))?;
+            }
+            Ok(())
+        }
+        Intent::Attr {
+            a,
+            perm,
+            atime,
+            mtime,
+        } => {
+            if exists(media, a).map_err(|e| err(a, "stat", e))?.is_some() {
+                media
+                    .set_perm(a, *perm)
+                    .map_err(|e| err(a, "undo chmod", e))?;
+                media
+                    .set_times(a, Some(*atime), Some(*mtime))
+                    .map_err(|e| err(a, "undo utimes", e))?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Make one intent final after its transaction committed (idempotent).
+pub fn finish<M: FileMedia>(media: &M, intent: &Intent) -> Result<()> {
+    match intent {
+        Intent::Removed { b, .. } => {
+            remove(media, b).map_err(|e| io_err(b, "delete from trash", e))
+        }
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,280 @@
+//! Builds the C programs of this crate with the system C compiler against the freshly built
+//! `libatomfs.so` / `libatomfs.a` and runs them: the header alone with -Wall -Werror
+//! -std=c99 -pedantic, the seed's Figure 1, and `api_test.c` (every call and its error paths).
+//! Skips with a message when no C compiler is installed.
+
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// target/<profile>, where cargo put libatomfs.so and libatomfs.a.
+fn lib_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<test>")
+        .to_path_buf()
+}
+
+/// Removed when dropped, unless the test failed (kept for a look).
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+fn scratch(name: &str) -> Scratch {
+    // tmpfs when there is one: pool files are mapped and synced.
+    let base = if Path::new("/dev/shm").is_dir() {
+        PathBuf::from("/dev/shm")
+    } else {
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+    };
+    let dir = base.join(format!("atomfs-capi-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    Scratch(dir)
+}
+
+fn have_cc() -> bool {
+    let ok = Command::new("cc")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("SKIP: no C compiler `cc` (install build-essential: scripts/install-deps.sh)");
+    }
+    ok
+}
+
+fn cc(args: &[&str]) {
+    let out = Command::new("cc").args(args).output().expect("run cc");
+    assert!(
+        out.status.success(),
+        "cc {args:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn run(exe: &Path, args: &[&str]) -> String {
+    let out = Command::new(exe)
+        .args(args)
+        .env("LD_LIBRARY_PATH", lib_dir())
+        .output()
+        .expect("run program");
+    assert!(
+        out.status.success(),
+        "{} {args:?} failed ({}):\nstdout: {}\nstderr: {}",
+        exe.display(),
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn include() -> String {
+    format!("-I{}", crate_dir().join("include").display())
+}
+
+#[test]
+fn header_is_c99_clean() {
+    if !have_cc() {
+        return;
+    }
+    let dir = scratch("header");
+    let src = dir.join("h.c");
+    std::fs::write(
+        &src,
+        "#include \"atomfs.h\"\nint main(void) { return ATOMFS_O_ATOMIC == 0; }\n",
+    )
+    .unwrap();
+    let obj = dir.join("h.o");
+    for std in ["-std=c99", "-std=c11"] {
+        cc(&[
+            std,
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-pedantic",
+            &include(),
+            "-c",
+            src.to_str().unwrap(),
+            "-o",
+            obj.to_str().unwrap(),
+        ]);
+    }
+}
+
+#[test]
+fn figure1_updates_two_files_atomically() {
+    if !have_cc() {
+        return;
+    }
+    let dir = scratch("figure1");
+    let exe = dir.join("figure1");
+    let src = crate_dir().join("examples/figure1.c");
+    let lib = format!("-L{}", lib_dir().display());
+    cc(&[
+        "-std=c99",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        &include(),
+        src.to_str().unwrap(),
+        &lib,
+        "-latomfs",
+        "-o",
+        exe.to_str().unwrap(),
+    ]);
+    let pool = dir.join("fig.pool");
+    assert_eq!(
+        run(&exe, &[pool.to_str().unwrap()]),
+        "file1=data1 file2=data2\n"
+    );
+    // Again on the existing pool, from a fresh process: the data is there and the update repeats.
+    assert_eq!(
+        run(&exe, &[pool.to_str().unwrap()]),
+        "file1=data1 file2=data2\n"
+    );
+
+    // The static library works the same.
+    let static_exe = dir.join("figure1-static");
+    let archive = lib_dir().join("libatomfs.a");
+    cc(&[
+        "-std=c99",
+        &include(),
+        src.to_str().unwrap(),
+        archive.to_str().unwrap(),
+        "-lpthread",
+        "-ldl",
+        "-lm",
+        "-o",
+        static_exe.to_str().unwrap(),
+    ]);
+    let pool2 = dir.join("fig2.pool");
+    assert_eq!(
+        run(&static_exe, &[pool2.to_str().unwrap()]),
+        "file1=data1 file2=data2\n"
+    );
+}
+
+#[test]
+fn api_test_exercises_every_call_and_error_path() {
+    if !have_cc() {
+        return;
+    }
+    let dir = scratch("api");
+    let exe = dir.join("api_test");
+    let src = crate_dir().join("tests/c/api_test.c");
+    let lib = format!("-L{}", lib_dir().display());
+    cc(&[
+        "-std=c99",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        &include(),
+        src.to_str().unwrap(),
+        &lib,
+        "-latomfs",
+        "-o",
+        exe.to_str().unwrap(),
+    ]);
+    let out = run(&exe, &[dir.to_str().unwrap()]);
+    let checks: u32 = out
+        .strip_prefix("api_test: ")
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected output {out:?}"));
+    assert!(checks > 300, "only {checks} checks ran");
+}
+
+#[test]
+fn install_script_and_pkg_config() {
+    if !have_cc() {
+        return;
+    }
+    if !lib_dir().join("libatomfs_preload.so").exists() {
+        eprintln!(
+            "SKIP: libatomfs_preload.so not built in {} (cargo build -p atomfs-preload)",
+            lib_dir().display()
+        );
+        return;
+    }
+    let have_pkg_config = Command::new("pkg-config")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have_pkg_config {
+        eprintln!("SKIP: pkg-config missing (scripts/install-deps.sh)");
+        return;
+    }
+    let dir = scratch("install");
+    let prefix = dir.join("prefix");
+    let script = crate_dir().join("../../../scripts/install-c.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .arg(&prefix)
+        .env("ATOMFS_LIB_DIR", lib_dir())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "install-c.sh: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for f in [
+        "include/atomfs.h",
+        "lib/libatomfs.so",
+        "lib/libatomfs.a",
+        "lib/libatomfs_preload.so",
+        "lib/pkgconfig/atomfs.pc",
+    ] {
+        assert!(prefix.join(f).exists(), "{f} not installed");
+    }
+    let pc = Command::new("pkg-config")
+        .args(["--cflags", "--libs", "atomfs"])
+        .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig"))
+        .output()
+        .unwrap();
+    assert!(pc.status.success());
+    let flags = String::from_utf8_lossy(&pc.stdout).into_owned();
+    let exe = dir.join("figure1");
+    let src = crate_dir().join("examples/figure1.c");
+    let mut args = vec![
+        "-std=c99",
+        "-Wall",
+        "-Werror",
+        src.to_str().unwrap(),
+        "-o",
+        exe.to_str().unwrap(),
+    ];
+    args.extend(flags.split_whitespace());
+    cc(&args);
+    // Runs from the installed library (rpath from the .pc file), not from target/.
+    let out = Command::new(&exe)
+        .arg(dir.join("p.pool"))
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "file1=data1 file2=data2\n"
+    );
+}

@@ -1,0 +1,355 @@
+//! The SQLite VFS `atomfs` (libatomfs_sqlite.so, built here with `cc`) under unmodified
+//! programs: the system `sqlite3` shell and Python's `sqlite3` module.
+//!
+//! - create, insert 10,000 rows, update, integrity check, reopen from a fresh process;
+//! - crash test: a Python child runs money-transfer transactions (journal_mode=OFF) and
+//!   acknowledges each commit on stdout; it is killed with SIGKILL at a random moment; then
+//!   PRAGMA integrity_check must say ok, the total must be unchanged (no torn transaction),
+//!   and the last acknowledged transaction must be present. 30 kills in the normal run;
+//!   set ATOMFS_SQLITE_KILLS=200 (or run the ignored test) for the full count.
+//!
+//! Skips with a message when cc, sqlite3ext.h, the sqlite3 shell or a Python whose sqlite3
+//! module can load extensions is missing.
+
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn lib_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<test>")
+        .to_path_buf()
+}
+
+/// A scratch directory on tmpfs when there is one (pool writes are fsynced).
+fn scratch(name: &str) -> PathBuf {
+    let base = if Path::new("/dev/shm").is_dir() {
+        PathBuf::from("/dev/shm")
+    } else {
+        std::env::temp_dir()
+    };
+    let dir = base.join(format!("atomfs-sqlite-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+fn skip(why: &str) -> bool {
+    eprintln!("SKIP: {why}");
+    false
+}
+
+/// Build libatomfs_sqlite.so into `dir`; false (with a message) when it cannot be built here.
+fn build_extension(dir: &Path) -> bool {
+    if !Path::new("/usr/include/sqlite3ext.h").exists() {
+        return skip("sqlite3ext.h missing (install libsqlite3-dev: scripts/install-deps.sh)");
+    }
+    let lib = lib_dir();
+    let out = Command::new("cc")
+        .args([
+            "-std=c99", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared",
+        ])
+        .arg(format!("-I{}", crate_dir().join("include").display()))
+        .arg(crate_dir().join("../sqlite/atomfs_sqlite.c"))
+        .arg(format!("-L{}", lib.display()))
+        .arg("-latomfs")
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .arg("-o")
+        .arg(dir.join("libatomfs_sqlite.so"))
+        .output();
+    match out {
+        Err(_) => skip("no C compiler `cc`"),
+        Ok(o) if !o.status.success() => panic!(
+            "building the extension failed:\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        Ok(_) => true,
+    }
+}
+
+fn have_shell() -> bool {
+    Command::new("sqlite3")
+        .arg("-version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+        || skip("no sqlite3 shell (install sqlite3: scripts/install-deps.sh)")
+}
+
+/// A Python whose sqlite3 module can load extensions.
+fn python() -> Option<String> {
+    for py in ["python3", "/usr/bin/python3"] {
+        let ok = Command::new(py)
+            .args([
+                "-c",
+                "import sqlite3; sqlite3.connect(':memory:').enable_load_extension(True)",
+            ])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if ok {
+            return Some(py.to_string());
+        }
+    }
+    skip("no Python with sqlite3 extension loading");
+    None
+}
+
+fn shell(ext: &Path, script: &str) -> String {
+    shell_with(ext, script, None)
+}
+
+/// The sqlite3 shell with `ATOMFS_POOL` set to `pool` (or removed).
+fn shell_with(ext: &Path, script: &str, pool: Option<&Path>) -> String {
+    let mut cmd = Command::new("sqlite3");
+    match pool {
+        Some(p) => cmd.env("ATOMFS_POOL", p),
+        None => cmd.env_remove("ATOMFS_POOL"),
+    };
+    let mut child = cmd
+        .arg("-batch")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run sqlite3");
+    let full = format!(
+        ".bail on\n.load {}\n{script}",
+        ext.with_extension("").display()
+    );
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(full.as_bytes())
+        .expect("write script");
+    let out = child.wait_with_output().expect("wait sqlite3");
+    assert!(
+        out.status.success(),
+        "sqlite3 failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn sqlite3_shell_creates_inserts_updates_and_reopens() {
+    let dir = scratch("shell");
+    if !build_extension(&dir) || !have_shell() {
+        return;
+    }
+    let ext = dir.join("libatomfs_sqlite.so");
+    let pool = dir.join("db.pool");
+    let open = format!(".open file:/app.db?vfs=atomfs&pool={}\n", pool.display());
+    std::env::set_var("ATOMFS_CREATE_SIZE", "0");
+    let out = shell(
+        &ext,
+        &format!(
+            "{open}PRAGMA journal_mode=OFF;\n\
+             CREATE TABLE t(id INTEGER PRIMARY KEY, v INTEGER, pad BLOB);\n\
+             BEGIN; INSERT INTO t(v, pad) SELECT value, randomblob(64) FROM generate_series(1, 10000); COMMIT;\n\
+             UPDATE t SET v = v * 2 WHERE id % 3 = 0;\n\
+             BEGIN; DELETE FROM t; ROLLBACK;\n\
+             SELECT count(*), sum(v) FROM t;\nPRAGMA integrity_check;\n"
+        ),
+    );
+    let expected_sum: i64 = (1..=10000i64)
+        .map(|v| if v % 3 == 0 { 2 * v } else { v })
+        .sum();
+    assert_eq!(out, format!("off\n10000|{expected_sum}\nok\n"));
+    // A fresh process sees the committed data; the default rollback journal works too.
+    let out = shell(
+        &ext,
+        &format!("{open}INSERT INTO t(v) VALUES (-1);\nSELECT count(*), sum(v) FROM t;\nPRAGMA integrity_check;\n"),
+    );
+    assert_eq!(out, format!("10001|{}\nok\n", expected_sum - 1));
+    // The pool from $ATOMFS_POOL when the URI names none.
+    let out = shell_with(
+        &ext,
+        ".open file:/app.db?vfs=atomfs\nSELECT count(*) FROM t;\n",
+        Some(&pool),
+    );
+    assert_eq!(out, "10001\n");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+const PY_SETUP: &str = r#"
+import os, random, sqlite3, sys
+ext, pool, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+loader = sqlite3.connect(":memory:")
+loader.enable_load_extension(True)
+loader.load_extension(ext)
+db = sqlite3.connect("file:/bank.db?vfs=atomfs&pool=" + pool, uri=True, isolation_level=None)
+db.execute("PRAGMA journal_mode=" + mode)
+"#;
+
+const PY_INIT: &str = r#"
+db.execute("CREATE TABLE acct(id INTEGER PRIMARY KEY, balance INTEGER, pad BLOB)")
+db.execute("CREATE TABLE meta(k TEXT PRIMARY KEY, n INTEGER)")
+db.execute("BEGIN")
+db.executemany("INSERT INTO acct VALUES (?, 1000, randomblob(100))", [(i,) for i in range(10000)])
+db.execute("INSERT INTO meta VALUES ('acked', 0)")
+db.execute("COMMIT")
+db.execute("UPDATE acct SET pad = randomblob(50) WHERE id % 7 = 0")
+print("ready", flush=True)
+"#;
+
+const PY_WORK: &str = r#"
+rng = random.Random(int(sys.argv[4]))
+n = db.execute("SELECT n FROM meta").fetchone()[0]
+while True:
+    n += 1
+    db.execute("BEGIN")
+    for _ in range(rng.randint(1, 20)):
+        a, b, amount = rng.randrange(10000), rng.randrange(10000), rng.randint(1, 50)
+        db.execute("UPDATE acct SET balance = balance - ?, pad = randomblob(?) WHERE id = ?", (amount, rng.randint(0, 300), a))
+        db.execute("UPDATE acct SET balance = balance + ? WHERE id = ?", (amount, b))
+    db.execute("UPDATE meta SET n = ?", (n,))
+    if rng.random() < 0.1:
+        db.execute("ROLLBACK")
+        n -= 1
+        continue
+    db.execute("COMMIT")
+    print(n, flush=True)
+"#;
+
+const PY_CHECK: &str = r#"
+print(db.execute("PRAGMA integrity_check").fetchone()[0])
+print(db.execute("SELECT sum(balance), count(*) FROM acct").fetchone())
+print(db.execute("SELECT n FROM meta").fetchone()[0])
+"#;
+
+fn py(python: &str, code: &str, args: &[&str]) -> std::process::Output {
+    Command::new(python)
+        .arg("-c")
+        .arg(code)
+        .args(args)
+        .output()
+        .expect("run python")
+}
+
+fn crash_loop(kills: u32) {
+    let dir = scratch("crash");
+    if !build_extension(&dir) {
+        return;
+    }
+    let Some(python) = python() else { return };
+    let ext = dir.join("libatomfs_sqlite.so");
+    let pool = dir.join("bank.pool");
+    let (ext_s, pool_s) = (
+        ext.to_str().expect("utf-8 path"),
+        pool.to_str().expect("utf-8 path"),
+    );
+    std::env::set_var("ATOMFS_CREATE_SIZE", "0");
+    let init = py(
+        &python,
+        &format!("{PY_SETUP}{PY_INIT}"),
+        &[ext_s, pool_s, "OFF"],
+    );
+    assert!(
+        init.status.success(),
+        "init failed: {}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+
+    let started = Instant::now();
+    let mut last_acked = 0u64;
+    let mut seed = 0x5eed_u64 ^ u64::from(std::process::id());
+    for round in 0..kills {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let mode = if round % 3 == 2 { "MEMORY" } else { "OFF" };
+        let mut child = Command::new(&python)
+            .arg("-c")
+            .arg(format!("{PY_SETUP}{PY_WORK}"))
+            .args([ext_s, pool_s, mode, &(seed % 1_000_000).to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn writer");
+        let stdout = child.stdout.take().expect("stdout");
+        let reader = std::thread::spawn(move || {
+            let mut acked = Vec::new();
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                acked.push(line.trim().parse::<u64>().unwrap_or(0));
+            }
+            acked
+        });
+        // Let it commit a few transactions (the start-up takes ~50 ms), then kill it mid-flight.
+        std::thread::sleep(Duration::from_millis(80 + (seed >> 33) % 150));
+        // SAFETY: kill(2) on our own child's pid, which has not been reaped yet.
+        unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+        let status = child.wait().expect("wait writer");
+        let acked = reader.join().expect("reader thread");
+        assert!(
+            !status.success(),
+            "round {round}: the writer was expected to die by SIGKILL, it exited: {status}"
+        );
+        if let Some(&n) = acked.last() {
+            last_acked = n;
+        }
+        let check = py(
+            &python,
+            &format!("{PY_SETUP}{PY_CHECK}"),
+            &[ext_s, pool_s, "OFF"],
+        );
+        let out = String::from_utf8_lossy(&check.stdout).into_owned();
+        assert!(
+            check.status.success(),
+            "round {round}: check failed: {}",
+            String::from_utf8_lossy(&check.stderr)
+        );
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines.first(),
+            Some(&"ok"),
+            "round {round}: integrity_check: {out}"
+        );
+        assert_eq!(
+            lines.get(1),
+            Some(&"(10000000, 10000)"),
+            "round {round}: torn transaction: {out}"
+        );
+        let n: u64 = lines
+            .get(2)
+            .and_then(|l| l.parse().ok())
+            .unwrap_or_else(|| panic!("round {round}: {out}"));
+        // The last acknowledged transaction is there; at most one more (committed, not yet acked).
+        assert!(
+            n == last_acked || n == last_acked + 1,
+            "round {round}: counter {n}, last acknowledged {last_acked}"
+        );
+        last_acked = n;
+    }
+    eprintln!(
+        "sqlite crash test: {kills} SIGKILLs, {last_acked} transactions committed, {:?}",
+        started.elapsed()
+    );
+    assert!(last_acked > 0, "no transaction was ever acknowledged");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn python_sqlite_survives_sigkill_mid_transaction() {
+    let kills = std::env::var("ATOMFS_SQLITE_KILLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(30);
+    crash_loop(kills);
+}
+
+/// The full run of the issue: 200 kills. `cargo test -p atomfs-capi -- --ignored`.
+#[test]
+#[ignore]
+fn python_sqlite_survives_200_sigkills() {
+    crash_loop(200);
+}

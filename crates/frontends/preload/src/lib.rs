@@ -1,0 +1,221 @@
+//! `libatomfs_preload.so`: an LD_PRELOAD shim that serves the paths under `ATOMFS_PREFIX`
+//! (default `/atomfs`) from the atomfs pool at `ATOMFS_POOL`, so that unmodified programs
+//! store files there. Everything else goes to the real libc (`dlsym(RTLD_NEXT)`).
+//! See docs/preload.md.
+//!
+//! - Descriptors of shim files are real kernel descriptors: each open reserves a sealed,
+//!   empty memfd (no write, grow or shrink possible) and maps its number to a store handle, so
+//!   numbers never collide and select/poll/close_range keep working; any I/O that reaches
+//!   the kernel by a path the shim does not intercept fails (EPERM) instead of going astray.
+//! - Every write outside a transaction and outside O_ATOMIC mode is atomic and durable when it
+//!   returns; fsync of a file opened with `ATOMFS_O_ATOMIC` commits its writes since the
+//!   last fsync. `tx_begin`/`tx_add`/`tx_commit`/`tx_abort`, `syncv` and `abortv` are exported
+//!   and work on shim descriptors.
+//! - When the pool cannot be opened, one clear message goes to stderr and calls for paths
+//!   under the prefix fail with an errno; other paths are unaffected.
+//! - Threads: all state is behind locks. fork: a child of a process that has the pool open
+//!   keeps its inherited descriptor numbers but may not use the parent's pool (its calls
+//!   under the prefix and on inherited shim descriptors fail with EIO; close works); a child
+//!   of a process that never opened the pool opens it itself (one process at a time: the pool
+//!   is locked, a concurrent second opener gets EBUSY); exec drops shim descriptors (the new program's
+//!   shim does not know them). A fork handler only sets a flag (no locks are taken across
+//!   fork), so a multithreaded program that forks while another thread is inside the shim
+//!   could leave a table lock held in the child; the child then blocks on its first shim call.
+//!
+//! The functions with a variadic C prototype (`open`, `openat`, `fcntl`, `ioctl`) are defined
+//! with their optional argument as a plain parameter: on x86-64 and AArch64 Linux an int or
+//! pointer variadic argument travels in the same register as a fixed one.
+
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+// `unsigned long` (c_ulong) is u64 here but u32 on 32-bit targets: the casts are for those.
+#![allow(clippy::unnecessary_cast)]
+#![allow(clippy::missing_safety_doc)]
+
+mod dirs;
+mod fds;
+mod paths;
+mod real;
+mod stdio;
+
+use std::cell::Cell;
+use std::ffi::{c_char, c_int, CStr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use atomfs_posix::{FdTable, OpenFile, PResult, Pool};
+
+/// Prefix served when `ATOMFS_PREFIX` is not set.
+pub const PREFIX_DEFAULT: &str = "/atomfs";
+
+/// `ATOMFS_CREATE_SIZE` values below this (e.g. `1`) ask for the default size.
+pub const CREATE_SIZE_MIN: u64 = 1 << 20;
+
+struct Config {
+    /// Normalised prefix, without trailing slash ("/atomfs").
+    prefix: Vec<u8>,
+    pool_path: Option<String>,
+    create_size: Option<u64>,
+}
+
+fn config() -> &'static Config {
+    static CONFIG: OnceLock<Config> = OnceLock::new();
+    CONFIG.get_or_init(|| {
+        let prefix = std::env::var_os("ATOMFS_PREFIX")
+            .map(std::os::unix::ffi::OsStringExt::into_vec)
+            .filter(|p| p.starts_with(b"/"))
+            .unwrap_or_else(|| PREFIX_DEFAULT.as_bytes().to_vec());
+        let create_size = std::env::var("ATOMFS_CREATE_SIZE").ok().map(|s| {
+            let s = s.trim();
+            let parsed = match s.strip_prefix("0x") {
+                Some(hex) => u64::from_str_radix(hex, 16).ok(),
+                None => s.parse().ok(),
+            };
+            // "1", "yes", "0": anything below 1 MiB means "create it, default size".
+            parsed
+                .filter(|&n| n >= CREATE_SIZE_MIN)
+                .unwrap_or(atomfs_posix::CREATE_SIZE_DEFAULT)
+        });
+        Config {
+            prefix: paths::normalize(&prefix),
+            pool_path: std::env::var("ATOMFS_POOL").ok().filter(|p| !p.is_empty()),
+            create_size,
+        }
+    })
+}
+
+/// The pool, opened at first use. On failure: one message on stderr, then the errno.
+fn pool() -> PResult<Arc<Pool>> {
+    static POOL: OnceLock<Result<Arc<Pool>, c_int>> = OnceLock::new();
+    if FORKED.load(Ordering::Relaxed) {
+        forked_message();
+        return Err(libc::EIO);
+    }
+    POOL.get_or_init(|| {
+        let cfg = config();
+        let prefix = String::from_utf8_lossy(&cfg.prefix);
+        let Some(path) = &cfg.pool_path else {
+            eprintln!("atomfs-preload: ATOMFS_POOL is not set; calls under {prefix} fail with ENODEV");
+            return Err(libc::ENODEV);
+        };
+        match atomfs_posix::open_pool(std::path::Path::new(path), cfg.create_size, false) {
+            Ok(pool) => {
+                POOL_OPEN.store(true, Ordering::Relaxed);
+                Ok(pool)
+            }
+            Err(e) => {
+                let errno = e.errno();
+                let name = std::io::Error::from_raw_os_error(errno);
+                eprintln!("atomfs-preload: cannot open pool {path}: {e}; calls under {prefix} fail ({name})");
+                Err(errno)
+            }
+        }
+    })
+    .clone()
+}
+
+fn forked_message() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        eprintln!(
+            "atomfs-preload: this process was forked from the one that owns the pool; \
+             its calls under {} fail with EIO (use threads, or exec a new program)",
+            String::from_utf8_lossy(&config().prefix)
+        )
+    });
+}
+
+/// Shim descriptors: kernel descriptor number → open file.
+fn fds() -> &'static FdTable {
+    static FDS: OnceLock<FdTable> = OnceLock::new();
+    FDS.get_or_init(|| {
+        register_atfork();
+        FdTable::new()
+    })
+}
+
+/// Set in a child after fork when the parent had the pool open: the pool is the parent's.
+static FORKED: AtomicBool = AtomicBool::new(false);
+
+/// Whether this process opened the pool.
+static POOL_OPEN: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    /// Set while this thread runs shim code: libc calls made by the shim itself (the store
+    /// writing its pool file, ...) go straight to the real libc.
+    static BUSY: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the calling thread is inside the shim already.
+fn busy() -> bool {
+    BUSY.with(|b| b.get())
+}
+
+/// Run shim code: marks the thread busy, so that libc calls the shim itself makes (the
+/// store writing its pool file, ...) go straight to the real libc.
+fn ours<T>(f: impl FnOnce() -> T) -> T {
+    struct Guard(bool);
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            BUSY.with(|b| b.set(self.0));
+        }
+    }
+    let _guard = Guard(BUSY.with(|b| b.replace(true)));
+    f()
+}
+
+/// In the child after fork: the pool stays the parent's. Only an atomic store here: a fork
+/// handler must not take locks.
+extern "C" fn after_fork_child() {
+    if POOL_OPEN.load(Ordering::Relaxed) {
+        FORKED.store(true, Ordering::Relaxed);
+    }
+}
+
+fn register_atfork() {
+    // SAFETY: registering plain extern "C" handlers with no captured state.
+    unsafe { libc::pthread_atfork(None, None, Some(after_fork_child)) };
+}
+
+fn set_errno(e: c_int) {
+    // SAFETY: this thread's errno slot.
+    unsafe { *libc::__errno_location() = e };
+}
+
+/// The C convention: the value, or -1 (as `T`) with errno set.
+fn ret<T: From<i8>>(r: PResult<T>) -> T {
+    r.unwrap_or_else(|e| {
+        set_errno(e);
+        T::from(-1)
+    })
+}
+
+/// The open file behind a shim descriptor, if `fd` is one (None: pass to the real libc).
+fn shim_file(fd: c_int) -> Option<Arc<OpenFile>> {
+    if fd < 0 || busy() {
+        return None;
+    }
+    ours(|| fds().get(fd).ok())
+}
+
+/// Like [`shim_file`], but `EIO` in a forked child.
+fn usable(file: &OpenFile) -> PResult<&OpenFile> {
+    if FORKED.load(Ordering::Relaxed) {
+        forked_message();
+        return Err(libc::EIO);
+    }
+    Ok(file)
+}
+
+/// Borrow a C string (None for NULL).
+unsafe fn bytes<'a>(p: *const c_char) -> Option<&'a [u8]> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: non-NULL C string by the caller's contract.
+    Some(unsafe { CStr::from_ptr(p) }.to_bytes())
+}
+
+pub use dirs::*;
+pub use fds::*;
+pub use paths::*;
+pub use stdio::*;
