@@ -1,7 +1,8 @@
 //! Small valid pool images in known states, shared by the corrupted-image corpus
 //! (tests/corrupt_corpus.rs) and the fuzz targets (fuzz/fuzz_targets/pool_open.rs, which
-//! includes this file by path). Everything is deterministic: the same bytes every run, but
-//! for the times stored in inodes.
+//! includes this file by path). The contents are fixed, but not every byte: inodes hold
+//! times, and which inode numbers and blocks the files get depends on the building thread's
+//! free-list shard (alloc.rs), so tests find things by path, never by a fixed offset.
 #![allow(dead_code, clippy::unwrap_used)]
 
 use pmem::{DramRegion, Region, SimRegion};
