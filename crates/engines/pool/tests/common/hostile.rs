@@ -135,7 +135,12 @@ pub fn exercise(image: &[u8], cfg: &PoolConfig) -> Outcome {
         Ok(s) => s,
         Err(e) => return Outcome::Refused(e),
     };
+    let before = region_bytes(s.region());
     let first = s.fsck().expect("fsck returns a report, not an error");
+    assert!(
+        region_bytes(s.region()) == before,
+        "fsck modified the region"
+    );
     read_everything(&s);
     mutate_some(&s);
     let _ = s.checkpoint_all();
