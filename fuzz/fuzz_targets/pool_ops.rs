@@ -314,11 +314,17 @@ impl Pair {
                 let (Some(Some(t)), Some(f)) = (self.tx(Some(tx)), self.fh(fh)) else {
                     return Step::Same;
                 };
-                compare(
-                    op,
-                    &self.pool.tx_add(t.0, f.0),
-                    &self.model.tx_add(t.1, f.1),
-                )
+                let (p, m) = (self.pool.tx_add(t.0, f.0), self.model.tx_add(t.1, f.1));
+                // Adding a file to the transaction it is already in: the pool accepts it,
+                // the model refuses (FileInTransaction naming that same transaction). The
+                // Store API does not say; found by this target (run 4), left to the API's
+                // owner (docs/fuzzing.md).
+                if let (Ok(()), Err(Error::FileInTransaction(id))) = (&p, &m) {
+                    if *id == t.1 .0 {
+                        return Step::Same;
+                    }
+                }
+                compare(op, &p, &m)
             }
             Op::TxCommit { tx } | Op::TxAbort { tx } => {
                 let Some(Some(t)) = self.tx(Some(tx)) else {
