@@ -96,6 +96,16 @@ impl FreeList {
         self.free.load(Ordering::Relaxed)
     }
 
+    /// Every number free now, in no particular order (for fsck; a concurrent alloc or free
+    /// may or may not be seen).
+    pub fn free_numbers(&self) -> Vec<u64> {
+        let mut all = Vec::with_capacity(self.free_count() as usize);
+        for shard in &self.shards {
+            all.extend_from_slice(&shard.lock());
+        }
+        all
+    }
+
     /// Size of the number space.
     pub fn total(&self) -> u64 {
         self.total

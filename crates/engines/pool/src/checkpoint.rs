@@ -22,7 +22,7 @@ use crate::config::Mode;
 use crate::core::{CommitRecord, Core, InodeState};
 use crate::layout::*;
 use crate::tlvi::owners;
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, RwLock};
 use pmem::Region;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -284,6 +284,9 @@ pub struct CheckpointQueue {
     /// Milliseconds since `epoch` of the last commit (idle trigger).
     pub last_commit_ms: AtomicU64,
     pub epoch: Option<Instant>,
+    /// Held shared by a background thread while it checkpoints, exclusively by fsck, so that
+    /// fsck sees blocks, entries and free lists at one instant (taken with no other lock).
+    pub pause: RwLock<()>,
 }
 
 impl CheckpointQueue {
@@ -330,6 +333,7 @@ pub fn checkpoint_thread<R: Region>(core: Arc<Core<R>>, queue: Arc<CheckpointQue
         if queue.stop.load(Ordering::Acquire) {
             return;
         }
+        let _running = queue.pause.read();
         if !items.is_empty() {
             checkpoint_items(&core, items);
             continue;

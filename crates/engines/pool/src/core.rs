@@ -164,6 +164,20 @@ impl<R: Region> Core<R> {
         Ok(size)
     }
 
+    /// Blocks an inode holds (data + index), validated against the pool's block count so
+    /// that counting on from it cannot overflow.
+    pub fn inode_blocks(&self, ino: u64) -> Result<u64> {
+        let at = self.geo.inode(ino) + I_BLOCKS;
+        let blocks = self.read_u64(at);
+        if blocks > self.geo.block_count {
+            return Err(Error::corrupt(
+                format!("inode {ino} block count {blocks}"),
+                at,
+            ));
+        }
+        Ok(blocks)
+    }
+
     /// Tree root and height of an inode, validated.
     pub fn tree_root(&self, ino: u64) -> Result<(u64, u32)> {
         let off = self.geo.inode(ino);

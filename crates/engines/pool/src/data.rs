@@ -93,7 +93,6 @@ impl<R: Region> Core<R> {
         data: &[u8],
     ) -> Result<()> {
         let ino = st.ino;
-        let ioff = self.geo.inode(ino);
         let end = off
             .checked_add(data.len() as u64)
             .filter(|&e| e <= FILE_SIZE_MAX);
@@ -105,7 +104,7 @@ impl<R: Region> Core<R> {
         let size = self.inode_size(ino)?;
         let mut delta = InodeDelta {
             size: size.max(end),
-            blocks: self.read_u64(ioff + I_BLOCKS),
+            blocks: self.inode_blocks(ino)?,
             pointer_writes: Vec::new(),
         };
         if matches!(self.mode(), Mode::Fcfs | Mode::Soc | Mode::Sync) {
@@ -422,7 +421,6 @@ impl<R: Region> Core<R> {
         if len > FILE_SIZE_MAX {
             return Err(Error::FileTooLarge(format!("length {len}")));
         }
-        let ioff = self.geo.inode(st.ino);
         let size = self.inode_size(st.ino)?;
         if len < size {
             // Committed versions of the blocks that go away are checkpointed first, so that
@@ -446,7 +444,7 @@ impl<R: Region> Core<R> {
             }
             let mut delta = InodeDelta {
                 size: len,
-                blocks: self.read_u64(ioff + I_BLOCKS),
+                blocks: self.inode_blocks(st.ino)?,
                 pointer_writes: Vec::new(),
             };
             // Only the allocated blocks past the new end (walking the tree, not every lbn).
@@ -470,7 +468,7 @@ impl<R: Region> Core<R> {
         } else {
             let delta = InodeDelta {
                 size: len,
-                blocks: self.read_u64(ioff + I_BLOCKS),
+                blocks: self.inode_blocks(st.ino)?,
                 pointer_writes: Vec::new(),
             };
             self.finish_data_op(tx, st.ino, &delta)

@@ -206,7 +206,7 @@ impl<R: Region> Core<R> {
         let result = (|| {
             let mut delta = InodeDelta {
                 size: size + BLOCK_SIZE,
-                blocks: self.read_u64(ioff + I_BLOCKS),
+                blocks: self.inode_blocks(dir)?,
                 pointer_writes: Vec::new(),
             };
             let ptr = self.pointer_addr_create(&mut tx, dir, lbn, &mut delta)?;

@@ -25,6 +25,8 @@ pub const SEAL_OFFSET: u64 = 56;
 pub const UNDO_DATA_MAX: usize = 43;
 /// Largest transaction id an undo entry can hold (48 bits).
 pub const TXID_MAX: u64 = (1 << 48) - 1;
+/// Commit sequences are below this (a decoded larger one is rot).
+pub const COMMIT_SEQ_LIMIT: u64 = 1 << 62;
 /// Largest region address an undo entry can hold (48 bits).
 pub const ADDR_MAX: u64 = (1 << 48) - 1;
 
@@ -199,6 +201,17 @@ impl Entry {
                     size,
                     data,
                 })
+            }
+            // Transaction ids fit 48 bits and commit sequences stay below COMMIT_SEQ_LIMIT:
+            // anything else is rot the crc missed (recovery continues the counters from the
+            // largest value found, which must leave room to count on).
+            _ if [8, 16].iter().any(|&at| get(b, at) > TXID_MAX) && b[0] == TYPE_MEMBER => {
+                Entry::Torn
+            }
+            _ if get(b, 8) > TXID_MAX
+                || (b[0] == TYPE_COMMIT && get(b, 16) >= COMMIT_SEQ_LIMIT) =>
+            {
+                Entry::Torn
             }
             TYPE_COMMIT => Entry::Commit(CommitEntry {
                 txid: get(b, 8),

@@ -23,12 +23,12 @@ impl<R: Region> Core<R> {
         Ok(Metadata {
             ino,
             kind: kind_of(kind),
-            size: self.read_u64(off + I_SIZE),
+            size: self.inode_size(ino)?,
             perm: self.read_u32(off + I_PERM) & 0o7777,
             nlink,
             uid: self.read_u32(off + I_UID),
             gid: self.read_u32(off + I_GID),
-            allocated: self.read_u64(off + I_BLOCKS) * BLOCK_SIZE,
+            allocated: self.read_u64(off + I_BLOCKS).saturating_mul(BLOCK_SIZE),
             atime: self.read_u64(off + I_ATIME),
             mtime: self.read_u64(off + I_MTIME),
             ctime: self.read_u64(off + I_CTIME),
@@ -118,7 +118,11 @@ impl<R: Region> Core<R> {
 
     fn add_nlink(&self, tx: &mut Tx, ino: u64, delta: i32) -> Result<u32> {
         let off = self.geo.inode(ino);
-        let nlink = (self.read_u32(off + I_NLINK) as i64 + i64::from(delta)).max(0) as u32;
+        let nlink = (i64::from(self.read_u32(off + I_NLINK)) + i64::from(delta)).max(0);
+        let nlink = u32::try_from(nlink).map_err(|_| Error::TooMany {
+            what: "links to one inode",
+            max: u64::from(u32::MAX),
+        })?;
         let now = store::now_ns().to_le_bytes();
         self.meta_update(
             tx,
@@ -179,9 +183,10 @@ impl<R: Region> Core<R> {
             if dir == ROOT_INO {
                 return Ok(false);
             }
-            dir = self.read_u64(self.geo.inode(dir) + I_PARENT);
+            let at = self.geo.inode(dir) + I_PARENT;
+            dir = self.read_u64(at);
             self.check_ino(dir)
-                .map_err(|_| Error::corrupt("directory parent", self.geo.inode(dir)))?;
+                .map_err(|_| Error::corrupt(format!("directory parent {dir}"), at))?;
         }
         Err(Error::corrupt(
             "directory parent chain has a cycle",

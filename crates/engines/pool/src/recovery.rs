@@ -412,6 +412,7 @@ pub fn open_core<R: Region>(region: Arc<R>, cfg: &PoolConfig) -> Result<(Core<R>
         ino > ROOT_INO && inode_kinds[ino as usize] == KIND_FREE
     });
     core.committed.get_mut().extend(records);
+    // Both are bounded by Entry::decode (txid <= TXID_MAX, sequence < COMMIT_SEQ_LIMIT).
     core.next_txid = AtomicU64::new(s.max_txid + 1);
     core.commit_seq = AtomicU64::new(s.max_seq + 1);
     report.micros = started.elapsed().as_micros() as u64;

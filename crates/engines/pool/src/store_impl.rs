@@ -491,8 +491,11 @@ impl<R: Region> Store for PoolStore<R> {
 
     fn fsck(&self) -> Result<FsckReport> {
         self.core.check_open()?;
+        // Background checkpointing waits (it takes no other lock while holding `pause`).
+        let _paused = self.core.checkpointer.pause.write();
         let _ns = self.core.ns.lock();
-        crate::fsck::fsck(&self.core)
+        let quiet = self.txs.lock().is_empty();
+        crate::fsck::fsck(&self.core, quiet)
     }
 
     fn unmount(&self) -> Result<()> {
