@@ -107,9 +107,6 @@ impl<R: Region> Core<R> {
             blocks: self.inode_blocks(ino)?,
             pointer_writes: Vec::new(),
         };
-        if matches!(self.mode(), Mode::Fcfs | Mode::Soc | Mode::Sync) {
-            self.prepare_redo(st, tx, off, end, size)?;
-        }
         let mut pos = off;
         while pos < end {
             let lbn = pos / BLOCK_SIZE;
@@ -136,47 +133,10 @@ impl<R: Region> Core<R> {
         self.finish_data_op(tx, ino, &delta)
     }
 
-    /// Before any data of a write is copied: the pending versions of the existing blocks it
-    /// overwrites (log slots, pending blocks) and, for an overwrite inside the file, the undo
-    /// entry of the times. Their allocations take locks, and a locked instruction waits for
-    /// the non-temporal stores before it: done first, they do not stall between the copies.
-    fn prepare_redo(
-        &self,
-        st: &mut InodeState,
-        tx: &mut Tx,
-        off: u64,
-        end: u64,
-        size: u64,
-    ) -> Result<()> {
-        let mut all_exist = true;
-        let mut lbn = off / BLOCK_SIZE;
-        while lbn * BLOCK_SIZE < end {
-            match self.permanent_block(st.ino, lbn)? {
-                (pbn, Some(ptr)) if pbn != 0 => {
-                    self.own_version(st, tx, lbn, ptr)?;
-                }
-                _ => all_exist = false,
-            }
-            lbn += 1;
-        }
-        if all_exist && end <= size {
-            self.defer_times(tx, st.ino)?;
-        }
-        Ok(())
-    }
-
     /// Write the pointer changes and the inode's size, times and block count of one data
     /// operation: one batch of undo entries, one fence.
     pub fn finish_data_op(&self, tx: &mut Tx, ino: u64, delta: &InodeDelta) -> Result<()> {
         let ioff = self.geo.inode(ino);
-        if self.mode() != Mode::Nc
-            && delta.pointer_writes.is_empty()
-            && delta.size == self.read_u64(ioff + I_SIZE)
-            && delta.blocks == self.read_u64(ioff + I_BLOCKS)
-        {
-            // Only the times change: they are written at commit (tx.rs `defer_times`).
-            return self.defer_times(tx, ino);
-        }
         let now = store::now_ns();
         let mut attrs = [0u8; 32];
         attrs[..8].copy_from_slice(&delta.size.to_le_bytes());

@@ -160,7 +160,6 @@ impl<R: Region> PoolStore<R> {
                 // persist: an operation of a transaction that another thread may commit leaves
                 // no flush of its own unfenced (a fence orders only its own thread's flushes).
                 self.core.region.fence();
-                tx.log_unfenced = false;
                 if result.is_err() && tx.doomed {
                     let id = tx.id;
                     drop(tx);
@@ -192,7 +191,6 @@ impl<R: Region> PoolStore<R> {
                 let result = op(&self.core, &mut t);
                 // persist: as in data_op, nothing of this thread stays unfenced.
                 self.core.region.fence();
-                t.log_unfenced = false;
                 if result.is_err() && t.doomed {
                     drop(t);
                     let _ = self.abort_cell(&cell);

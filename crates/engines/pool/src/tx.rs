@@ -4,7 +4,6 @@
 use crate::config::Mode;
 use crate::core::{CommitRecord, Core};
 use crate::entry::*;
-use crate::layout::I_MTIME;
 use parking_lot::Mutex;
 use pmem::Region;
 use std::collections::HashSet;
@@ -53,12 +52,6 @@ pub struct Tx {
     pub doomed: bool,
     /// SCSP: shadow blocks this transaction made (written in place until commit).
     pub shadows: HashSet<u64>,
-    /// Inodes whose mtime and ctime the transaction's data writes changed and nothing else
-    /// of the inode: their old times are undo-logged, the new times are written at commit
-    /// (one in-place write and no fence per write; see `Core::defer_times`).
-    pub deferred_times: Vec<u64>,
-    /// Log entries were written since this thread's last fence in the transaction's path.
-    pub log_unfenced: bool,
 }
 
 pub type TxCell = Mutex<Tx>;
@@ -94,8 +87,6 @@ impl<R: Region> Core<R> {
             inodes: Vec::new(),
             doomed: false,
             shadows: HashSet::new(),
-            deferred_times: Vec::new(),
-            log_unfenced: false,
         })
     }
 
@@ -161,45 +152,20 @@ impl<R: Region> Core<R> {
     /// logged by `tx`, persist the log, then write and flush the new bytes (durable at the
     /// commit's first fence). In NC mode the bytes are written in place with no log.
     pub fn meta_update(&self, tx: &mut Tx, writes: &[(u64, &[u8])]) -> Result<()> {
-        if !tx.deferred_times.is_empty() {
-            // An update that sets the times itself supersedes the times deferred to commit.
-            let geo = &self.geo;
-            tx.deferred_times.retain(|&ino| {
-                let t = geo.inode(ino) + I_MTIME;
-                !writes
-                    .iter()
-                    .any(|(a, b)| *a < t + 16 && t < *a + b.len() as u64)
-            });
-        }
         if self.mode() != Mode::Nc {
             let mut logged = false;
             for (addr, bytes) in writes {
                 logged |= self.log_old_bytes(tx, *addr, bytes.len())?;
             }
-            if logged || tx.log_unfenced {
+            if logged {
                 // persist: the undo entries (old bytes) are durable before any byte they
                 // protect is changed in place.
                 self.region.fence();
-                tx.log_unfenced = false;
             }
         }
         for (addr, bytes) in writes {
             self.region.write(*addr, bytes);
             self.region.flush(*addr, bytes.len() as u64);
-        }
-        Ok(())
-    }
-
-    /// A data write that changed only the times of inode `ino` (no size, block count or
-    /// pointer change): log the old times now, write the new ones at commit. The undo entry
-    /// is made durable by the fence that ends the operation (or by the commit's first fence
-    /// step), before the commit changes the times in place.
-    pub fn defer_times(&self, tx: &mut Tx, ino: u64) -> Result<()> {
-        if self.log_old_bytes(tx, self.geo.inode(ino) + I_MTIME, 16)? {
-            tx.log_unfenced = true;
-        }
-        if !tx.deferred_times.contains(&ino) {
-            tx.deferred_times.push(ino);
         }
         Ok(())
     }
@@ -217,23 +183,6 @@ impl<R: Region> Core<R> {
             // persist: NC makes each call durable and nothing atomic.
             self.region.fence();
             return Ok(());
-        }
-        if !tx.deferred_times.is_empty() {
-            if tx.log_unfenced {
-                // persist: the undo entries of the old times are durable before the times
-                // change in place.
-                self.region.fence();
-                tx.log_unfenced = false;
-            }
-            let now = store::now_ns();
-            let mut times = [0u8; 16];
-            times[..8].copy_from_slice(&now.to_le_bytes());
-            times[8..].copy_from_slice(&now.to_le_bytes());
-            for &ino in &tx.deferred_times {
-                let addr = self.geo.inode(ino) + I_MTIME;
-                self.region.write(addr, &times);
-                self.region.flush(addr, 16);
-            }
         }
         let mut data_entries = 0u64;
         for v in tx.versions.iter().flatten() {

@@ -5,7 +5,7 @@ use crate::config::Mode;
 use crate::core::InodeState;
 use crate::layout::*;
 use crate::store_impl::{Handle, PoolStore};
-use crate::tx::{Tx, TxCell, TxVersion};
+use crate::tx::{Tx, TxCell};
 use parking_lot::Mutex;
 use pmem::Region;
 use std::sync::atomic::Ordering;
@@ -19,8 +19,8 @@ struct Committed {
     inodes: Vec<u64>,
     slots: Vec<(u64, u64)>,
     orphans: Vec<u64>,
-    /// Every pending version the transaction made (moved out of it, not copied).
-    versions: Vec<Option<TxVersion>>,
+    /// (ino, lbn) of every pending version the transaction made.
+    blocks: Vec<(u64, u64)>,
 }
 
 impl<R: Region> PoolStore<R> {
@@ -109,7 +109,7 @@ impl<R: Region> PoolStore<R> {
             inodes: std::mem::take(&mut tx.inodes),
             slots: std::mem::take(&mut tx.deferred_slots),
             orphans: std::mem::take(&mut tx.orphans),
-            versions: std::mem::take(&mut tx.versions),
+            blocks: tx_blocks(tx),
         }
     }
 
@@ -118,8 +118,13 @@ impl<R: Region> PoolStore<R> {
         for &ino in &done.inodes {
             let cell = self.core.cell(ino);
             let mut st = cell.lock();
-            if let Err(e) =
-                self.finalize_inode(&mut st, done.group, &done.ids, &done.slots, &done.versions)
+            let lbns: Vec<u64> = done
+                .blocks
+                .iter()
+                .filter(|b| b.0 == ino)
+                .map(|b| b.1)
+                .collect();
+            if let Err(e) = self.finalize_inode(&mut st, done.group, &done.ids, &done.slots, &lbns)
             {
                 result = Err(e);
             }
@@ -146,18 +151,13 @@ impl<R: Region> PoolStore<R> {
         group: u64,
         ids: &[u64],
         slots: &[(u64, u64)],
-        versions: &[Option<TxVersion>],
+        lbns: &[u64],
     ) -> Result<()> {
         let max = self.core.cfg.pending_versions_max;
         let sync = self.core.mode() == Mode::Sync;
         let mut due = Vec::new();
         // Only the blocks the transaction wrote (not every pending list of the file).
-        let lbns = versions
-            .iter()
-            .flatten()
-            .filter(|v| v.ino == st.ino)
-            .map(|v| v.lbn);
-        for lbn in lbns {
+        for &lbn in lbns {
             let Some(list) = st.pending.get_mut(&lbn) else {
                 continue;
             };
@@ -263,7 +263,8 @@ impl<R: Region> PoolStore<R> {
                 self.core.commit_persist(&mut tx)?;
                 self.core.release_deferred(&mut tx);
                 let id = tx.id;
-                self.finalize_inode(st, id, &[id], &[], &tx.versions)?;
+                let lbns: Vec<u64> = tx_blocks(&tx).into_iter().map(|b| b.1).collect();
+                self.finalize_inode(st, id, &[id], &[], &lbns)?;
                 self.core
                     .checkpointer
                     .last_commit_ms
@@ -337,12 +338,19 @@ impl<R: Region> PoolStore<R> {
                 deferred_blocks,
                 deferred_slots,
                 orphans,
-                inodes,
-                deferred_times
+                inodes
             );
             group.doomed |= m.doomed;
-            group.log_unfenced |= m.log_unfenced;
         }
         Ok(())
     }
+}
+
+/// (ino, lbn) of the versions a transaction made.
+fn tx_blocks(tx: &Tx) -> Vec<(u64, u64)> {
+    tx.versions
+        .iter()
+        .flatten()
+        .map(|v| (v.ino, v.lbn))
+        .collect()
 }
