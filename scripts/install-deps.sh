@@ -12,6 +12,7 @@ packages=(
     libpmemobj-dev                 # PMDK baseline in the bench crate
     xfsprogs btrfs-progs           # remap engine tests on loop-mounted XFS/Btrfs images
     e2fsprogs                      # ext4 RAM-disk baselines
+    fonts-dejavu-core              # text in the benchmark plots (read at run time)
     fio git tar rsync              # real programs run on a mounted store
 )
 

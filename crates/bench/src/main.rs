@@ -1,0 +1,104 @@
+//! `atomfs-bench SUITE [--quick|--full] [--out DIR] [--seed N] [--no-progress]`
+//! (also reached as `atomfs bench ...`). See docs/bench.md.
+
+use atomfs_bench::suites::{self, Mode, Options, SUITES};
+use atomfs_bench::BenchError;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+fn usage() -> String {
+    let mut s = String::from(
+        "usage: atomfs-bench SUITE [--quick|--full] [--out DIR] [--seed N] [--no-progress]\n\
+         \n  --quick   small sizes, under 2 minutes on 2 cores (default)\
+         \n  --full    the seed's sizes where memory allows (prints where it scaled down)\
+         \n  --tiny    seconds; what the test suite runs\
+         \n  --out DIR where results.json and the PNG plots go (default target/bench/SUITE)\
+         \n\nsuites:\n",
+    );
+    for (name, what) in SUITES {
+        s.push_str(&format!("  {name:<16} {what}\n"));
+    }
+    s
+}
+
+fn parse(args: &[String]) -> Result<(String, Options), String> {
+    let mut suite = None;
+    let mut mode = Mode::Quick;
+    let mut out = None;
+    let mut seed = 7u64;
+    let mut progress = true;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--quick" => mode = Mode::Quick,
+            "--full" => mode = Mode::Full,
+            "--tiny" => mode = Mode::Tiny,
+            "--no-progress" => progress = false,
+            "--out" => out = Some(PathBuf::from(it.next().ok_or("--out needs a directory")?)),
+            "--seed" => {
+                let v = it.next().ok_or("--seed needs a number")?;
+                seed = v
+                    .parse()
+                    .map_err(|_| format!("--seed: not a number: {v}"))?;
+            }
+            "-h" | "--help" => return Err(String::new()),
+            s if s.starts_with('-') => return Err(format!("unknown option {s}")),
+            s if suite.is_none() => suite = Some(s.to_string()),
+            s => return Err(format!("unexpected argument {s}")),
+        }
+    }
+    let suite = suite.ok_or("no suite given")?;
+    let out = out.unwrap_or_else(|| suites::default_out(&suite));
+    Ok((
+        suite,
+        Options {
+            mode,
+            out,
+            progress,
+            seed,
+        },
+    ))
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (suite, opts) = match parse(&args) {
+        Ok(p) => p,
+        Err(msg) => {
+            if !msg.is_empty() {
+                eprintln!("atomfs-bench: {msg}");
+            }
+            eprint!("{}", usage());
+            return ExitCode::from(if msg.is_empty() { 0 } else { 2 });
+        }
+    };
+    // libpmem reads this when PMDK opens its first pool (see systems/pmdk.rs).
+    std::env::set_var("PMEM_IS_PMEM_FORCE", "1");
+    atomfs_bench::install_interrupt_handler();
+    eprintln!(
+        "atomfs-bench: suite {suite}, {} mode, results in {}",
+        opts.mode.as_str(),
+        opts.out.display()
+    );
+    match suites::run_suite(&suite, &opts) {
+        Ok(outcome) => {
+            for note in &outcome.notes {
+                eprintln!("note: {note}");
+            }
+            print!("{}", outcome.table);
+            println!("results: {}", outcome.json_path.display());
+            for p in &outcome.plots {
+                println!("plot: {}", p.display());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(BenchError::Skipped(why)) => {
+            eprintln!("atomfs-bench: {suite}: skipped: {why}");
+            ExitCode::from(3)
+        }
+        Err(e) => {
+            eprintln!("atomfs-bench: {suite}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,232 @@
+//! The suites `atomfs-bench SUITE` runs, their sizes per mode, and the driver that writes
+//! results.json, the ratio table and the plots.
+
+use crate::error::{BenchError, Result};
+use crate::ramdisk::Ext4Disk;
+use crate::runner::{run_figure, Figure, Metric, Point, RunConfig, SystemSpec};
+use crate::system::TwoFileUpdate;
+use crate::systems::{ext4, floor::Floor, pmdk::Pmdk, undo::UndoJournal};
+use crate::workload::{ValueSize, Workload};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::Duration;
+
+/// How big and how long.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Seconds: what `cargo test` runs (checks shapes, not speed).
+    Tiny,
+    /// Under 2 minutes on 2 cores.
+    Quick,
+    /// The seed's sizes (1,000 files × 4 MB, 500,000 tx per run) where memory allows.
+    Full,
+}
+
+impl Mode {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Mode::Tiny => "tiny",
+            Mode::Quick => "quick",
+            Mode::Full => "full",
+        }
+    }
+}
+
+/// Every suite name, with a one-line description.
+pub const SUITES: &[(&str, &str)] = &[
+    ("external", "two-file atomic update vs PMDK and the ext4 protocols, against a bare durable copy"),
+    ("fcfs-micro", "Fig. 7a/b: latency and NVMM bytes per tx of FCFS, NC, FG-WAL, SCSP (needs the pool engine)"),
+    ("fcfs-threads", "Fig. 7c: throughput vs threads (needs the pool engine)"),
+    ("fcfs-value-size", "Fig. 8: throughput vs value size (needs the pool engine)"),
+    ("fcfs-idle", "Fig. 9: throughput vs idle time (needs the pool engine)"),
+    ("fcfs-latency", "Fig. 10: throughput vs NVMM write latency (needs the pool engine)"),
+    ("recovery", "Fig. 11: recovery time vs log size (needs the pool engine)"),
+];
+
+pub struct Options {
+    pub mode: Mode,
+    pub out: PathBuf,
+    pub progress: bool,
+    pub seed: u64,
+}
+
+/// What a suite run produced.
+pub struct Outcome {
+    pub json: Value,
+    pub json_path: PathBuf,
+    pub table: String,
+    pub plots: Vec<PathBuf>,
+    /// Messages about sizes scaled down from the seed's and plots not drawn.
+    pub notes: Vec<String>,
+}
+
+/// Files and sizes of the seed's microbenchmark for a mode, scaled to fit `budget` bytes
+/// when each system keeps `copies` copies of the data (notes say what was scaled).
+fn sizes(mode: Mode, copies: f64, notes: &mut Vec<String>) -> (u32, u64) {
+    match mode {
+        Mode::Tiny => (4, 64 << 10),
+        Mode::Quick => (64, 1 << 20),
+        Mode::Full => {
+            let (files, file_size) = (1000u32, 4u64 << 20);
+            let budget = crate::machine::memory_available().unwrap_or(8 << 30) as f64 * 0.6;
+            let fit = (budget / (copies * file_size as f64)).floor() as u32;
+            if fit < files {
+                let scaled = fit.max(16);
+                notes.push(format!(
+                    "scaled down: {scaled} files × 4 MB instead of the seed's 1,000 (needs {:.1} GB \
+                     for {copies} copies of the data, {:.1} GB budget = 60% of available memory)",
+                    copies * files as f64 * file_size as f64 / 1e9,
+                    budget / 1e9
+                ));
+                (scaled, file_size)
+            } else {
+                (files, file_size)
+            }
+        }
+    }
+}
+
+pub fn run_config(mode: Mode, seed: u64, progress: bool) -> RunConfig {
+    let (reps, txs_per_run, txs_min, run_time_max) = match mode {
+        Mode::Tiny => (2, 30, 5, Duration::from_millis(40)),
+        Mode::Quick => (5, 20_000, 20, Duration::from_millis(250)),
+        Mode::Full => (5, 500_000, 100, Duration::from_secs(10)),
+    };
+    RunConfig {
+        reps,
+        txs_per_run,
+        txs_min,
+        run_time_max,
+        seed,
+        progress,
+    }
+}
+
+fn boxed<T: TwoFileUpdate + 'static>(t: T) -> Result<Box<dyn TwoFileUpdate>> {
+    Ok(Box::new(t))
+}
+
+/// The external suite: the ways a user would otherwise do the two-file atomic update.
+fn external(
+    mode: Mode,
+    seed: u64,
+    notes: &mut Vec<String>,
+) -> Result<(Vec<Figure>, Vec<Rc<Ext4Disk>>)> {
+    // floor + pmdk (~1.1) + three ext4 systems (image and page cache: 2 each) + temps.
+    let (files, file_size) = sizes(mode, 8.5, notes);
+    let data = files as u64 * file_size;
+    let disk = Rc::new(Ext4Disk::create(
+        3 * data + data / 4 + 4 * file_size + (128 << 20),
+    )?);
+    if !disk.is_ramdisk() {
+        notes.push(disk.label());
+    }
+    let d = (disk.clone(), disk.clone(), disk.clone());
+    let systems = vec![
+        SystemSpec::new("floor", || boxed(Floor::new())),
+        SystemSpec::new("pmdk", || boxed(Pmdk::new()?)),
+        SystemSpec::new("ext4-fsync", move || {
+            boxed(ext4::Ext4Fsync::new(d.0.clone()))
+        }),
+        SystemSpec::new("ext4-undo", move || boxed(UndoJournal::new(d.1.clone()))),
+        SystemSpec::new("ext4-rename", move || {
+            boxed(ext4::Ext4Rename::new(d.2.clone()))
+        }),
+    ];
+    let points = [4096u64, 16384]
+        .iter()
+        .map(|&max| Point {
+            param: Some(max as f64),
+            workload: Workload {
+                files,
+                file_size,
+                value: ValueSize::Random { max },
+                seed,
+            },
+            idle_fraction: 0.0,
+        })
+        .collect();
+    let fig = Figure {
+        id: "external".into(),
+        title: "two-file atomic update: random 0–max B in each of two files".into(),
+        x_label: Some("max value size (bytes)".into()),
+        reference: "floor".into(),
+        metrics: vec![Metric::TxLatencyUs, Metric::NvmmBytesPerTx],
+        points,
+        systems,
+    };
+    Ok((vec![fig], vec![disk]))
+}
+
+fn figures(
+    suite: &str,
+    mode: Mode,
+    seed: u64,
+    notes: &mut Vec<String>,
+) -> Result<(Vec<Figure>, Vec<Rc<Ext4Disk>>)> {
+    match suite {
+        "external" => external(mode, seed, notes),
+        s if SUITES.iter().any(|(n, _)| *n == s) => Err(BenchError::Skipped(format!(
+            "suite {s} needs the pool engine (crates/engines/pool), which is not built into this binary yet"
+        ))),
+        s => Err(BenchError::Invalid(format!(
+            "unknown suite {s:?}; suites: {}",
+            SUITES.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+        ))),
+    }
+}
+
+/// Run `suite`, write `out/results.json` and the plots, return the table.
+pub fn run_suite(suite: &str, opts: &Options) -> Result<Outcome> {
+    let mut notes = Vec::new();
+    let (figs, _disks) = figures(suite, opts.mode, opts.seed, &mut notes)?;
+    let cfg = run_config(opts.mode, opts.seed, opts.progress);
+    let mut rows = Vec::new();
+    let mut fig_configs = Vec::new();
+    let mut table = String::new();
+    let mut plots = Vec::new();
+    std::fs::create_dir_all(&opts.out).map_err(|e| BenchError::io("mkdir", &opts.out, e))?;
+    for fig in &figs {
+        let res = run_figure(fig, &cfg)?;
+        rows.extend(res.rows.iter().map(crate::report::row_json));
+        fig_configs.push(crate::report::figure_config(fig, &res));
+        table.push_str(&crate::report::ratio_table(fig, &res));
+        for &metric in &fig.metrics {
+            match crate::plot::plot(fig, &res, metric, &opts.out) {
+                Ok(Some(p)) => plots.push(p),
+                Ok(None) => {}
+                Err(e) => notes.push(format!("no plot for {} {}: {e}", fig.id, metric.as_str())),
+            }
+        }
+    }
+    let json = json!({
+        "suite": suite,
+        "machine": crate::machine::describe(),
+        "revision": crate::machine::revision(),
+        "config": {
+            "mode": opts.mode.as_str(),
+            "seed": opts.seed,
+            "reps": cfg.reps,
+            "txs_per_run": cfg.txs_per_run,
+            "txs_min": cfg.txs_min,
+            "run_time_max_s": cfg.run_time_max.as_secs_f64(),
+            "figures": fig_configs,
+            "notes": notes,
+        },
+        "rows": rows,
+    });
+    let json_path = crate::report::write_json(&opts.out, &json)?;
+    Ok(Outcome {
+        json,
+        json_path,
+        table,
+        plots,
+        notes,
+    })
+}
+
+/// Default output directory for a suite.
+pub fn default_out(suite: &str) -> PathBuf {
+    Path::new("target").join("bench").join(suite)
+}
