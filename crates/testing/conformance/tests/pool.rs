@@ -1,4 +1,5 @@
-//! The conformance suite against the `pool` engine (FCFS) on the crash-simulator region: a
+//! The conformance suite against the `pool` engine in its modes FCFS, SCSP, SOC and SYNC (NC
+//! and FG-WAL: see the note below), on the crash-simulator region: a
 //! clean reopen unmounts and opens the region's durable image; an unclean reopen opens the
 //! durable image of a store that was never unmounted (a crash at a quiescent point: only what
 //! was flushed and fenced survives). Needs `--features pool` (see Cargo.toml).
@@ -9,11 +10,11 @@
 
 use conformance::Harness;
 use pmem::SimRegion;
-use pool::{PoolConfig, PoolStore};
+use pool::{Mode, PoolConfig, PoolStore};
 use std::sync::Arc;
 use store::Store;
 
-struct PoolHarness;
+struct PoolHarness(Mode);
 
 /// Region size: 160 MiB, or ATOMFS_POOL_CONFORMANCE_MB.
 fn region_len() -> u64 {
@@ -33,22 +34,23 @@ fn durable_copy(s: &dyn Store) -> Arc<SimRegion> {
     }
 }
 
-fn config() -> PoolConfig {
+fn config(mode: Mode) -> PoolConfig {
     PoolConfig {
         inode_count: 8192,
         ..PoolConfig::default()
     }
+    .with_mode(mode)
 }
 
 impl Harness for PoolHarness {
     fn fresh(&self) -> Box<dyn Store> {
         Box::new(
-            PoolStore::format(Arc::new(SimRegion::new(region_len())), &config()).expect("format"),
+            PoolStore::format(Arc::new(SimRegion::new(region_len())), &config(self.0)).expect("format"),
         )
     }
     fn fresh_small(&self) -> Option<Box<dyn Store>> {
         Some(Box::new(
-            PoolStore::format(Arc::new(SimRegion::new(SMALL_LEN)), &PoolConfig::test_min())
+            PoolStore::format(Arc::new(SimRegion::new(SMALL_LEN)), &PoolConfig::test_min().with_mode(self.0))
                 .expect("format"),
         ))
     }
@@ -56,13 +58,37 @@ impl Harness for PoolHarness {
         s.unmount().expect("unmount");
         let region = durable_copy(s.as_ref());
         drop(s);
-        Box::new(PoolStore::open(region, &config()).expect("open"))
+        Box::new(PoolStore::open(region, &config(self.0)).expect("open"))
     }
     fn reopen_unclean(&self, s: Box<dyn Store>) -> Box<dyn Store> {
         let region = durable_copy(s.as_ref());
         drop(s); // the old store's destructor cannot touch the copy
-        Box::new(PoolStore::open(region, &config()).expect("recover"))
+        Box::new(PoolStore::open(region, &config(self.0)).expect("recover"))
+    }
+    fn supports_crash_guarantees(&self) -> bool {
+        self.0 != Mode::Nc
     }
 }
 
-conformance::conformance_tests!(PoolHarness);
+mod fcfs {
+    use super::*;
+    conformance::conformance_tests!(PoolHarness(Mode::Fcfs));
+}
+// NC and FG-WAL are not run yet: NC cannot abort (it logs nothing, so
+// tx_abort_restores_everything, the O_ATOMIC abortv cases and the ENOSPC rollback fail), and
+// FG-WAL fails no_space_in_transaction_rolls_back. Both are open work on issue 3; enable them
+// here once the engine handles them:
+//   conformance::conformance_tests!(PoolHarness(Mode::Nc));
+//   conformance::conformance_tests!(PoolHarness(Mode::FgWal));
+mod scsp {
+    use super::*;
+    conformance::conformance_tests!(PoolHarness(Mode::Scsp));
+}
+mod soc {
+    use super::*;
+    conformance::conformance_tests!(PoolHarness(Mode::Soc));
+}
+mod sync {
+    use super::*;
+    conformance::conformance_tests!(PoolHarness(Mode::Sync));
+}
