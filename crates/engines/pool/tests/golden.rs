@@ -107,9 +107,8 @@ fn persistence_counts_match_the_snapshot() {
         std::fs::write(SNAPSHOT, &now).unwrap();
         return;
     }
-    let golden = std::fs::read_to_string(SNAPSHOT).unwrap_or_else(|e| {
-        panic!("{SNAPSHOT}: {e}; create it with POOL_GOLDEN_BLESS=1")
-    });
+    let golden = std::fs::read_to_string(SNAPSHOT)
+        .unwrap_or_else(|e| panic!("{SNAPSHOT}: {e}; create it with POOL_GOLDEN_BLESS=1"));
     if golden != now {
         let diff: Vec<String> = golden
             .lines()

@@ -45,13 +45,17 @@ fn config(mode: Mode) -> PoolConfig {
 impl Harness for PoolHarness {
     fn fresh(&self) -> Box<dyn Store> {
         Box::new(
-            PoolStore::format(Arc::new(SimRegion::new(region_len())), &config(self.0)).expect("format"),
+            PoolStore::format(Arc::new(SimRegion::new(region_len())), &config(self.0))
+                .expect("format"),
         )
     }
     fn fresh_small(&self) -> Option<Box<dyn Store>> {
         Some(Box::new(
-            PoolStore::format(Arc::new(SimRegion::new(SMALL_LEN)), &PoolConfig::test_min().with_mode(self.0))
-                .expect("format"),
+            PoolStore::format(
+                Arc::new(SimRegion::new(SMALL_LEN)),
+                &PoolConfig::test_min().with_mode(self.0),
+            )
+            .expect("format"),
         ))
     }
     fn reopen_clean(&self, s: Box<dyn Store>) -> Box<dyn Store> {
