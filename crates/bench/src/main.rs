@@ -1,7 +1,7 @@
 //! `atomfs-bench SUITE [--quick|--full] [--out DIR] [--seed N] [--no-progress]`
 //! (also reached as `atomfs bench ...`). See docs/bench.md.
 
-use atomfs_bench::suites::{self, Mode, Options, SUITES};
+use atomfs_bench::suites::{self, Mode, Options};
 use atomfs_bench::BenchError;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,13 +15,15 @@ fn usage() -> String {
          \n  --out DIR where results.json and the PNG plots go (default target/bench/SUITE)\
          \n\nsuites:\n",
     );
-    for (name, what) in SUITES {
+    for (name, what) in suites::suites() {
         s.push_str(&format!("  {name:<16} {what}\n"));
     }
+    s.push_str("  all              every suite above in turn (DIR/SUITE for each)\n");
     s
 }
 
-fn parse(args: &[String]) -> Result<(String, Options), String> {
+/// Parsed command line: the suite, its options, and whether --out was given.
+fn parse(args: &[String]) -> Result<(String, Options, bool), String> {
     let mut suite = None;
     let mut mode = Mode::Quick;
     let mut out = None;
@@ -48,6 +50,7 @@ fn parse(args: &[String]) -> Result<(String, Options), String> {
         }
     }
     let suite = suite.ok_or("no suite given")?;
+    let out_given = out.is_some();
     let out = out.unwrap_or_else(|| suites::default_out(&suite));
     Ok((
         suite,
@@ -57,12 +60,13 @@ fn parse(args: &[String]) -> Result<(String, Options), String> {
             progress,
             seed,
         },
+        out_given,
     ))
 }
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (suite, opts) = match parse(&args) {
+    let (suite, opts, out_given) = match parse(&args) {
         Ok(p) => p,
         Err(msg) => {
             if !msg.is_empty() {
@@ -75,12 +79,46 @@ fn main() -> ExitCode {
     // libpmem reads this when PMDK opens its first pool (see systems/pmdk.rs).
     std::env::set_var("PMEM_IS_PMEM_FORCE", "1");
     atomfs_bench::install_interrupt_handler();
+    if suite != "all" {
+        return run_one(&suite, &opts);
+    }
+    let mut worst = ExitCode::SUCCESS;
+    let mut failed = Vec::new();
+    for (name, _) in suites::suites() {
+        let out = if out_given {
+            opts.out.join(name)
+        } else {
+            suites::default_out(name)
+        };
+        let one = Options {
+            out,
+            mode: opts.mode,
+            progress: opts.progress,
+            seed: opts.seed,
+        };
+        let code = run_one(name, &one);
+        if code != ExitCode::SUCCESS && code != ExitCode::from(3) {
+            failed.push(name);
+            worst = ExitCode::FAILURE;
+        }
+        if atomfs_bench::interrupted() {
+            return ExitCode::FAILURE;
+        }
+    }
+    if !failed.is_empty() {
+        eprintln!("atomfs-bench: all: failed: {}", failed.join(", "));
+    }
+    worst
+}
+
+fn run_one(suite: &str, opts: &Options) -> ExitCode {
     eprintln!(
         "atomfs-bench: suite {suite}, {} mode, results in {}",
         opts.mode.as_str(),
         opts.out.display()
     );
-    match suites::run_suite(&suite, &opts) {
+    let started = std::time::Instant::now();
+    match suites::run_suite(suite, opts) {
         Ok(outcome) => {
             for note in &outcome.notes {
                 eprintln!("note: {note}");
@@ -90,6 +128,7 @@ fn main() -> ExitCode {
             for p in &outcome.plots {
                 println!("plot: {}", p.display());
             }
+            println!("{suite}: {:.1} s", started.elapsed().as_secs_f64());
             ExitCode::SUCCESS
         }
         Err(BenchError::Skipped(why)) => {

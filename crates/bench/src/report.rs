@@ -63,6 +63,9 @@ fn fmt_value(metric: Metric, v: f64) -> String {
         Metric::TxPerS => format!("{v:.0}/s"),
         Metric::NvmmBytesPerTx => format!("{v:.0} B"),
         Metric::RecoveryS => format!("{v:.4} s"),
+        Metric::NvmmFgBytesPerTx | Metric::NvmmCkptBytesPerTx => format!("{v:.0} B"),
+        Metric::TxPerSNorm => format!("{v:.3}"),
+        Metric::MbPerS => format!("{v:.0} MB/s"),
     }
 }
 

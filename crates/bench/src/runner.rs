@@ -19,6 +19,15 @@ pub enum Metric {
     NvmmBytesPerTx,
     /// Seconds to recover a store (recovery figure).
     RecoveryS,
+    /// The part of `NvmmBytesPerTx` written by the transaction's own thread.
+    NvmmFgBytesPerTx,
+    /// The part of `NvmmBytesPerTx` written by checkpointing (background threads and the
+    /// checkpoint at the end of each run).
+    NvmmCkptBytesPerTx,
+    /// Transactions per second divided by the figure reference's, run by run.
+    TxPerSNorm,
+    /// Durable copy bandwidth, 10^6 bytes per second (floor figure).
+    MbPerS,
 }
 
 impl Metric {
@@ -28,6 +37,10 @@ impl Metric {
             Metric::TxPerS => "tx_per_s",
             Metric::NvmmBytesPerTx => "nvmm_bytes_per_tx",
             Metric::RecoveryS => "recovery_s",
+            Metric::NvmmFgBytesPerTx => "nvmm_fg_bytes_per_tx",
+            Metric::NvmmCkptBytesPerTx => "nvmm_ckpt_bytes_per_tx",
+            Metric::TxPerSNorm => "tx_per_s_norm",
+            Metric::MbPerS => "mb_per_s",
         }
     }
 
@@ -37,6 +50,10 @@ impl Metric {
             Metric::TxPerS => "transactions per second",
             Metric::NvmmBytesPerTx => "bytes written per transaction",
             Metric::RecoveryS => "recovery time (s)",
+            Metric::NvmmFgBytesPerTx => "bytes written per transaction, foreground",
+            Metric::NvmmCkptBytesPerTx => "bytes written per transaction, checkpointing",
+            Metric::TxPerSNorm => "throughput normalized to the reference",
+            Metric::MbPerS => "durable copy bandwidth (MB/s)",
         }
     }
 }
@@ -124,6 +141,7 @@ struct Sample {
     elapsed: Duration,
     txs: u64,
     bytes: Option<u64>,
+    ckpt_bytes: Option<u64>,
 }
 
 fn check_interrupt() -> Result<()> {
@@ -145,6 +163,7 @@ fn run_once(
     let mut gen = Generator::new(workload);
     sys.run_start();
     let bytes_before = sys.bytes_written();
+    let ckpt_before = sys.ckpt_bytes_written();
     let start = Instant::now();
     let mut txs = 0;
     while txs < txs_max {
@@ -170,10 +189,15 @@ fn run_once(
         (Some(b), Some(a)) => Some(a.saturating_sub(b)),
         _ => None,
     };
+    let ckpt_bytes = match (ckpt_before, sys.ckpt_bytes_written()) {
+        (Some(b), Some(a)) => Some(a.saturating_sub(b)),
+        _ => None,
+    };
     Ok(Sample {
         elapsed,
         txs,
         bytes,
+        ckpt_bytes,
     })
 }
 
@@ -190,7 +214,8 @@ fn median(values: &[f64]) -> f64 {
     }
 }
 
-fn row(
+/// A row from the per-run values of one series (median, min and max computed here).
+pub fn row(
     figure: &str,
     system: &str,
     param: Option<f64>,
@@ -252,7 +277,12 @@ fn setup_systems(
 
 fn progress_bar(fig: &Figure, cfg: &RunConfig) -> indicatif::ProgressBar {
     let total = (fig.points.len() * fig.systems.len()) as u64 * (cfg.reps as u64 + 1);
-    if !cfg.progress {
+    simple_bar(&fig.id, total, cfg.progress)
+}
+
+/// A progress bar of `total` steps named `prefix` (hidden when `show` is false).
+pub fn simple_bar(prefix: &str, total: u64, show: bool) -> indicatif::ProgressBar {
+    if !show {
         return indicatif::ProgressBar::hidden();
     }
     let bar = indicatif::ProgressBar::new(total);
@@ -261,7 +291,7 @@ fn progress_bar(fig: &Figure, cfg: &RunConfig) -> indicatif::ProgressBar {
     ) {
         bar.set_style(style.progress_chars("=> "));
     }
-    bar.set_prefix(fig.id.clone());
+    bar.set_prefix(prefix.to_string());
     bar
 }
 
@@ -329,7 +359,12 @@ fn push_rows(
                     Metric::TxLatencyUs => Some(s.elapsed.as_secs_f64() * 1e6 / n),
                     Metric::TxPerS => Some(n / s.elapsed.as_secs_f64().max(1e-12)),
                     Metric::NvmmBytesPerTx => s.bytes.map(|b| b as f64 / n),
-                    Metric::RecoveryS => None,
+                    Metric::NvmmCkptBytesPerTx => s.ckpt_bytes.map(|b| b as f64 / n),
+                    Metric::NvmmFgBytesPerTx => match (s.bytes, s.ckpt_bytes) {
+                        (Some(b), Some(c)) => Some(b.saturating_sub(c) as f64 / n),
+                        _ => None,
+                    },
+                    Metric::RecoveryS | Metric::TxPerSNorm | Metric::MbPerS => None,
                 }
             })
             .collect();
@@ -351,4 +386,34 @@ pub fn rows_from_runs(
 ) -> Row {
     let n = runs.len();
     row(figure, system, param, metric, runs, vec![1; n])
+}
+
+/// Rows of `metric` normalized to the `reference` system, run by run (rep r of a system
+/// divided by rep r of the reference: interleaved runs share the machine's drift), as
+/// `Metric::TxPerSNorm` rows. Points without a reference row get none.
+pub fn normalized_rows(rows: &[Row], metric: Metric, reference: &str) -> Vec<Row> {
+    let mut out = Vec::new();
+    for r in rows.iter().filter(|r| r.metric == metric) {
+        let Some(base) = rows
+            .iter()
+            .find(|b| b.metric == metric && b.param == r.param && b.system == reference)
+        else {
+            continue;
+        };
+        let runs: Vec<f64> = r
+            .runs
+            .iter()
+            .zip(&base.runs)
+            .map(|(v, b)| if *b > 0.0 { v / b } else { f64::NAN })
+            .collect();
+        out.push(row(
+            &r.figure,
+            &r.system,
+            r.param,
+            Metric::TxPerSNorm,
+            runs,
+            r.txs.clone(),
+        ));
+    }
+    out
 }

@@ -1,9 +1,12 @@
 //! The suites `atomfs-bench SUITE` runs, their sizes per mode, and the driver that writes
-//! results.json, the ratio table and the plots.
+//! results.json, the ratio table and the plots. The pool engine's suites (FCFS seed §VI)
+//! live in `suites/pool.rs`.
+
+pub mod pool;
 
 use crate::error::{BenchError, Result};
 use crate::ramdisk::Ext4Disk;
-use crate::runner::{run_figure, Figure, Metric, Point, RunConfig, SystemSpec};
+use crate::runner::{run_figure, Figure, FigureResult, Metric, Point, RunConfig, SystemSpec};
 use crate::system::TwoFileUpdate;
 use crate::systems::{ext4, floor::Floor, pmdk::Pmdk, undo::UndoJournal};
 use crate::workload::{ValueSize, Workload};
@@ -33,16 +36,16 @@ impl Mode {
     }
 }
 
-/// Every suite name, with a one-line description.
-pub const SUITES: &[(&str, &str)] = &[
-    ("external", "two-file atomic update vs PMDK and the ext4 protocols, against a bare durable copy"),
-    ("fcfs-micro", "Fig. 7a/b: latency and NVMM bytes per tx of FCFS, NC, FG-WAL, SCSP (needs the pool engine)"),
-    ("fcfs-threads", "Fig. 7c: throughput vs threads (needs the pool engine)"),
-    ("fcfs-value-size", "Fig. 8: throughput vs value size (needs the pool engine)"),
-    ("fcfs-idle", "Fig. 9: throughput vs idle time (needs the pool engine)"),
-    ("fcfs-latency", "Fig. 10: throughput vs NVMM write latency (needs the pool engine)"),
-    ("recovery", "Fig. 11: recovery time vs log size (needs the pool engine)"),
-];
+/// The suites of this module (the pool engine's are in [`pool::SUITES`]).
+const OWN_SUITES: &[(&str, &str)] = &[(
+    "external",
+    "two-file atomic update: FCFS and NC vs PMDK and the ext4 protocols, against a bare durable copy",
+)];
+
+/// Every suite name, with a one-line description (`all` runs each of them).
+pub fn suites() -> Vec<(&'static str, &'static str)> {
+    OWN_SUITES.iter().chain(pool::SUITES).copied().collect()
+}
 
 pub struct Options {
     pub mode: Mode,
@@ -63,7 +66,7 @@ pub struct Outcome {
 
 /// Files and sizes of the seed's microbenchmark for a mode, scaled to fit `budget` bytes
 /// when each system keeps `copies` copies of the data (notes say what was scaled).
-fn sizes(mode: Mode, copies: f64, notes: &mut Vec<String>) -> (u32, u64) {
+pub(crate) fn sizes(mode: Mode, copies: f64, notes: &mut Vec<String>) -> (u32, u64) {
     match mode {
         Mode::Tiny => (4, 64 << 10),
         Mode::Quick => (64, 1 << 20),
@@ -113,8 +116,9 @@ fn external(
     seed: u64,
     notes: &mut Vec<String>,
 ) -> Result<(Vec<Figure>, Vec<Rc<Ext4Disk>>)> {
-    // floor + pmdk (~1.1) + three ext4 systems (image and page cache: 2 each) + temps.
-    let (files, file_size) = sizes(mode, 8.5, notes);
+    // floor + pmdk (~1.1) + three ext4 systems (image and page cache: 2 each) + temps,
+    // + two pools (1.3 each).
+    let (files, file_size) = sizes(mode, 11.1, notes);
     let data = files as u64 * file_size;
     let disk = Rc::new(Ext4Disk::create(
         3 * data + data / 4 + 4 * file_size + (128 << 20),
@@ -125,6 +129,8 @@ fn external(
     let d = (disk.clone(), disk.clone(), disk.clone());
     let systems = vec![
         SystemSpec::new("floor", || boxed(Floor::new())),
+        pool::pool_spec(::pool::Mode::Fcfs),
+        pool::pool_spec(::pool::Mode::Nc),
         SystemSpec::new("pmdk", || boxed(Pmdk::new()?)),
         SystemSpec::new("ext4-fsync", move || {
             boxed(ext4::Ext4Fsync::new(d.0.clone()))
@@ -159,41 +165,60 @@ fn external(
     Ok((vec![fig], vec![disk]))
 }
 
-fn figures(
+fn unknown(suite: &str) -> BenchError {
+    BenchError::Invalid(format!(
+        "unknown suite {suite:?}; suites: {}, all",
+        suites()
+            .iter()
+            .map(|(n, _)| *n)
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
+}
+
+/// Run the figures of `suite` (the RAM disk of `external` lives until they are done).
+fn measure(
     suite: &str,
-    mode: Mode,
-    seed: u64,
+    opts: &Options,
+    cfg: &RunConfig,
     notes: &mut Vec<String>,
-) -> Result<(Vec<Figure>, Vec<Rc<Ext4Disk>>)> {
-    match suite {
-        "external" => external(mode, seed, notes),
-        s if SUITES.iter().any(|(n, _)| *n == s) => Err(BenchError::Skipped(format!(
-            "suite {s} needs the pool engine (crates/engines/pool), which is not built into this binary yet"
-        ))),
-        s => Err(BenchError::Invalid(format!(
-            "unknown suite {s:?}; suites: {}",
-            SUITES.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
-        ))),
+) -> Result<Vec<(Figure, FigureResult)>> {
+    if pool::SUITES.iter().any(|(n, _)| *n == suite) {
+        return pool::run(suite, opts, cfg, notes);
     }
+    let (figs, disks) = match suite {
+        "external" => external(opts.mode, opts.seed, notes)?,
+        s => return Err(unknown(s)),
+    };
+    let mut out = Vec::new();
+    for fig in figs {
+        let res = run_figure(&fig, cfg)?;
+        out.push((fig, res));
+    }
+    drop(disks);
+    Ok(out)
 }
 
 /// Run `suite`, write `out/results.json` and the plots, return the table.
 pub fn run_suite(suite: &str, opts: &Options) -> Result<Outcome> {
+    if !suites().iter().any(|(n, _)| *n == suite) {
+        return Err(unknown(suite));
+    }
     let mut notes = Vec::new();
-    let (figs, _disks) = figures(suite, opts.mode, opts.seed, &mut notes)?;
     let cfg = run_config(opts.mode, opts.seed, opts.progress);
+    std::fs::create_dir_all(&opts.out).map_err(|e| BenchError::io("mkdir", &opts.out, e))?;
+    let started = std::time::Instant::now();
+    let results = measure(suite, opts, &cfg, &mut notes)?;
     let mut rows = Vec::new();
     let mut fig_configs = Vec::new();
     let mut table = String::new();
     let mut plots = Vec::new();
-    std::fs::create_dir_all(&opts.out).map_err(|e| BenchError::io("mkdir", &opts.out, e))?;
-    for fig in &figs {
-        let res = run_figure(fig, &cfg)?;
+    for (fig, res) in &results {
         rows.extend(res.rows.iter().map(crate::report::row_json));
-        fig_configs.push(crate::report::figure_config(fig, &res));
-        table.push_str(&crate::report::ratio_table(fig, &res));
+        fig_configs.push(crate::report::figure_config(fig, res));
+        table.push_str(&crate::report::ratio_table(fig, res));
         for &metric in &fig.metrics {
-            match crate::plot::plot(fig, &res, metric, &opts.out) {
+            match crate::plot::plot(fig, res, metric, &opts.out) {
                 Ok(Some(p)) => plots.push(p),
                 Ok(None) => {}
                 Err(e) => notes.push(format!("no plot for {} {}: {e}", fig.id, metric.as_str())),
@@ -211,6 +236,7 @@ pub fn run_suite(suite: &str, opts: &Options) -> Result<Outcome> {
             "txs_per_run": cfg.txs_per_run,
             "txs_min": cfg.txs_min,
             "run_time_max_s": cfg.run_time_max.as_secs_f64(),
+            "duration_s": started.elapsed().as_secs_f64(),
             "figures": fig_configs,
             "notes": notes,
         },

@@ -33,6 +33,13 @@ pub trait TwoFileUpdate {
     /// can count them; `None` when it cannot be measured (never guessed).
     fn bytes_written(&self) -> Option<u64>;
 
+    /// The part of [`bytes_written`](TwoFileUpdate::bytes_written) written by checkpointing
+    /// (background threads, and the checkpoint the system does at the end of a run), for
+    /// systems that checkpoint; `None` when the system has no such split.
+    fn ckpt_bytes_written(&self) -> Option<u64> {
+        None
+    }
+
     /// Read back `buf.len()` bytes at `off` of file `file` (tests check the data landed).
     fn read(&mut self, file: u32, off: u64, buf: &mut [u8]) -> Result<()>;
 

@@ -4,4 +4,5 @@ pub mod ext4;
 pub mod fileset;
 pub mod floor;
 pub mod pmdk;
+pub mod pool;
 pub mod undo;
