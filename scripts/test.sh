@@ -25,3 +25,20 @@ if [ "$passed" -eq 0 ]; then
     echo "atomfs tests: no test ran — treating as failure" >&2
     exit 1
 fi
+
+# Benchmark smoke run (issue #7): `atomfs bench fcfs-micro --quick` must run and write
+# results.json and the PNG plots. No timing is asserted; the JSON shape is checked by
+# crates/bench/tests/tiny_pool.rs. Debug build (opt-level 1): 10-30 s.
+smoke=target/bench-smoke/fcfs-micro
+rm -rf "$smoke"
+bench_start=$(date +%s)
+if ! timeout 600 target/debug/atomfs bench fcfs-micro --quick --out "$smoke" --no-progress; then
+    echo "atomfs bench smoke run: FAILED (atomfs bench fcfs-micro --quick exited non-zero)" >&2
+    exit 1
+fi
+if ! grep -q '"rows"' "$smoke/results.json" 2>/dev/null \
+    || ! ls "$smoke"/fcfs-micro_*.png >/dev/null 2>&1; then
+    echo "atomfs bench smoke run: FAILED (no results.json with rows, or no PNG in $smoke)" >&2
+    exit 1
+fi
+echo "atomfs bench smoke run: ok in $(( $(date +%s) - bench_start )) s ($smoke)"

@@ -23,7 +23,14 @@ fn external_suite_tiny_run_writes_well_formed_results() {
     }
     assert!(doc["machine"]["flush"].is_string() && doc["machine"]["cores"].is_u64());
     let rows = doc["rows"].as_array().expect("rows");
-    let mut expected = vec!["floor", "ext4-fsync", "ext4-undo", "ext4-rename"];
+    let mut expected = vec![
+        "floor",
+        "fcfs",
+        "nc",
+        "ext4-fsync",
+        "ext4-undo",
+        "ext4-rename",
+    ];
     if atomfs_bench::systems::pmdk::available() {
         expected.push("pmdk");
     }

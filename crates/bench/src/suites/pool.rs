@@ -21,13 +21,34 @@ use store::Store;
 
 /// The suites this module runs, with a one-line description each.
 pub const SUITES: &[(&str, &str)] = &[
-    ("fcfs-micro", "Fig. 7a/b: two-file update latency and NVMM bytes per tx, FCFS vs NC, FG-WAL, SCSP"),
-    ("fcfs-threads", "Fig. 7c: throughput vs threads (1..cores; the seed used 12), FCFS vs SOC vs NC"),
-    ("fcfs-value-size", "Fig. 8: throughput vs value size 64 B..16 KB, normalized to NC"),
-    ("fcfs-idle", "Fig. 9: throughput vs idle time 0..90 %, FCFS vs SOC vs SYNC (and NC)"),
-    ("fcfs-latency", "Fig. 10: throughput vs emulated NVMM write latency 50..1600 ns"),
-    ("recovery", "Fig. 11: recovery time vs log size, FCFS (lazy) vs FCFS-IR (checkpoint at recovery)"),
-    ("floor", "every pool mode's distance from a bare durable copy, and the copy bandwidth"),
+    (
+        "fcfs-micro",
+        "Fig. 7a/b: two-file update latency and NVMM bytes per tx, FCFS vs NC, FG-WAL, SCSP",
+    ),
+    (
+        "fcfs-threads",
+        "Fig. 7c: throughput vs threads (1..cores; the seed used 12), FCFS vs SOC vs NC",
+    ),
+    (
+        "fcfs-value-size",
+        "Fig. 8: throughput vs value size 64 B..16 KB, normalized to NC",
+    ),
+    (
+        "fcfs-idle",
+        "Fig. 9: throughput vs idle time 0..90 %, FCFS vs SOC vs SYNC (and NC)",
+    ),
+    (
+        "fcfs-latency",
+        "Fig. 10: throughput vs emulated NVMM write latency 50..1600 ns",
+    ),
+    (
+        "recovery",
+        "Fig. 11: recovery time vs log size, FCFS (lazy) vs FCFS-IR (checkpoint at recovery)",
+    ),
+    (
+        "floor",
+        "every pool mode's distance from a bare durable copy, and the copy bandwidth",
+    ),
 ];
 
 /// The seed's NVMM write bandwidth (Mnemosyne's 4 GB/s), used with the latency sweep.
@@ -113,10 +134,15 @@ fn micro(opts: &Options, notes: &mut Vec<String>) -> Figure {
         reference: "nc".into(),
         metrics,
         points: random_points(files, file_size, opts.seed, &[16384, 4096]),
-        systems: [PoolMode::Fcfs, PoolMode::Nc, PoolMode::FgWal, PoolMode::Scsp]
-            .into_iter()
-            .map(pool_spec)
-            .collect(),
+        systems: [
+            PoolMode::Fcfs,
+            PoolMode::Nc,
+            PoolMode::FgWal,
+            PoolMode::Scsp,
+        ]
+        .into_iter()
+        .map(pool_spec)
+        .collect(),
     }
 }
 
@@ -149,10 +175,15 @@ fn value_size(
         reference: "nc".into(),
         metrics: vec![Metric::TxPerS, Metric::TxPerSNorm, Metric::NvmmBytesPerTx],
         points,
-        systems: [PoolMode::Nc, PoolMode::Fcfs, PoolMode::FgWal, PoolMode::Scsp]
-            .into_iter()
-            .map(pool_spec)
-            .collect(),
+        systems: [
+            PoolMode::Nc,
+            PoolMode::Fcfs,
+            PoolMode::FgWal,
+            PoolMode::Scsp,
+        ]
+        .into_iter()
+        .map(pool_spec)
+        .collect(),
     };
     with_normalized(fig, cfg)
 }
@@ -226,7 +257,12 @@ fn latency(
         Mode::Tiny => &[50, 400],
         _ => &[50, 100, 200, 400, 800, 1600],
     };
-    let modes = [PoolMode::Nc, PoolMode::Fcfs, PoolMode::FgWal, PoolMode::Scsp];
+    let modes = [
+        PoolMode::Nc,
+        PoolMode::Fcfs,
+        PoolMode::FgWal,
+        PoolMode::Scsp,
+    ];
     let mut all = FigureResult::default();
     let mut points = Vec::new();
     for &ns in latencies {
@@ -526,7 +562,12 @@ fn threads(
         let mut runs: Vec<(Vec<f64>, Vec<u64>)> = vec![(Vec::new(), Vec::new()); live.len()];
         for rep in 0..cfg.reps {
             for (i, s) in live.iter_mut().enumerate() {
-                bar.set_message(format!("{} x={t} run {}/{}", s.mode().name(), rep + 1, cfg.reps));
+                bar.set_message(format!(
+                    "{} x={t} run {}/{}",
+                    s.mode().name(),
+                    rep + 1,
+                    cfg.reps
+                ));
                 let w = Workload {
                     seed: cfg.seed.wrapping_add(rep as u64),
                     ..workload

@@ -18,7 +18,7 @@
 use crate::error::{BenchError, Result};
 use crate::system::TwoFileUpdate;
 use crate::workload::Write;
-use pmem::{EmulatorConfig, Emulated, MappedRegion, Region, RegionStats};
+use pmem::{Emulated, EmulatorConfig, MappedRegion, Region, RegionStats};
 use pool::{Mode, PoolConfig, PoolStore};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -264,11 +264,10 @@ fn build(
     // blocks it allocates during the timed runs (real NVMM has no such faults). Through the
     // inner mapping: this is not an NVMM write of the benchmark.
     let geo = s.superblock().geometry;
-    s.region().inner().inner().fill(
-        geo.blocks_offset,
-        geo.block_count * pool::BLOCK_SIZE,
-        0,
-    );
+    s.region()
+        .inner()
+        .inner()
+        .fill(geo.blocks_offset, geo.block_count * pool::BLOCK_SIZE, 0);
     let chunk = vec![0x5Au8; (1 << 20).min(file_size as usize).max(1)];
     let rw = OpenFlags {
         read: true,
@@ -354,9 +353,9 @@ impl TwoFileUpdate for PoolSystem {
     }
 
     fn ckpt_bytes_written(&self) -> Option<u64> {
-        self.store.as_ref().map(|s| {
-            (s.region().background_lines() + self.drain_lines) * pmem::CACHE_LINE
-        })
+        self.store
+            .as_ref()
+            .map(|s| (s.region().background_lines() + self.drain_lines) * pmem::CACHE_LINE)
     }
 
     fn read(&mut self, file: u32, off: u64, buf: &mut [u8]) -> Result<()> {

@@ -1,5 +1,6 @@
 //! `atomfs`: create, check, inspect, mount and demonstrate atomfs pools.
 
+mod bench;
 mod crashtest;
 mod demo;
 mod engine;
@@ -211,6 +212,12 @@ anything else is passed to the kernel (e.g. noatime).\n\nExamples:\n  atomfs mou
         after_help = "Engines: pool (= pool-fcfs), pool-nc, pool-fgwal, pool-scsp, pool-soc, pool-sync (pool-nc has no consistency and must fail).\n\nExamples:\n  atomfs crashtest\n  atomfs crashtest --engine pool-scsp --workloads 100 --kills 200\n  atomfs crashtest --engine pool-nc --kills 0   # shows the violations of no-consistency mode"
     )]
     Crashtest(crashtest::CrashtestArgs),
+    /// Reproduce the FCFS seed's evaluation (Figs. 7-11) and the external baselines on this
+    /// machine: results.json, PNG plots and a ratio table (runs the atomfs-bench binary).
+    #[command(
+        after_help = "Suites: fcfs-micro, fcfs-threads, fcfs-value-size, fcfs-idle, fcfs-latency, recovery, floor, external, all.\n\nExamples:\n  atomfs bench fcfs-micro --quick\n  atomfs bench external --full --out results/external\n  atomfs bench all --quick --out results"
+    )]
+    Bench(bench::BenchArgs),
     /// (internal) The crash test's torture victim.
     #[command(hide = true)]
     CrashtestChild(crashtest::CrashtestChildArgs),
@@ -273,6 +280,7 @@ fn run(cli: Cli) -> CmdResult {
         Demo(args) => demo::run(args),
         DemoChild(args) => demo::child(args),
         Crashtest(args) => crashtest::run(args),
+        Bench(args) => bench::run(args),
         CrashtestChild(args) => crashtest::child(args),
     }
 }
@@ -296,6 +304,24 @@ mod tests {
     #[test]
     fn cli_definition_is_valid() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn bench_forwards_suite_mode_and_out() {
+        let cli = Cli::try_parse_from(["atomfs", "bench", "fcfs-micro", "--full", "--out", "d"]);
+        match cli.map(|c| c.command) {
+            Ok(Command::Bench(args)) => assert_eq!(
+                bench::forwarded(&args),
+                ["fcfs-micro", "--full", "--out", "d"]
+            ),
+            other => panic!("unexpected parse: {other:?}"),
+        }
+        let cli = Cli::try_parse_from(["atomfs", "bench", "all"]);
+        match cli.map(|c| c.command) {
+            Ok(Command::Bench(args)) => assert_eq!(bench::forwarded(&args), ["all", "--quick"]),
+            other => panic!("unexpected parse: {other:?}"),
+        }
+        assert!(Cli::try_parse_from(["atomfs", "bench", "x", "--quick", "--full"]).is_err());
     }
 
     #[test]
