@@ -133,7 +133,7 @@ fn micro(opts: &Options, notes: &mut Vec<String>) -> Figure {
         x_label: Some("max value size (bytes)".into()),
         reference: "nc".into(),
         metrics,
-        points: random_points(files, file_size, opts.seed, &[16384, 4096]),
+        points: random_points(files, file_size, opts.seed, &[4096, 16384]),
         systems: [
             PoolMode::Fcfs,
             PoolMode::Nc,
@@ -337,7 +337,7 @@ fn floor(
         x_label: Some("max value size (bytes)".into()),
         reference: "floor".into(),
         metrics,
-        points: random_points(files, file_size, opts.seed, &[16384, 4096]),
+        points: random_points(files, file_size, opts.seed, &[4096, 16384]),
         systems,
     };
     let res = run_figure(&fig, cfg)?;
