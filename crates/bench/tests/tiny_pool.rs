@@ -196,3 +196,43 @@ fn every_pool_mode_applies_both_writes_of_a_transaction() {
         assert_eq!(untouched, [0x5A; 16], "{mode:?}: file 1 changed");
     }
 }
+
+#[test]
+fn background_checkpoint_lines_are_attributed_to_the_checkpoint_threads() {
+    // Two small files, many transactions: pending lists grow past the engine's limit (5), so
+    // FCFS hands blocks to its background thread. The split must see that thread's lines
+    // (it goes by the engine's thread name, `pool-ckpt-*`).
+    let mut sys = PoolSystem::new(pool::Mode::Fcfs);
+    sys.setup(2, 8 << 10).expect("setup");
+    let data = vec![7u8; 3000];
+    let (store, _) = sys.shared().expect("shared");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut i = 0u64;
+    while store.region().background_lines() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no line was counted for the background checkpoint thread after {i} txs"
+        );
+        let off = (i * 977) % 5000;
+        sys.tx(
+            Write {
+                file: 0,
+                off,
+                data: &data,
+            },
+            Write {
+                file: 1,
+                off: 5000 - off,
+                data: &data,
+            },
+        )
+        .expect("tx");
+        i += 1;
+        if i % 64 == 0 {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
+    let total = sys.bytes_written().expect("total");
+    let ckpt = sys.ckpt_bytes_written().expect("ckpt");
+    assert!(ckpt > 0 && ckpt < total, "ckpt {ckpt} of total {total}");
+}
