@@ -228,7 +228,7 @@ fn background_checkpoint_lines_are_attributed_to_the_checkpoint_threads() {
         )
         .expect("tx");
         i += 1;
-        if i % 64 == 0 {
+        if i.is_multiple_of(64) {
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
     }

@@ -19,36 +19,15 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 use store::Store;
 
-/// The suites this module runs, with a one-line description each.
-pub const SUITES: &[(&str, &str)] = &[
-    (
-        "fcfs-micro",
-        "Fig. 7a/b: two-file update latency and NVMM bytes per tx, FCFS vs NC, FG-WAL, SCSP",
-    ),
-    (
-        "fcfs-threads",
-        "Fig. 7c: throughput vs threads (1..cores; the seed used 12), FCFS vs SOC vs NC",
-    ),
-    (
-        "fcfs-value-size",
-        "Fig. 8: throughput vs value size 64 B..16 KB, normalized to NC",
-    ),
-    (
-        "fcfs-idle",
-        "Fig. 9: throughput vs idle time 0..90 %, FCFS vs SOC vs SYNC (and NC)",
-    ),
-    (
-        "fcfs-latency",
-        "Fig. 10: throughput vs emulated NVMM write latency 50..1600 ns",
-    ),
-    (
-        "recovery",
-        "Fig. 11: recovery time vs log size, FCFS (lazy) vs FCFS-IR (checkpoint at recovery)",
-    ),
-    (
-        "floor",
-        "every pool mode's distance from a bare durable copy, and the copy bandwidth",
-    ),
+/// The suites this module runs (described in `suites::SUITES`).
+pub const SUITES: &[&str] = &[
+    "fcfs-micro",
+    "fcfs-threads",
+    "fcfs-value-size",
+    "fcfs-idle",
+    "fcfs-latency",
+    "recovery",
+    "floor",
 ];
 
 /// The seed's NVMM write bandwidth (Mnemosyne's 4 GB/s), used with the latency sweep.
