@@ -124,8 +124,8 @@ fn external(
     notes: &mut Vec<String>,
 ) -> Result<(Vec<Figure>, Vec<Rc<Ext4Disk>>)> {
     // floor + pmdk (~1.1) + three ext4 systems (image and page cache: 2 each) + temps,
-    // + two pools (1.3 each).
-    let (files, file_size) = sizes(mode, 11.1, notes);
+    // + two pools.
+    let (files, file_size) = sizes(mode, 8.5 + 2.0 * pool::POOL_COPIES, notes);
     let data = files as u64 * file_size;
     let disk = Rc::new(Ext4Disk::create(
         3 * data + data / 4 + 4 * file_size + (128 << 20),

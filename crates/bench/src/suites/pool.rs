@@ -33,8 +33,8 @@ pub const SUITES: &[&str] = &[
 /// The seed's NVMM write bandwidth (Mnemosyne's 4 GB/s), used with the latency sweep.
 const SEED_BANDWIDTH: u64 = 4_000_000_000;
 
-/// Memory copies of the data one pool system keeps (pool file = 1.25 × data + logs).
-const POOL_COPIES: f64 = 1.3;
+/// Memory copies of the data one pool system keeps (pool file = 1.5 × data + logs).
+pub const POOL_COPIES: f64 = 1.55;
 
 fn boxed<T: TwoFileUpdate + 'static>(t: T) -> Result<Box<dyn TwoFileUpdate>> {
     Ok(Box::new(t))
@@ -496,7 +496,11 @@ fn threads(
     notes: &mut Vec<String>,
 ) -> Result<(Figure, FigureResult)> {
     let (files, file_size) = sizes(opts.mode, 3.0 * POOL_COPIES + 0.5, notes);
-    let counts = thread_counts(opts.mode);
+    // Every thread needs two files of its own.
+    let counts: Vec<u32> = thread_counts(opts.mode)
+        .into_iter()
+        .filter(|&t| files / t >= 2)
+        .collect();
     notes.push(format!(
         "fcfs-threads: 1..{} threads on this machine ({} cores); the seed used 1..12 threads \
          on a 12-core Xeon. Each thread works on its own {} of the {files} files.",
