@@ -105,6 +105,9 @@ impl<R: Region> Region for ThreadSplit<R> {
     fn define_area(&self, name: &'static str, off: u64, len: u64) {
         self.inner.define_area(name, off, len)
     }
+    fn prefetch(&self, off: u64) {
+        self.inner.prefetch(off)
+    }
 }
 
 /// The region type every benchmarked pool runs on.

@@ -14,6 +14,11 @@
 //! cargo run --release -p atomfs-pool --example micro -- [--files 1000] [--file-mb 4]
 //!     [--txs 20000] [--modes nc,fcfs,fg-wal,scsp,soc,sync] [--dir /dev/shm] [--seed 1]
 //!     [--ckpt-threads 1] [--log-entries N (both logs; default from PoolConfig)]
+//!     [--breakdown 1] [--perf-ctl FIFO]
+//!
+//! Profiling the timed loops only:
+//!   mkfifo /tmp/ctl; perf record -g --control fifo:/tmp/ctl --delay=-1 -- \
+//!     target/release/examples/micro --modes fcfs --perf-ctl /tmp/ctl
 //! ```
 
 use pmem::{MappedRegion, Region};
@@ -32,6 +37,9 @@ struct Args {
     ckpt_threads: usize,
     log_entries: u64,
     breakdown: bool,
+    /// `perf record --control fifo:PATH --delay=-1`: the timed loops enable and disable the
+    /// profiler through this FIFO, so that setup does not drown the profile.
+    perf_ctl: Option<std::path::PathBuf>,
 }
 
 fn parse_args() -> Args {
@@ -52,6 +60,7 @@ fn parse_args() -> Args {
         ckpt_threads: PoolConfig::default().checkpoint_threads,
         log_entries: 0,
         breakdown: false,
+        perf_ctl: None,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     for pair in argv.chunks(2) {
@@ -70,6 +79,7 @@ fn parse_args() -> Args {
             "--log-entries" => a.log_entries = num(),
             "--breakdown" => a.breakdown = num() != 0,
             "--dir" => a.dir = value.clone().into(),
+            "--perf-ctl" => a.perf_ctl = Some(value.clone().into()),
             "--modes" => {
                 a.modes = value
                     .split(',')
@@ -108,6 +118,7 @@ fn run(s: &PoolStore<MappedRegion>, fhs: &[Fh], a: &Args, max_write: u64, data: 
     let file_bytes = a.file_mb << 20;
     let mut rng = Rng(a.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let flushed_at_start = region.stats().lines_flushed;
+    perf_control(a, "enable");
     let start = Instant::now();
     let cpu_start = thread_cpu_ns();
     let mut parts = [std::time::Duration::ZERO; 3];
@@ -132,6 +143,7 @@ fn run(s: &PoolStore<MappedRegion>, fhs: &[Fh], a: &Args, max_write: u64, data: 
     }
     let elapsed = start.elapsed();
     let cpu = thread_cpu_ns() - cpu_start;
+    perf_control(a, "disable");
     if a.breakdown {
         let us = |d: std::time::Duration| d.as_secs_f64() * 1e6 / a.txs as f64;
         eprintln!(
@@ -174,6 +186,20 @@ fn copy_durable(region: &MappedRegion, addr: u64, data: &[u8]) {
     if !tail.is_empty() {
         region.write(hi, tail);
         region.flush(hi, tail.len() as u64);
+    }
+}
+
+/// Tell `perf record --control fifo:PATH` to start or stop sampling (no-op without
+/// `--perf-ctl`).
+fn perf_control(a: &Args, command: &str) {
+    if let Some(path) = &a.perf_ctl {
+        use std::io::Write;
+        let mut fifo = std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .expect("open --perf-ctl fifo");
+        fifo.write_all(format!("{command}\n").as_bytes())
+            .expect("write --perf-ctl fifo");
     }
 }
 

@@ -6,7 +6,7 @@ use crate::checkpoint::CheckpointQueue;
 use crate::config::{Mode, PoolConfig};
 use crate::dir::DirIndex;
 use crate::layout::*;
-use crate::tlvi::Version;
+use crate::tlvi::PendingList;
 use crate::tx::TxCell;
 use parking_lot::{Mutex, RwLock};
 use pmem::Region;
@@ -20,7 +20,7 @@ use store::{Error, Result};
 pub struct InodeState {
     pub ino: u64,
     /// TLVI first level: logical block -> pending list, oldest (first committed) first.
-    pub pending: U64Map<Vec<Version>>,
+    pub pending: U64Map<PendingList>,
     /// Directory name index, built on first use (directories only).
     pub dir: Option<DirIndex>,
     /// Directory slots freed by transactions that have not committed yet: never reused

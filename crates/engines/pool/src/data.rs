@@ -8,6 +8,7 @@ use crate::layout::*;
 use crate::tlvi::{line_mask, source_of, Version};
 use crate::tx::{Tx, TxVersion};
 use pmem::Region;
+use smallvec::SmallVec;
 use std::sync::atomic::Ordering;
 use store::{Error, Result};
 
@@ -16,6 +17,23 @@ pub const NT_COPY_MIN: usize = 256;
 
 /// Largest file size (the deepest tree).
 pub const FILE_SIZE_MAX: u64 = 1 << 46;
+
+/// One block's part of a write.
+#[derive(Clone, Copy, Debug)]
+struct Piece {
+    lbn: u64,
+    /// Address of the block pointer.
+    ptr: u64,
+    /// Permanent block (0 = hole).
+    pbn: u64,
+    /// Offset in the block and length.
+    boff: u64,
+    len: usize,
+    /// Offset in the caller's data.
+    at: usize,
+    /// Index of the transaction's own version in the block's pending list (redo modes).
+    version: usize,
+}
 
 /// Attribute changes one data operation makes, written together at its end.
 pub struct InodeDelta {
@@ -85,6 +103,12 @@ impl<R: Region> Core<R> {
     }
 
     /// Write `data` at `off` of file `st.ino` inside `tx`.
+    ///
+    /// In three passes, so that nothing waits between the stores of the data: the block
+    /// pointer of every block (growing the tree as needed) and a prefetch of the lines the
+    /// partial edge lines are completed from; then the pending versions of the overwritten
+    /// blocks (allocations and locks, which on x86 would wait for non-temporal stores
+    /// already issued); then the copies.
     pub fn write_data(
         &self,
         st: &mut InodeState,
@@ -107,36 +131,105 @@ impl<R: Region> Core<R> {
             blocks: self.inode_blocks(ino)?,
             pointer_writes: Vec::new(),
         };
-        let mut pos = off;
-        while pos < end {
-            let lbn = pos / BLOCK_SIZE;
-            let boff = pos % BLOCK_SIZE;
-            let n = (BLOCK_SIZE - boff).min(end - pos);
-            let chunk = &data[(pos - off) as usize..(pos - off + n) as usize];
-            let ptr = self.pointer_addr_create(tx, ino, lbn, &mut delta)?;
-            let pbn = self.read_u64(ptr);
-            if pbn == 0 {
-                self.fill_hole(tx, ptr, boff, chunk, &mut delta)?;
-            } else {
-                self.geo.check_pbn(pbn, ptr)?;
-                match self.mode() {
-                    Mode::Nc => self.write_in_place(pbn, boff, chunk),
-                    Mode::FgWal => self.write_fg_wal(tx, pbn, boff, chunk)?,
-                    Mode::Scsp => self.write_shadow(st, tx, lbn, ptr, pbn, boff, chunk)?,
-                    Mode::Fcfs | Mode::Soc | Mode::Sync => {
-                        self.write_redo(st, tx, lbn, ptr, pbn, boff, chunk)?
-                    }
-                }
+        let mut pieces = self.resolve_pieces(tx, ino, off, end, &mut delta)?;
+        let redo = matches!(self.mode(), Mode::Fcfs | Mode::Soc | Mode::Sync);
+        if redo {
+            self.prefetch_edges(st, &pieces);
+            for p in pieces.iter_mut().filter(|p| p.pbn != 0) {
+                p.version = self.own_version(st, tx, p.lbn, p.ptr)?;
             }
-            pos += n;
+        }
+        for p in &pieces {
+            let chunk = &data[p.at..p.at + p.len];
+            if p.pbn == 0 {
+                self.fill_hole(tx, p.ptr, p.boff, chunk, &mut delta)?;
+                continue;
+            }
+            match self.mode() {
+                Mode::Nc => self.write_in_place(p.pbn, p.boff, chunk),
+                Mode::FgWal => self.write_fg_wal(tx, p.pbn, p.boff, chunk)?,
+                Mode::Scsp => self.write_shadow(st, tx, p.lbn, p.ptr, p.pbn, p.boff, chunk)?,
+                Mode::Fcfs | Mode::Soc | Mode::Sync => self.write_redo(st, tx, p, chunk),
+            }
         }
         self.finish_data_op(tx, ino, &delta)
     }
 
+    /// The blocks `[off, end)` of `ino` covers, each with its block pointer (the tree grown
+    /// and index blocks created as needed) and its permanent block (0 = hole).
+    fn resolve_pieces(
+        &self,
+        tx: &mut Tx,
+        ino: u64,
+        off: u64,
+        end: u64,
+        delta: &mut InodeDelta,
+    ) -> Result<SmallVec<[Piece; 8]>> {
+        let mut pieces = SmallVec::new();
+        let mut pos = off;
+        while pos < end {
+            let lbn = pos / BLOCK_SIZE;
+            let boff = pos % BLOCK_SIZE;
+            let len = (BLOCK_SIZE - boff).min(end - pos);
+            let ptr = self.pointer_addr_create(tx, ino, lbn, delta)?;
+            let pbn = self.read_u64(ptr);
+            if pbn != 0 {
+                self.geo.check_pbn(pbn, ptr)?;
+            }
+            pieces.push(Piece {
+                lbn,
+                ptr,
+                pbn,
+                boff,
+                len: len as usize,
+                at: (pos - off) as usize,
+                version: 0,
+            });
+            pos += len;
+        }
+        Ok(pieces)
+    }
+
+    /// Prefetch the latest copies of the partial lines at the two ends of a write (a redo
+    /// write completes them from there), so that their cache misses overlap the allocation
+    /// of the pending versions instead of stalling the copy.
+    fn prefetch_edges(&self, st: &InodeState, pieces: &[Piece]) {
+        let (Some(first), Some(last)) = (pieces.first(), pieces.last()) else {
+            return;
+        };
+        let last_end = last.boff + last.len as u64;
+        let edges = [
+            (first, first.boff / LINE, !first.boff.is_multiple_of(LINE)),
+            (last, (last_end - 1) / LINE, !last_end.is_multiple_of(LINE)),
+        ];
+        for (piece, line, partial) in edges {
+            if !partial || piece.pbn == 0 {
+                continue;
+            }
+            let list = st
+                .pending
+                .get(&piece.lbn)
+                .map(|l| l.as_slice())
+                .unwrap_or(&[]);
+            let src = source_of(list, piece.pbn, line);
+            self.region.prefetch(self.geo.block(src) + line * LINE);
+        }
+    }
+
     /// Write the pointer changes and the inode's size, times and block count of one data
-    /// operation: one batch of undo entries, one fence.
+    /// operation: one batch of undo entries, one fence. A pure overwrite in a logging mode
+    /// changes only the times: their undo entry is written now (made durable by the fence
+    /// that ends the operation, `PoolStore::data_op`, or by the commit's first fence) and the
+    /// new times are staged, written in place after that fence (`Core::apply_staged`).
     pub fn finish_data_op(&self, tx: &mut Tx, ino: u64, delta: &InodeDelta) -> Result<()> {
         let ioff = self.geo.inode(ino);
+        if self.mode() != Mode::Nc
+            && delta.pointer_writes.is_empty()
+            && delta.size == self.read_u64(ioff + I_SIZE)
+            && delta.blocks == self.read_u64(ioff + I_BLOCKS)
+        {
+            return self.stage_times(tx, ino);
+        }
         let now = store::now_ns();
         let mut attrs = [0u8; 32];
         attrs[..8].copy_from_slice(&delta.size.to_le_bytes());
@@ -222,20 +315,11 @@ impl<R: Region> Core<R> {
         }
     }
 
-    /// FCFS: redo the lines into the transaction's pending version of the block.
-    #[allow(clippy::too_many_arguments)]
-    fn write_redo(
-        &self,
-        st: &mut InodeState,
-        tx: &mut Tx,
-        lbn: u64,
-        ptr: u64,
-        permanent: u64,
-        boff: u64,
-        chunk: &[u8],
-    ) -> Result<()> {
-        let vi = self.own_version(st, tx, lbn, ptr)?;
-        let list = st.pending.get(&lbn).map(Vec::as_slice).unwrap_or(&[]);
+    /// FCFS: redo the lines of one piece into the transaction's pending version of its block
+    /// (`p.version`, made by `own_version`).
+    fn write_redo(&self, st: &mut InodeState, tx: &mut Tx, p: &Piece, chunk: &[u8]) {
+        let (lbn, vi, permanent, boff) = (p.lbn, p.version, p.pbn, p.boff);
+        let list = st.pending.get(&lbn).map(|l| l.as_slice()).unwrap_or(&[]);
         let mine = list[vi];
         let older = &list[..vi];
         let base = self.geo.block(mine.pbn);
@@ -287,7 +371,6 @@ impl<R: Region> Core<R> {
         {
             tv.bitmap = bitmap;
         }
-        Ok(())
     }
 
     /// Index of the transaction's own (uncommitted) version of `lbn`, created if missing.

@@ -26,6 +26,7 @@ mod entry;
 mod fsck;
 mod inspect;
 mod layout;
+mod logged;
 mod mapped;
 mod modes;
 mod ns;

@@ -157,9 +157,11 @@ impl<R: Region> PoolStore<R> {
             let mut tx = cell.lock();
             if tx.active {
                 let result = op(&self.core, &mut st, &mut tx);
-                // persist: an operation of a transaction that another thread may commit leaves
-                // no flush of its own unfenced (a fence orders only its own thread's flushes).
+                self.core.reflush_unfenced(&tx);
+                // persist: the operation's data, log entries and flushes are durable (a fence
+                // orders only its own thread's flushes, and another thread may commit).
                 self.core.region.fence();
+                self.core.fenced(&mut tx);
                 if result.is_err() && tx.doomed {
                     let id = tx.id;
                     drop(tx);
@@ -189,8 +191,10 @@ impl<R: Region> PoolStore<R> {
                     return Err(Error::NoSuchTransaction(id.0));
                 }
                 let result = op(&self.core, &mut t);
+                self.core.reflush_unfenced(&t);
                 // persist: as in data_op, nothing of this thread stays unfenced.
                 self.core.region.fence();
+                self.core.fenced(&mut t);
                 if result.is_err() && t.doomed {
                     drop(t);
                     let _ = self.abort_cell(&cell);

@@ -8,6 +8,11 @@
 //! in commit order.
 
 use crate::layout::LINES_PER_BLOCK;
+use smallvec::SmallVec;
+
+/// The pending list of one block, oldest first. Most blocks have one or two versions between
+/// checkpoints, so they live inline in the first-level map (no allocation per block).
+pub type PendingList = SmallVec<[Version; 2]>;
 
 /// One version of a block: a pending block and the lines it holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -4,6 +4,8 @@
 use crate::config::Mode;
 use crate::core::{CommitRecord, Core};
 use crate::entry::*;
+use crate::layout::I_MTIME;
+use crate::logged::LoggedRanges;
 use parking_lot::Mutex;
 use pmem::Region;
 use std::collections::HashSet;
@@ -29,7 +31,8 @@ pub struct Tx {
     next_seq: u32,
     /// Metadata log slots holding this transaction's undo entries, in sequence order.
     pub undo_slots: Vec<u64>,
-    logged: HashSet<(u64, u32), std::hash::BuildHasherDefault<crate::alloc::U64Hasher>>,
+    /// Metadata bytes undo-logged so far (each byte once).
+    pub logged: LoggedRanges,
     /// Reserved at begin so that the commit cannot run out of log space.
     pub commit_slot: u64,
     /// Member transactions merged into this one (syncv) and the slots of their entries.
@@ -52,6 +55,15 @@ pub struct Tx {
     pub doomed: bool,
     /// SCSP: shadow blocks this transaction made (written in place until commit).
     pub shadows: HashSet<u64>,
+    /// Inodes whose new mtime and ctime a pure overwrite staged: the undo entry of the old
+    /// times is written (durable at the next fence), the new times go in place after that
+    /// fence (`Core::fenced`).
+    pub staged_times: Vec<u64>,
+    /// In-place metadata ranges written and flushed after a fence, not yet covered by one.
+    /// Whoever fences for this transaction next flushes them again first
+    /// (`Core::reflush_unfenced`): a fence orders only its own thread's flushes, and the
+    /// transaction may be continued or committed by another thread.
+    pub unfenced: Vec<(u64, u64)>,
 }
 
 pub type TxCell = Mutex<Tx>;
@@ -75,7 +87,7 @@ impl<R: Region> Core<R> {
             active: true,
             next_seq: 0,
             undo_slots: Vec::new(),
-            logged: HashSet::default(),
+            logged: LoggedRanges::default(),
             commit_slot,
             members: Vec::new(),
             versions: Vec::new(),
@@ -87,6 +99,8 @@ impl<R: Region> Core<R> {
             inodes: Vec::new(),
             doomed: false,
             shadows: HashSet::new(),
+            staged_times: Vec::new(),
+            unfenced: Vec::new(),
         })
     }
 
@@ -105,47 +119,56 @@ impl<R: Region> Core<R> {
         self.region.flush(addr + SEAL_OFFSET, 8);
     }
 
-    /// Append undo entries holding the current bytes of `[addr, addr+len)` (no fence).
-    /// Returns false when the range was already logged by this transaction.
+    /// Append undo entries holding the current bytes of `[addr, addr+len)` that this
+    /// transaction has not logged yet (no fence): every byte is logged at most once, so every
+    /// entry holds bytes from before the transaction (logged.rs says why that matters).
+    /// Returns false when every byte was logged already.
     pub(crate) fn log_old_bytes(&self, tx: &mut Tx, addr: u64, len: usize) -> Result<bool> {
-        if !tx.logged.insert((addr, len as u32)) {
-            return Ok(false);
-        }
         if !self.geo.is_metadata_range(addr, len as u64) || addr > ADDR_MAX {
             return Err(Error::InvalidArgument(format!(
                 "undo log outside metadata at {addr:#x}"
             )));
         }
-        let mut done = 0usize;
-        while done < len {
-            let n = (len - done).min(UNDO_DATA_MAX);
-            if tx.next_seq > u32::from(u16::MAX) {
-                tx.doomed = true;
-                return Err(Error::LogFull(format!(
-                    "transaction {} has too many undo entries",
-                    tx.id
-                )));
+        let parts = tx.logged.uncovered(addr, addr + len as u64);
+        for &(start, end) in &parts {
+            let mut at = start;
+            while at < end {
+                let n = ((end - at) as usize).min(UNDO_DATA_MAX);
+                self.log_undo_entry(tx, at, n)?;
+                at += n as u64;
             }
-            let Some(slot) = self.meta_slots.alloc() else {
-                tx.doomed = true;
-                return Err(Error::LogFull("metadata undo log".into()));
-            };
-            let mut data = [0u8; UNDO_DATA_MAX];
-            self.region.read(addr + done as u64, &mut data[..n]);
-            let entry = UndoEntry {
-                txid: tx.id,
-                addr: addr + done as u64,
-                seq: tx.next_seq as u16,
-                size: n as u8,
-                data,
-            };
-            tx.next_seq += 1;
-            self.put_entry(self.geo.meta_entry(slot), &Entry::Undo(entry));
-            tx.undo_slots.push(slot);
-            self.counters.undo_entries.fetch_add(1, Ordering::Relaxed);
-            done += n;
+            tx.logged.insert(start, end);
         }
-        Ok(true)
+        Ok(!parts.is_empty())
+    }
+
+    /// Write one undo entry holding the current `n` bytes at `addr` (n <= UNDO_DATA_MAX).
+    fn log_undo_entry(&self, tx: &mut Tx, addr: u64, n: usize) -> Result<()> {
+        if tx.next_seq > u32::from(u16::MAX) {
+            tx.doomed = true;
+            return Err(Error::LogFull(format!(
+                "transaction {} has too many undo entries",
+                tx.id
+            )));
+        }
+        let Some(slot) = self.meta_slots.alloc() else {
+            tx.doomed = true;
+            return Err(Error::LogFull("metadata undo log".into()));
+        };
+        let mut data = [0u8; UNDO_DATA_MAX];
+        self.region.read(addr, &mut data[..n]);
+        let entry = UndoEntry {
+            txid: tx.id,
+            addr,
+            seq: tx.next_seq as u16,
+            size: n as u8,
+            data,
+        };
+        tx.next_seq += 1;
+        self.put_entry(self.geo.meta_entry(slot), &Entry::Undo(entry));
+        tx.undo_slots.push(slot);
+        self.counters.undo_entries.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Change metadata in place under the undo log: log the old bytes of every range not yet
@@ -170,6 +193,46 @@ impl<R: Region> Core<R> {
         Ok(())
     }
 
+    /// A data write that changed only the times of inode `ino` (no size, block count or
+    /// pointer change): the old times are undo-logged now without a fence of their own; the
+    /// new times are written in place once a fence has made that entry durable
+    /// (`Core::fenced`, called after the fence that ends the operation or the commit's).
+    pub fn stage_times(&self, tx: &mut Tx, ino: u64) -> Result<()> {
+        self.log_old_bytes(tx, self.geo.inode(ino) + I_MTIME, 16)?;
+        if !tx.staged_times.contains(&ino) {
+            tx.staged_times.push(ino);
+        }
+        Ok(())
+    }
+
+    /// Flush again the in-place metadata of `tx` that is not yet covered by a fence (see
+    /// `Tx::unfenced`). Call right before a fence that must cover the transaction.
+    pub fn reflush_unfenced(&self, tx: &Tx) {
+        for &(addr, len) in &tx.unfenced {
+            self.region.flush(addr, len);
+        }
+    }
+
+    /// After a fence covering `tx` (preceded by `reflush_unfenced`): nothing of it is left
+    /// unfenced, and the staged times, whose undo entries that fence made durable, are
+    /// written in place (flushed; durable at the next fence, which the commit issues).
+    pub fn fenced(&self, tx: &mut Tx) {
+        tx.unfenced.clear();
+        if tx.staged_times.is_empty() {
+            return;
+        }
+        let now = store::now_ns();
+        let mut times = [0u8; 16];
+        times[..8].copy_from_slice(&now.to_le_bytes());
+        times[8..].copy_from_slice(&now.to_le_bytes());
+        for ino in std::mem::take(&mut tx.staged_times) {
+            let addr = self.geo.inode(ino) + I_MTIME;
+            self.region.write(addr, &times);
+            self.region.flush(addr, 16);
+            tx.unfenced.push((addr, 16));
+        }
+    }
+
     /// Shorthand for one 8-byte metadata update.
     pub fn meta_u64(&self, tx: &mut Tx, addr: u64, value: u64) -> Result<()> {
         self.meta_update(tx, &[(addr, &value.to_le_bytes())])
@@ -183,6 +246,15 @@ impl<R: Region> Core<R> {
             // persist: NC makes each call durable and nothing atomic.
             self.region.fence();
             return Ok(());
+        }
+        // What earlier operations (maybe on other threads) left unfenced: this thread's
+        // fences below must cover it.
+        self.reflush_unfenced(tx);
+        if !tx.staged_times.is_empty() {
+            // persist: the undo entries of the staged times are durable before the times
+            // change in place (an automatic transaction commits right after its write).
+            self.region.fence();
+            self.fenced(tx);
         }
         let mut data_entries = 0u64;
         for v in tx.versions.iter().flatten() {
@@ -209,6 +281,7 @@ impl<R: Region> Core<R> {
         // persist: data lines of pending and new blocks, in-place metadata, data entries and
         // member entries are all durable before the commit entry can be.
         self.region.fence();
+        tx.unfenced.clear();
         let commit_seq = self.commit_seq.fetch_add(1, Ordering::Relaxed);
         let commit = CommitEntry {
             txid: tx.id,
@@ -351,6 +424,8 @@ impl<R: Region> Core<R> {
             self.inodes_free.free(ino);
         }
         tx.deferred_blocks.clear();
+        tx.staged_times.clear();
+        tx.unfenced.clear();
         self.counters.aborts.fetch_add(1, Ordering::Relaxed);
         match first_error {
             Some(e) => Err(e),

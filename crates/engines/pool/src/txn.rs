@@ -338,8 +338,12 @@ impl<R: Region> PoolStore<R> {
                 deferred_blocks,
                 deferred_slots,
                 orphans,
-                inodes
+                inodes,
+                staged_times,
+                unfenced
             );
+            let logged = std::mem::take(&mut m.logged);
+            group.logged.extend(&logged);
             group.doomed |= m.doomed;
         }
         Ok(())

@@ -149,6 +149,10 @@ impl<R: Region> Region for Emulated<R> {
     fn define_area(&self, name: &'static str, off: u64, len: u64) {
         self.inner.define_area(name, off, len)
     }
+
+    fn prefetch(&self, off: u64) {
+        self.inner.prefetch(off)
+    }
 }
 
 #[cfg(test)]

@@ -99,6 +99,13 @@ pub trait Region: Send + Sync + 'static {
     fn define_area(&self, name: &'static str, off: u64, len: u64) {
         let _ = (name, off, len);
     }
+
+    /// Hint that the line holding `off` will be read soon (a software prefetch into the
+    /// CPU cache). No effect on contents or durability; an offset outside the region is
+    /// ignored. Regions that are not memory mappings ignore it.
+    fn prefetch(&self, off: u64) {
+        let _ = off;
+    }
 }
 
 /// A shared region is a region: the crash harness keeps an `Arc<SimRegion>` (to install fence
@@ -142,6 +149,9 @@ where
     }
     fn define_area(&self, name: &'static str, off: u64, len: u64) {
         (**self).define_area(name, off, len)
+    }
+    fn prefetch(&self, off: u64) {
+        (**self).prefetch(off)
     }
 }
 

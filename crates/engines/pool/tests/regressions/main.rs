@@ -14,6 +14,7 @@ mod auto_commit_beside_open_tx;
 mod block_count_overflow_getattr;
 mod block_count_overflow_write;
 mod hostile_txid_in_sealed_entry;
+mod overlapping_undo_ranges;
 mod zero_length_write;
 
 /// Replay a `pool_open` fuzz input (same decoding as fuzz/fuzz_targets/pool_open.rs).

@@ -322,6 +322,10 @@ impl<R: Region> Region for Accounted<R> {
         self.inner.stats()
     }
 
+    fn prefetch(&self, off: u64) {
+        self.inner.prefetch(off)
+    }
+
     /// Record the area (kept in offset order); a second definition of the same name replaces
     /// the first.
     fn define_area(&self, name: &'static str, off: u64, len: u64) {

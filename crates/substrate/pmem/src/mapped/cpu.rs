@@ -112,6 +112,19 @@ unsafe fn flush_line(kind: FlushInstruction, addr: *const u8) {
 #[inline(always)]
 unsafe fn flush_line(_kind: FlushInstruction, _addr: *const u8) {}
 
+/// Software prefetch of the line holding `addr` into all cache levels.
+#[inline]
+pub fn prefetch_line(addr: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetcht0 is available on every x86_64 CPU (SSE) and never faults, whatever
+    // the address: it is a hint that the CPU may drop.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(addr as *const i8)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = addr;
+}
+
 /// Store fence: orders and completes preceding flushes and non-temporal stores.
 #[inline]
 pub fn store_fence() {

@@ -421,6 +421,12 @@ impl Region for MappedRegion {
         self.counters.add(0, 0, 1);
     }
 
+    fn prefetch(&self, off: u64) {
+        if off < self.len {
+            cpu::prefetch_line(self.ptr(off));
+        }
+    }
+
     fn stats(&self) -> RegionStats {
         let (bytes_stored, lines_flushed, fences) = self.counters.sum();
         RegionStats {
