@@ -86,11 +86,19 @@ impl<R: Region> Region for ThreadSplit<R> {
         self.count(off, data.len() as u64);
         self.inner.write_nt(off, data)
     }
+    fn copy_nt_within(&self, src: u64, dst: u64, len: u64) {
+        self.count(dst, len);
+        self.inner.copy_nt_within(src, dst, len)
+    }
     fn load_u64(&self, off: u64) -> u64 {
         self.inner.load_u64(off)
     }
     fn store_u64(&self, off: u64, value: u64) {
         self.inner.store_u64(off, value)
+    }
+    fn store_u64_nt(&self, off: u64, value: u64) {
+        self.count(off, 8);
+        self.inner.store_u64_nt(off, value)
     }
     fn flush(&self, off: u64, len: u64) {
         self.count(off, len);

@@ -145,6 +145,17 @@ fn run(s: &PoolStore<MappedRegion>, fhs: &[Fh], a: &Args, max_write: u64, data: 
     let cpu = thread_cpu_ns() - cpu_start;
     perf_control(a, "disable");
     if a.breakdown {
+        let stats = s.stats();
+        let stat = |k: &str| stats.iter().find(|(n, _)| n == k).map_or(0, |(_, v)| *v);
+        eprintln!(
+            "  {} versions, {} undo entries, {} block checkpoints ({} in the foreground), {} lines copied, {} pointer swings",
+            stat("versions_created"),
+            stat("undo_entries_written"),
+            stat("checkpoints"),
+            stat("foreground_checkpoints"),
+            stat("checkpoint_lines_copied"),
+            stat("checkpoint_pointer_swings")
+        );
         let us = |d: std::time::Duration| d.as_secs_f64() * 1e6 / a.txs as f64;
         eprintln!(
             "  breakdown (us/tx): begin {:.2} writes {:.2} commit {:.2}",

@@ -1,43 +1,54 @@
 //! Volatile allocators (seed §III-C "Allocator"): free lists of blocks, log slots and inodes
 //! live in DRAM only and are rebuilt at mount by walking the metadata (recovery.rs).
 //!
-//! A free list is split in a few shards, each behind its own lock, so that threads running
-//! transactions on different files rarely meet on one lock.
+//! A free list has two tiers. Each thread that allocates or frees has its own small *cache*
+//! of free numbers (only that thread takes its lock, so the lock and the numbers stay in its
+//! core's cache); caches exchange numbers with a shared *depot*, split in shards behind their
+//! own locks, a batch at a time. The foreground thread that allocates pending blocks and the
+//! checkpoint thread that frees them thus meet on a shared lock once per batch instead of
+//! once per block. Every cache is registered with its list, so fsck sees the numbers in
+//! caches as free, and a thread that finds the depot empty takes numbers from other caches
+//! (a thread that ended leaves its cache behind).
 
 use parking_lot::Mutex;
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 const SHARDS: usize = 8;
+/// Most numbers moved between a cache and the depot at once.
+const BATCH_MAX: usize = 32;
 
-/// A sharded set of free numbers (block numbers, log slots, inode numbers).
+type Cache = Arc<Mutex<Vec<u64>>>;
+
+/// A two-tier set of free numbers (block numbers, log slots, inode numbers).
 pub struct FreeList {
+    id: usize,
     shards: Vec<Mutex<Vec<u64>>>,
+    /// Every thread cache of this list (registered on the thread's first use).
+    caches: Mutex<Vec<Cache>>,
+    /// Numbers moved per batch (smaller for small lists, so that one cache cannot hold
+    /// most of them).
+    batch: usize,
     free: AtomicU64,
     total: u64,
 }
 
+static NEXT_LIST: AtomicUsize = AtomicUsize::new(1);
 static NEXT_THREAD: AtomicUsize = AtomicUsize::new(0);
 thread_local! {
-    static THREAD_SHARD: Cell<usize> = const { Cell::new(usize::MAX) };
-}
-
-fn home_shard() -> usize {
-    THREAD_SHARD.with(|s| {
-        if s.get() == usize::MAX {
-            s.set(NEXT_THREAD.fetch_add(1, Ordering::Relaxed) % SHARDS);
-        }
-        s.get()
-    })
+    /// This thread's home shard and its cache of each free list it used (by list id).
+    static THREAD: RefCell<(usize, Vec<(usize, Cache)>)> =
+        RefCell::new((NEXT_THREAD.fetch_add(1, Ordering::Relaxed) % SHARDS, Vec::new()));
 }
 
 impl FreeList {
     /// A free list over numbers `0..total` where `is_free(n)` says which start free.
-    /// Numbers are handed out lowest first within a shard.
     pub fn new(total: u64, is_free: impl Fn(u64) -> bool) -> FreeList {
         let mut lists: Vec<Vec<u64>> = (0..SHARDS).map(|_| Vec::new()).collect();
         let mut free = 0;
-        // Contiguous runs per shard keep neighbouring numbers together (fewer lock switches).
+        // Contiguous runs per shard keep neighbouring numbers together; lowest numbers are
+        // handed out first within a shard.
         let run = total.div_ceil(SHARDS as u64).max(1);
         for n in (0..total).rev() {
             if is_free(n) {
@@ -46,49 +57,118 @@ impl FreeList {
             }
         }
         FreeList {
+            id: NEXT_LIST.fetch_add(1, Ordering::Relaxed),
             shards: lists.into_iter().map(Mutex::new).collect(),
+            caches: Mutex::new(Vec::new()),
+            batch: ((total / (SHARDS as u64 * 8)) as usize).clamp(1, BATCH_MAX),
             free: AtomicU64::new(free),
             total,
         }
     }
 
+    /// Run `f` with this thread's cache of this list and its home shard (the cache made and
+    /// registered on the thread's first use of the list). No reference count is touched on
+    /// this path: the thread-local entry keeps the cache alive.
+    fn with_mine<T>(&self, f: impl FnOnce(&Cache, usize) -> T) -> T {
+        THREAD.with(|t| {
+            let mut t = t.borrow_mut();
+            let home = t.0;
+            let at = match t.1.iter().position(|(id, _)| *id == self.id) {
+                Some(at) => at,
+                None => {
+                    let cache: Cache = Arc::new(Mutex::new(Vec::with_capacity(2 * self.batch)));
+                    self.caches.lock().push(cache.clone());
+                    // Forget caches of lists that are gone (only this thread held them besides
+                    // the list), so a long-lived thread does not collect them.
+                    t.1.retain(|(_, c)| Arc::strong_count(c) > 1);
+                    t.1.push((self.id, cache));
+                    t.1.len() - 1
+                }
+            };
+            f(&t.1[at].1, home)
+        })
+    }
+
     /// Take one free number, or None when all are in use.
     pub fn alloc(&self) -> Option<u64> {
-        let home = home_shard();
-        if let Some(n) = self.shards[home].lock().pop() {
-            self.free.fetch_sub(1, Ordering::Relaxed);
-            return Some(n);
-        }
-        // Home is empty: steal half of the first other shard that has numbers (one lock
-        // switch for many later allocations). Never two shard locks at once.
-        for i in 1..SHARDS {
-            let stolen: Vec<u64> = {
-                let mut other = self.shards[(home + i) % SHARDS].lock();
-                let keep = other.len() / 2;
-                other.drain(keep..).collect()
-            };
-            if stolen.is_empty() {
-                continue;
+        let mut one: smallvec::SmallVec<[u64; 1]> = smallvec::SmallVec::new();
+        self.alloc_many(1, &mut one);
+        one.pop()
+    }
+
+    /// Take `count` free numbers into `out`. Returns false when fewer than `count` were
+    /// free; `out` then holds what could be taken (the caller gives them back).
+    pub fn alloc_many(&self, count: usize, out: &mut impl Extend<u64>) -> bool {
+        self.with_mine(|cache, home| {
+            let mut mine = cache.lock();
+            if mine.len() < count {
+                let need = count - mine.len();
+                // Gathered with the cache unlocked: at most one lock is held at any time.
+                drop(mine);
+                let gathered = self.gather(home, need, cache);
+                mine = cache.lock();
+                mine.extend(gathered);
             }
-            let mut mine = self.shards[home].lock();
-            mine.extend(stolen);
-            let n = mine.pop();
-            if n.is_some() {
-                self.free.fetch_sub(1, Ordering::Relaxed);
+            let n = count.min(mine.len());
+            let at = mine.len() - n;
+            out.extend(mine.drain(at..));
+            self.free.fetch_sub(n as u64, Ordering::Relaxed);
+            n == count
+        })
+    }
+
+    /// Collect at least `want` numbers (a batch when there are enough): from the home
+    /// shard, then the other shards, then other threads' caches (`own` excepted). Takes one
+    /// lock at a time.
+    fn gather(&self, home: usize, want: usize, own: &Cache) -> Vec<u64> {
+        let goal = want.max(self.batch);
+        let mut got = Vec::with_capacity(goal);
+        for i in 0..SHARDS {
+            let mut shard = self.shards[(home + i) % SHARDS].lock();
+            let n = (goal - got.len()).min(shard.len());
+            let at = shard.len() - n;
+            got.extend(shard.drain(at..));
+            drop(shard);
+            if got.len() >= want {
+                return got;
             }
-            return n;
         }
-        None
+        let others: Vec<Cache> = self.caches.lock().clone();
+        for other in others.iter().filter(|c| !Arc::ptr_eq(c, own)) {
+            let mut theirs = other.lock();
+            let n = (goal - got.len()).min(theirs.len());
+            let at = theirs.len() - n;
+            got.extend(theirs.drain(at..));
+            drop(theirs);
+            if got.len() >= want {
+                break;
+            }
+        }
+        got
     }
 
     /// Give a number back.
     pub fn free(&self, n: u64) {
-        debug_assert!(n < self.total);
-        let run = self.total.div_ceil(SHARDS as u64).max(1);
-        self.shards[((n / run) as usize).min(SHARDS - 1)]
-            .lock()
-            .push(n);
-        self.free.fetch_add(1, Ordering::Relaxed);
+        self.free_many(&[n]);
+    }
+
+    /// Give numbers back: into this thread's cache, spilling batches to the depot when the
+    /// cache holds more than two batches.
+    pub fn free_many(&self, numbers: &[u64]) {
+        if numbers.is_empty() {
+            return;
+        }
+        debug_assert!(numbers.iter().all(|&n| n < self.total));
+        self.with_mine(|cache, home| {
+            let mut mine = cache.lock();
+            mine.extend_from_slice(numbers);
+            self.free.fetch_add(numbers.len() as u64, Ordering::Relaxed);
+            if mine.len() > 2 * self.batch {
+                let keep = self.batch;
+                let mut shard = self.shards[home].lock();
+                shard.extend(mine.drain(keep..));
+            }
+        })
     }
 
     /// Numbers currently free.
@@ -102,6 +182,10 @@ impl FreeList {
         let mut all = Vec::with_capacity(self.free_count() as usize);
         for shard in &self.shards {
             all.extend_from_slice(&shard.lock());
+        }
+        let caches: Vec<Cache> = self.caches.lock().clone();
+        for cache in caches {
+            all.extend_from_slice(&cache.lock());
         }
         all
     }
@@ -152,5 +236,56 @@ mod tests {
         assert_eq!(list.free_count(), 0);
         list.free(4);
         assert_eq!(list.alloc(), Some(4));
+    }
+
+    #[test]
+    fn numbers_cached_by_a_thread_that_ended_stay_free_and_allocatable() {
+        let list = std::sync::Arc::new(FreeList::new(256, |_| true));
+        let other = list.clone();
+        std::thread::spawn(move || {
+            let mut got = Vec::new();
+            assert!(other.alloc_many(200, &mut got));
+            other.free_many(&got); // into that thread's cache (and the depot)
+        })
+        .join()
+        .expect("thread");
+        assert_eq!(list.free_count(), 256);
+        let mut seen = list.free_numbers();
+        seen.sort_unstable();
+        assert_eq!(
+            seen,
+            (0..256).collect::<Vec<u64>>(),
+            "fsck sees cached numbers"
+        );
+        let mut all = Vec::new();
+        assert!(
+            list.alloc_many(256, &mut all),
+            "taken back from the ended thread's cache"
+        );
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), 256);
+        assert_eq!(list.alloc(), None);
+    }
+
+    #[test]
+    fn alloc_many_takes_across_shards_and_reports_shortage() {
+        let list = FreeList::new(64, |_| true);
+        let mut got = Vec::new();
+        assert!(list.alloc_many(40, &mut got));
+        assert_eq!(list.free_count(), 24);
+        let mut rest = Vec::new();
+        assert!(!list.alloc_many(30, &mut rest));
+        assert_eq!(rest.len(), 24);
+        got.extend(rest);
+        got.sort_unstable();
+        got.dedup();
+        assert_eq!(got.len(), 64, "every number handed out once");
+        assert_eq!(list.free_count(), 0);
+        list.free_many(&got);
+        assert_eq!(list.free_count(), 64);
+        let mut again = list.free_numbers();
+        again.sort_unstable();
+        assert_eq!(again, got);
     }
 }

@@ -19,28 +19,68 @@
 //! A second checkpoint after recovery does the same again: the algorithm is idempotent.
 
 use crate::config::Mode;
-use crate::core::{CommitRecord, Core, InodeState};
+use crate::core::{Core, InodeState};
 use crate::layout::*;
-use crate::tlvi::owners;
 use parking_lot::{Condvar, Mutex, RwLock};
 use pmem::Region;
+use smallvec::SmallVec;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use store::{Error, Result};
+use store::Result;
 
-/// Blocks checkpointed together (sharing fences) under one inode lock.
-const CHECKPOINT_BATCH: usize = 128;
+/// Blocks checkpointed together (sharing fences) under one inode lock. Small enough that a
+/// transaction on the file never waits long for the lock.
+const CHECKPOINT_BATCH: usize = 32;
+
+/// Most versions of one block checkpointed in one go (the rest wait for the next checkpoint
+/// of the block).
+const PLAN_VERSIONS_MAX: usize = 256;
+
+/// A committed version as the checkpoint of its block needs it.
+#[derive(Clone, Copy)]
+struct PlanVersion {
+    pbn: u64,
+    bitmap: u64,
+    slot: u64,
+    txid: u64,
+}
 
 /// The plan for one block: its committed versions and the new permanent block.
 struct Plan {
     lbn: u64,
     k: usize,
-    versions: Vec<crate::tlvi::Version>,
+    versions: SmallVec<[PlanVersion; 2]>,
+    /// For each version, the lines whose latest copy it holds (its lines that no newer
+    /// version has).
+    latest: SmallVec<[u64; 2]>,
+    /// The lines whose latest copy the permanent block holds (no version has them).
+    permanent_lines: u64,
     permanent: u64,
     target: u64,
     ptr: u64,
+}
+
+/// Runs of set bits of `mask`: (first line, number of lines).
+fn runs(mut mask: u64) -> impl Iterator<Item = (u64, u64)> {
+    std::iter::from_fn(move || {
+        if mask == 0 {
+            return None;
+        }
+        let start = mask.trailing_zeros();
+        let len = (!(mask >> start)).trailing_zeros().min(64 - start);
+        mask &= !(u64::MAX >> (64 - len) << start);
+        Some((u64::from(start), u64::from(len)))
+    })
+}
+
+/// What the checkpoint of a batch gives back once its entries are freed.
+#[derive(Default)]
+struct Released {
+    blocks: SmallVec<[u64; 64]>,
+    slots: SmallVec<[u64; 64]>,
+    txids: SmallVec<[u64; 64]>,
 }
 
 impl<R: Region> Core<R> {
@@ -52,7 +92,7 @@ impl<R: Region> Core<R> {
     /// Checkpoint blocks `lbns` of `st.ino` as one batch: Algorithm 1 for each block, with
     /// one fence per step for the whole batch (and one per round of entry frees).
     pub fn checkpoint_blocks(&self, st: &mut InodeState, lbns: &[u64]) -> Result<()> {
-        let mut plans = Vec::new();
+        let mut plans: SmallVec<[Plan; 8]> = SmallVec::new();
         let mut copied = 0;
         for &lbn in lbns {
             if let Some(plan) = self.plan_block(st, lbn)? {
@@ -88,10 +128,13 @@ impl<R: Region> Core<R> {
             // persist: the versions of round r are freed before those of round r + 1.
             self.region.fence();
         }
-        let mut retired = Vec::new();
+        let mut released = Released::default();
         for plan in &plans {
-            self.release_plan(st, plan, &mut retired);
+            self.release_plan(st, plan, &mut released);
         }
+        self.blocks.free_many(&released.blocks);
+        self.data_slots.free_many(&released.slots);
+        let retired = self.data_entries_done(&released.txids);
         self.retire_commits(retired);
         self.counters
             .checkpoints
@@ -105,48 +148,69 @@ impl<R: Region> Core<R> {
         Ok(())
     }
 
-    /// Step 1 of Algorithm 1 for one block: the committed versions and the block (old
-    /// permanent or a version) holding most latest lines (ties keep the permanent block).
+    /// Step 1 of Algorithm 1 for one block: the committed versions, who holds the latest
+    /// copy of each line, and the block (old permanent or a version) holding most of them
+    /// (ties keep the permanent block).
     fn plan_block(&self, st: &InodeState, lbn: u64) -> Result<Option<Plan>> {
         let Some(list) = st.pending.get(&lbn) else {
             return Ok(None);
         };
-        let k = list.iter().take_while(|v| v.committed).count();
+        let k = list
+            .iter()
+            .take_while(|v| v.committed)
+            .count()
+            .min(PLAN_VERSIONS_MAX);
         if k == 0 {
             return Ok(None);
         }
-        let versions: Vec<_> = list[..k].to_vec();
-        let ptr = versions[0].ptr_addr;
-        let (permanent, found_ptr) = self.permanent_block(st.ino, lbn)?;
-        if found_ptr != Some(ptr) {
-            let what = format!(
-                "inode {} block {lbn}: redo entry names another pointer",
-                st.ino
-            );
-            return Err(Error::corrupt(what, ptr));
+        let versions: SmallVec<[PlanVersion; 2]> = list[..k]
+            .iter()
+            .map(|v| PlanVersion {
+                pbn: v.pbn,
+                bitmap: v.bitmap,
+                slot: v.slot,
+                txid: v.txid,
+            })
+            .collect();
+        // The pointer address comes from the engine's own index (made by a write, or by
+        // recovery after checking it against the tree): no tree walk on this path.
+        let ptr = list[0].ptr_addr;
+        debug_assert_eq!(
+            self.permanent_block(st.ino, lbn).ok().and_then(|p| p.1),
+            Some(ptr),
+            "inode {} block {lbn}: redo entry names another pointer",
+            st.ino
+        );
+        let permanent = self.read_u64(ptr);
+        if permanent != 0 {
+            self.geo.check_pbn(permanent, ptr)?;
         }
-        let owner = owners(&versions, k);
-        let mut counts = vec![0u32; k + 1];
-        for o in owner.iter() {
-            counts[o.map_or(0, |i| i + 1)] += 1;
+        // The newest version with a line's bit set holds its latest copy.
+        let mut latest: SmallVec<[u64; 2]> = SmallVec::from_elem(0, k);
+        let mut newer = 0u64;
+        for i in (0..k).rev() {
+            latest[i] = versions[i].bitmap & !newer;
+            newer |= versions[i].bitmap;
         }
-        let mut best = 0usize;
+        let permanent_lines = !newer;
+        let mut best = None;
+        let mut best_count = permanent_lines.count_ones();
         if permanent == 0 || self.mode() != Mode::Soc {
-            for (i, &c) in counts.iter().enumerate().skip(1) {
-                if c > counts[best] || (best == 0 && permanent == 0) {
-                    best = i;
+            for (i, lines) in latest.iter().enumerate() {
+                let count = lines.count_ones();
+                if count > best_count || (best.is_none() && permanent == 0) {
+                    best = Some(i);
+                    best_count = count;
                 }
             }
         }
-        let target = if best == 0 {
-            permanent
-        } else {
-            versions[best - 1].pbn
-        };
+        let target = best.map_or(permanent, |i| versions[i].pbn);
         Ok(Some(Plan {
             lbn,
             k,
             versions,
+            latest,
+            permanent_lines,
             permanent,
             target,
             ptr,
@@ -158,28 +222,22 @@ impl<R: Region> Core<R> {
         if self.mode() == Mode::Soc && plan.target == plan.permanent {
             self.apply_in_order(&plan.versions, plan.target)
         } else {
-            let owner = owners(&plan.versions, plan.k);
-            self.copy_latest(&owner, &plan.versions, plan.permanent, plan.target)
+            self.copy_latest(plan)
         }
     }
 
-    /// After the entries are freed: give back blocks and slots, drop the versions from the
-    /// pending list, collect the transactions whose last data entry went.
-    fn release_plan(&self, st: &mut InodeState, plan: &Plan, retired: &mut Vec<CommitRecord>) {
-        let mut release: Vec<u64> = plan.versions.iter().map(|v| v.pbn).collect();
-        release.push(plan.permanent);
-        release.sort_unstable();
-        release.dedup();
-        for pbn in release {
-            if pbn != 0 && pbn != plan.target {
-                self.blocks.free(pbn);
+    /// After the entries are freed: collect the blocks and slots to give back and the
+    /// transactions whose data entries went, and drop the versions from the pending list.
+    fn release_plan(&self, st: &mut InodeState, plan: &Plan, out: &mut Released) {
+        let start = out.blocks.len();
+        for pbn in plan.versions.iter().map(|v| v.pbn).chain([plan.permanent]) {
+            if pbn != 0 && pbn != plan.target && !out.blocks[start..].contains(&pbn) {
+                out.blocks.push(pbn);
             }
         }
         for v in &plan.versions {
-            self.data_slots.free(v.slot);
-            if let Some(record) = self.data_entry_done(v.txid) {
-                retired.push(record);
-            }
+            out.slots.push(v.slot);
+            out.txids.push(v.txid);
         }
         if let Some(list) = st.pending.get_mut(&plan.lbn) {
             list.drain(..plan.k);
@@ -189,60 +247,51 @@ impl<R: Region> Core<R> {
         }
     }
 
-    /// Copy into `target` every line whose latest copy lives elsewhere. Returns lines copied.
-    fn copy_latest(
-        &self,
-        owner: &[Option<usize>; 64],
-        versions: &[crate::tlvi::Version],
-        permanent: u64,
-        target: u64,
-    ) -> u64 {
+    /// Copy into the plan's target every line whose latest copy lives elsewhere, a run of
+    /// lines from the same block at a time. Returns the lines copied.
+    fn copy_latest(&self, plan: &Plan) -> u64 {
         let mut copied = 0;
-        let mut line = 0u64;
-        let mut buf = [0u8; BLOCK_SIZE as usize];
-        while line < LINES_PER_BLOCK {
-            let src = owner[line as usize].map_or(permanent, |i| versions[i].pbn);
-            let mut end = line + 1;
-            while end < LINES_PER_BLOCK
-                && owner[end as usize].map_or(permanent, |i| versions[i].pbn) == src
-            {
-                end += 1;
+        let target = self.geo.block(plan.target);
+        let sources = plan
+            .versions
+            .iter()
+            .zip(&plan.latest)
+            .map(|(v, &lines)| (v.pbn, lines))
+            .chain([(plan.permanent, plan.permanent_lines)]);
+        for (src, lines) in sources {
+            if src == plan.target || lines == 0 {
+                continue;
             }
-            if src != target {
-                let (at, len) = (line * LINE, (end - line) * LINE);
-                let dst = self.geo.block(target) + at;
+            for (line, count) in runs(lines) {
+                let (at, len) = (line * LINE, count * LINE);
                 if src == 0 {
-                    self.region.fill(dst, len, 0);
-                    self.region.flush(dst, len);
+                    self.region.fill(target + at, len, 0);
+                    self.region.flush(target + at, len);
                 } else {
                     // Whole lines: non-temporal stores (no read of the target's old lines),
                     // durable at this thread's fence that ends step 2.
                     self.region
-                        .read(self.geo.block(src) + at, &mut buf[..len as usize]);
-                    self.region.write_nt(dst, &buf[..len as usize]);
+                        .copy_nt_within(self.geo.block(src) + at, target + at, len);
                 }
-                copied += end - line;
             }
-            line = end;
+            copied += u64::from(lines.count_ones());
         }
         copied
     }
 
     /// SOC: apply every version's lines onto the permanent block, oldest first.
-    fn apply_in_order(&self, versions: &[crate::tlvi::Version], target: u64) -> u64 {
+    fn apply_in_order(&self, versions: &[PlanVersion], target: u64) -> u64 {
         let mut copied = 0;
         for v in versions {
             let mut bits = v.bitmap;
-            let mut buf = [0u8; LINE as usize];
             while bits != 0 {
-                let line = u64::from(bits.trailing_zeros());
+                let at = u64::from(bits.trailing_zeros()) * LINE;
                 bits &= bits - 1;
-                self.region
-                    .read(self.geo.block(v.pbn) + line * LINE, &mut buf);
-                self.region
-                    .write(self.geo.block(target) + line * LINE, &buf);
-                self.region
-                    .flush(self.geo.block(target) + line * LINE, LINE);
+                self.region.copy_nt_within(
+                    self.geo.block(v.pbn) + at,
+                    self.geo.block(target) + at,
+                    LINE,
+                );
                 copied += 1;
             }
         }
@@ -363,6 +412,24 @@ fn checkpoint_items<R: Region>(core: &Core<R>, mut items: Vec<(u64, u64)>) {
         };
         let mut st = cell.lock();
         let lbns: Vec<u64> = group.iter().map(|i| i.1).collect();
-        let _ = core.checkpoint_blocks(&mut st, &lbns);
+        for batch in lbns.chunks(CHECKPOINT_BATCH) {
+            let _ = core.checkpoint_blocks(&mut st, batch);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::runs;
+
+    #[test]
+    fn runs_of_a_line_mask() {
+        assert_eq!(runs(0).count(), 0);
+        assert_eq!(runs(u64::MAX).collect::<Vec<_>>(), vec![(0, 64)]);
+        assert_eq!(
+            runs(0b1110_0110 | 1 << 63).collect::<Vec<_>>(),
+            vec![(1, 2), (5, 3), (63, 1)]
+        );
+        assert_eq!(runs(u64::MAX << 1).collect::<Vec<_>>(), vec![(1, 63)]);
     }
 }

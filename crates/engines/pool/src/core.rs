@@ -6,10 +6,11 @@ use crate::checkpoint::CheckpointQueue;
 use crate::config::{Mode, PoolConfig};
 use crate::dir::DirIndex;
 use crate::layout::*;
-use crate::tlvi::PendingList;
+use crate::radix::PendingIndex;
 use crate::tx::TxCell;
 use parking_lot::{Mutex, RwLock};
 use pmem::Region;
+use smallvec::SmallVec;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -20,7 +21,7 @@ use store::{Error, Result};
 pub struct InodeState {
     pub ino: u64,
     /// TLVI first level: logical block -> pending list, oldest (first committed) first.
-    pub pending: U64Map<PendingList>,
+    pub pending: PendingIndex,
     /// Directory name index, built on first use (directories only).
     pub dir: Option<DirIndex>,
     /// Directory slots freed by transactions that have not committed yet: never reused
@@ -41,8 +42,9 @@ pub type InodeCell = Mutex<InodeState>;
 pub struct CommitRecord {
     pub data_remaining: u64,
     pub commit_slot: u64,
-    pub undo_slots: Vec<u64>,
-    pub member_slots: Vec<u64>,
+    /// Inline for the few undo entries of an ordinary transaction (no allocation).
+    pub undo_slots: SmallVec<[u64; 4]>,
+    pub member_slots: SmallVec<[u64; 2]>,
 }
 
 /// Named counters.
@@ -55,6 +57,9 @@ pub struct Counters {
     pub checkpoint_pointer_swings: AtomicU64,
     pub versions_created: AtomicU64,
     pub undo_entries: AtomicU64,
+    /// Times a data operation had to checkpoint in its own thread because the background
+    /// threads had not made room in time (logs or blocks nearly exhausted).
+    pub foreground_checkpoints: AtomicU64,
 }
 
 /// Shared state of an open pool.
@@ -75,6 +80,8 @@ pub struct Core<R: Region> {
     pub counters: Counters,
     pub closed: AtomicBool,
     pub checkpointer: Arc<CheckpointQueue>,
+    /// Finished transactions whose vectors are reused (`Core::recycle_tx`).
+    pub spare_txs: Mutex<Vec<crate::tx::Tx>>,
 }
 
 impl<R: Region> Core<R> {

@@ -134,10 +134,7 @@ impl<R: Region> Core<R> {
         let mut pieces = self.resolve_pieces(tx, ino, off, end, &mut delta)?;
         let redo = matches!(self.mode(), Mode::Fcfs | Mode::Soc | Mode::Sync);
         if redo {
-            self.prefetch_edges(st, &pieces);
-            for p in pieces.iter_mut().filter(|p| p.pbn != 0) {
-                p.version = self.own_version(st, tx, p.lbn, p.ptr)?;
-            }
+            self.claim_versions(st, tx, &mut pieces)?;
         }
         for p in &pieces {
             let chunk = &data[p.at..p.at + p.len];
@@ -319,7 +316,9 @@ impl<R: Region> Core<R> {
     /// (`p.version`, made by `own_version`).
     fn write_redo(&self, st: &mut InodeState, tx: &mut Tx, p: &Piece, chunk: &[u8]) {
         let (lbn, vi, permanent, boff) = (p.lbn, p.version, p.pbn, p.boff);
-        let list = st.pending.get(&lbn).map(|l| l.as_slice()).unwrap_or(&[]);
+        let Some(list) = st.pending.get_mut(&lbn) else {
+            unreachable!("claim_versions made the version of every overwritten piece");
+        };
         let mine = list[vi];
         let older = &list[..vi];
         let base = self.geo.block(mine.pbn);
@@ -360,9 +359,7 @@ impl<R: Region> Core<R> {
             );
         }
         let bitmap = mine.bitmap | line_mask(first, last);
-        if let Some(list) = st.pending.get_mut(&lbn) {
-            list[vi].bitmap = bitmap;
-        }
+        list[vi].bitmap = bitmap;
         if let Some(Some(tv)) = tx
             .versions
             .iter_mut()
@@ -373,22 +370,64 @@ impl<R: Region> Core<R> {
         }
     }
 
-    /// Index of the transaction's own (uncommitted) version of `lbn`, created if missing.
-    fn own_version(&self, st: &mut InodeState, tx: &mut Tx, lbn: u64, ptr: u64) -> Result<usize> {
-        let list = st.pending.entry(lbn).or_default();
+    /// The transaction's own pending version of every overwritten piece of a write
+    /// (`Piece::version`), created where missing with blocks and log slots taken in one
+    /// batch; the edge lines' sources are prefetched first.
+    fn claim_versions(&self, st: &mut InodeState, tx: &mut Tx, pieces: &mut [Piece]) -> Result<()> {
+        self.prefetch_edges(st, pieces);
+        let wanted = pieces.iter().filter(|p| p.pbn != 0).count();
+        let mut slots: SmallVec<[u64; 8]> = SmallVec::new();
+        let mut blocks: SmallVec<[u64; 8]> = SmallVec::new();
+        let result = if !self.data_slots.alloc_many(wanted, &mut slots) {
+            Err(Error::LogFull("data redo log".into()))
+        } else if !self.blocks.alloc_many(wanted, &mut blocks) {
+            Err(Error::NoSpace("no free block for a pending version".into()))
+        } else {
+            let mut created = 0;
+            for p in pieces.iter_mut().filter(|p| p.pbn != 0) {
+                let (version, new) = self.own_version(st, tx, p, &mut slots, &mut blocks);
+                p.version = version;
+                created += u64::from(new);
+            }
+            if created > 0 {
+                self.touch(tx, st.ino);
+                self.counters
+                    .versions_created
+                    .fetch_add(created, Ordering::Relaxed);
+            }
+            Ok(())
+        };
+        if result.is_err() {
+            tx.doomed = true;
+        }
+        for slot in slots {
+            self.data_slots.free(slot);
+        }
+        for pbn in blocks {
+            self.blocks.free(pbn);
+        }
+        result
+    }
+
+    /// Index of the transaction's own (uncommitted) version of the piece's block, created
+    /// from `slots` and `blocks` if missing (they hold one of each per piece). Returns the
+    /// index and whether it was created.
+    fn own_version(
+        &self,
+        st: &mut InodeState,
+        tx: &mut Tx,
+        p: &Piece,
+        slots: &mut SmallVec<[u64; 8]>,
+        blocks: &mut SmallVec<[u64; 8]>,
+    ) -> (usize, bool) {
+        let list = st.pending.list_mut(p.lbn);
         if let Some(last) = list.last() {
             if !last.committed && last.txid == tx.id {
-                return Ok(list.len() - 1);
+                return (list.len() - 1, false);
             }
         }
-        let Some(slot) = self.data_slots.alloc() else {
-            tx.doomed = true;
-            return Err(Error::LogFull("data redo log".into()));
-        };
-        let Some(pbn) = self.blocks.alloc() else {
-            self.data_slots.free(slot);
-            tx.doomed = true;
-            return Err(Error::NoSpace("no free block for a pending version".into()));
+        let (Some(slot), Some(pbn)) = (slots.pop(), blocks.pop()) else {
+            unreachable!("claim_versions takes one slot and one block per piece");
         };
         list.push(Version {
             pbn,
@@ -396,21 +435,17 @@ impl<R: Region> Core<R> {
             txid: tx.id,
             committed: false,
             slot,
-            ptr_addr: ptr,
+            ptr_addr: p.ptr,
         });
         tx.versions.push(Some(TxVersion {
             ino: st.ino,
-            lbn,
+            lbn: p.lbn,
             pbn,
             slot,
-            ptr_addr: ptr,
+            ptr_addr: p.ptr,
             bitmap: 0,
         }));
-        self.touch(tx, st.ino);
-        self.counters
-            .versions_created
-            .fetch_add(1, Ordering::Relaxed);
-        Ok(list.len() - 1)
+        (list.len() - 1, true)
     }
 
     /// Read `buf.len()` bytes at `off` (clipped to the size) of file `st.ino`.

@@ -259,6 +259,10 @@ pub fn counters<R: Region>(c: &Core<R>, open_txs: u64) -> Vec<(String, u64)> {
             "undo_entries_written",
             n.undo_entries.load(Ordering::Relaxed),
         ),
+        (
+            "foreground_checkpoints",
+            n.foreground_checkpoints.load(Ordering::Relaxed),
+        ),
         ("pending_versions", pending),
         ("open_transactions", open_txs),
         (

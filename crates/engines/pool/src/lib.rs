@@ -31,6 +31,7 @@ mod mapped;
 mod modes;
 mod ns;
 mod orphan;
+mod radix;
 mod recovery;
 mod store_impl;
 mod tlvi;

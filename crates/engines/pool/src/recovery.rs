@@ -266,7 +266,7 @@ fn rebuild_tlvi<R: Region>(
     for (_, slot, d) in kept {
         let cell = core.cell(d.ino);
         let mut st = cell.lock();
-        st.pending.entry(d.lbn).or_default().push(Version {
+        st.pending.list_mut(d.lbn).push(Version {
             pbn: d.pbn,
             bitmap: d.bitmap,
             txid: d.txid,
@@ -354,6 +354,7 @@ pub fn open_core<R: Region>(region: Arc<R>, cfg: &PoolConfig) -> Result<(Core<R>
         counters: Counters::default(),
         closed: AtomicBool::new(false),
         checkpointer: Arc::new(CheckpointQueue::new()),
+        spare_txs: Mutex::new(Vec::new()),
     };
     if core.read_u8(geo.inode(ROOT_INO) + I_KIND) != KIND_DIR {
         return Err(Error::corrupt(
@@ -375,8 +376,8 @@ pub fn open_core<R: Region>(region: Arc<R>, cfg: &PoolConfig) -> Result<(Core<R>
                     CommitRecord {
                         data_remaining: n,
                         commit_slot: slot,
-                        undo_slots: vec![],
-                        member_slots: vec![],
+                        undo_slots: Default::default(),
+                        member_slots: Default::default(),
                     },
                 );
             }

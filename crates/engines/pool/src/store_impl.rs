@@ -119,6 +119,9 @@ impl<R: Region> PoolStore<R> {
             || core.data_slots.free_count() < blocks + 2
             || core.meta_slots.free_count() < blocks + 16;
         if short {
+            core.counters
+                .foreground_checkpoints
+                .fetch_add(1, Ordering::Relaxed);
             let _ = core.checkpoint_all();
         } else if core.blocks_low() || core.logs_low() {
             if core.cfg.checkpoint_threads == 0 {
@@ -133,11 +136,11 @@ impl<R: Region> PoolStore<R> {
     /// file is bound to, else in an O_ATOMIC implicit transaction, else in its own.
     fn data_op<T>(
         &self,
+        h: &Handle,
         fh: Fh,
         blocks: u64,
         op: impl FnOnce(&Core<R>, &mut crate::core::InodeState, &mut Tx) -> Result<T>,
     ) -> Result<T> {
-        let h = self.handle(fh)?;
         if !h.flags.write {
             return Err(Error::BadMode(fh.0, "writing"));
         }
@@ -148,7 +151,7 @@ impl<R: Region> PoolStore<R> {
             if implicit.as_ref().is_none_or(|t| !t.lock().active) && unbound {
                 let cell = self.begin_tx()?;
                 let id = cell.lock().id;
-                self.bind(&cell, id, &h)?;
+                self.bind(&cell, id, h)?;
                 *implicit = Some(cell);
             }
         }
@@ -369,13 +372,13 @@ impl<R: Region> Store for PoolStore<R> {
     }
 
     fn write(&self, fh: Fh, off: u64, data: &[u8]) -> Result<usize> {
+        let h = self.handle(fh)?;
         if data.is_empty() {
-            self.handle(fh)?;
             return Ok(0);
         }
-        let append = self.handle(fh)?.flags.append;
+        let append = h.flags.append;
         let blocks = data.len() as u64 / BLOCK_SIZE + 2;
-        self.data_op(fh, blocks, |core, st, tx| {
+        self.data_op(&h, fh, blocks, |core, st, tx| {
             let off = if append {
                 core.read_u64(core.geo.inode(st.ino) + I_SIZE)
             } else {
@@ -387,7 +390,8 @@ impl<R: Region> Store for PoolStore<R> {
     }
 
     fn set_len(&self, fh: Fh, len: u64) -> Result<()> {
-        self.data_op(fh, 2, |core, st, tx| core.set_len_data(st, tx, len))
+        let h = self.handle(fh)?;
+        self.data_op(&h, fh, 2, |core, st, tx| core.set_len_data(st, tx, len))
     }
 
     fn fsync(&self, fh: Fh, _datasync: bool) -> Result<()> {

@@ -54,21 +54,6 @@ pub fn source_of(versions: &[Version], permanent: u64, line: u64) -> u64 {
         .map_or(permanent, |v| v.pbn)
 }
 
-/// For each line, the index into `versions` of its latest holder (`None` = permanent),
-/// over the first `count` versions only.
-pub fn owners(versions: &[Version], count: usize) -> [Option<usize>; 64] {
-    let mut owner = [None; 64];
-    for (i, v) in versions.iter().enumerate().take(count) {
-        let mut bits = v.bitmap;
-        while bits != 0 {
-            let line = bits.trailing_zeros() as usize;
-            owner[line] = Some(i);
-            bits &= bits - 1;
-        }
-    }
-    owner
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,8 +77,6 @@ mod tests {
         assert_eq!(source_of(&list, 9, 1), 1);
         assert_eq!(source_of(&list, 9, 2), 2);
         assert_eq!(source_of(&list, 9, 3), 9);
-        let own = owners(&list, 3);
-        assert_eq!(&own[..4], &[Some(2), Some(0), Some(1), None]);
         assert_eq!(line_mask(0, 63), u64::MAX);
         assert_eq!(line_mask(2, 3), 0b1100);
     }

@@ -24,7 +24,10 @@ pub struct TxVersion {
 }
 
 /// One running transaction (explicit, O_ATOMIC implicit, or the automatic transaction of a
-/// call outside any transaction).
+/// call outside any transaction). Finished transactions are recycled (`Core::recycle_tx`)
+/// so that their vectors keep their capacity: a transaction allocates nothing once the
+/// engine has run a while.
+#[derive(Default)]
 pub struct Tx {
     pub id: u64,
     pub active: bool,
@@ -68,6 +71,9 @@ pub struct Tx {
 
 pub type TxCell = Mutex<Tx>;
 
+/// Finished transactions kept for reuse.
+const SPARE_TXS_MAX: usize = 64;
+
 impl<R: Region> Core<R> {
     /// Begin a transaction: a fresh id and a reserved commit slot.
     pub fn tx_new(&self) -> Result<Tx> {
@@ -82,26 +88,37 @@ impl<R: Region> Core<R> {
                 .alloc()
                 .ok_or_else(|| Error::LogFull("metadata log (commit entry)".into()))?
         };
-        Ok(Tx {
-            id,
-            active: true,
-            next_seq: 0,
-            undo_slots: Vec::new(),
-            logged: LoggedRanges::default(),
-            commit_slot,
-            members: Vec::new(),
-            versions: Vec::new(),
-            allocated_blocks: Vec::new(),
-            allocated_inodes: Vec::new(),
-            deferred_blocks: Vec::new(),
-            deferred_slots: Vec::new(),
-            orphans: Vec::new(),
-            inodes: Vec::new(),
-            doomed: false,
-            shadows: HashSet::new(),
-            staged_times: Vec::new(),
-            unfenced: Vec::new(),
-        })
+        let mut tx = self.spare_txs.lock().pop().unwrap_or_default();
+        tx.id = id;
+        tx.active = true;
+        tx.commit_slot = commit_slot;
+        Ok(tx)
+    }
+
+    /// Keep a finished transaction's vectors for the next one (a bounded number of them).
+    pub fn recycle_tx(&self, mut tx: Tx) {
+        tx.id = 0;
+        tx.active = false;
+        tx.next_seq = 0;
+        tx.commit_slot = u64::MAX;
+        tx.doomed = false;
+        tx.logged = LoggedRanges::default();
+        tx.undo_slots.clear();
+        tx.members.clear();
+        tx.versions.clear();
+        tx.allocated_blocks.clear();
+        tx.allocated_inodes.clear();
+        tx.deferred_blocks.clear();
+        tx.deferred_slots.clear();
+        tx.orphans.clear();
+        tx.inodes.clear();
+        tx.shadows.clear();
+        tx.staged_times.clear();
+        tx.unfenced.clear();
+        let mut spare = self.spare_txs.lock();
+        if spare.len() < SPARE_TXS_MAX {
+            spare.push(tx);
+        }
     }
 
     /// Write a log entry into a slot (see entry.rs).
@@ -113,10 +130,10 @@ impl<R: Region> Core<R> {
         self.region.write_nt(addr, &line);
     }
 
-    /// Free a log entry: atomic store of 0 to its seal, flushed (not fenced).
+    /// Free a log entry: atomic store of 0 to its seal, non-temporal (the cold log line is
+    /// not read into the cache), durable at this thread's next fence.
     pub fn clear_entry(&self, addr: u64) {
-        self.region.store_u64(addr + SEAL_OFFSET, 0);
-        self.region.flush(addr + SEAL_OFFSET, 8);
+        self.region.store_u64_nt(addr + SEAL_OFFSET, 0);
     }
 
     /// Append undo entries holding the current bytes of `[addr, addr+len)` that this
@@ -297,9 +314,10 @@ impl<R: Region> Core<R> {
         let record = CommitRecord {
             data_remaining: data_entries,
             commit_slot: tx.commit_slot,
-            undo_slots: std::mem::take(&mut tx.undo_slots),
+            undo_slots: tx.undo_slots.iter().copied().collect(),
             member_slots: tx.members.iter().map(|m| m.1).collect(),
         };
+        tx.undo_slots.clear();
         if data_entries == 0 {
             self.retire_commit(record);
         } else {
@@ -356,6 +374,23 @@ impl<R: Region> Core<R> {
             return None;
         }
         committed.remove(&txid)
+    }
+
+    /// Data entries of the committed transactions `txids` (one per entry) have been freed
+    /// durably; returns the commit records of the transactions whose last entry that was.
+    pub fn data_entries_done(&self, txids: &[u64]) -> Vec<CommitRecord> {
+        let mut done = Vec::new();
+        let mut committed = self.committed.lock();
+        for txid in txids {
+            let Some(rec) = committed.get_mut(txid) else {
+                continue;
+            };
+            rec.data_remaining = rec.data_remaining.saturating_sub(1);
+            if rec.data_remaining == 0 {
+                done.extend(committed.remove(txid));
+            }
+        }
+        done
     }
 
     /// One data entry of committed transaction `txid` has been freed durably.

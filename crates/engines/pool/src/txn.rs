@@ -8,19 +8,22 @@ use crate::store_impl::{Handle, PoolStore};
 use crate::tx::{Tx, TxCell};
 use parking_lot::Mutex;
 use pmem::Region;
+use smallvec::SmallVec;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use store::{Error, Result};
 
-/// What the DRAM follow-up of a commit needs.
+/// What the DRAM follow-up of a commit needs, copied out of the transaction (inline, no
+/// allocation for an ordinary transaction) so that its lock is not held while the inodes'
+/// locks are taken.
 struct Committed {
     group: u64,
-    ids: Vec<u64>,
-    inodes: Vec<u64>,
-    slots: Vec<(u64, u64)>,
-    orphans: Vec<u64>,
+    ids: SmallVec<[u64; 4]>,
+    inodes: SmallVec<[u64; 4]>,
+    slots: SmallVec<[(u64, u64); 4]>,
+    orphans: SmallVec<[u64; 4]>,
     /// (ino, lbn) of every pending version the transaction made.
-    blocks: Vec<(u64, u64)>,
+    blocks: SmallVec<[(u64, u64); 16]>,
 }
 
 impl<R: Region> PoolStore<R> {
@@ -95,22 +98,13 @@ impl<R: Region> PoolStore<R> {
             self.core.commit_persist(&mut tx)?;
             self.core.release_deferred(&mut tx);
             self.txs.lock().remove(&tx.id);
-            self.committed_info(&mut tx)
+            committed_info(&tx)
         };
-        self.finalize(done)
-    }
-
-    fn committed_info(&self, tx: &mut Tx) -> Committed {
-        let mut ids = vec![tx.id];
-        ids.extend(tx.members.iter().map(|m| m.0));
-        Committed {
-            group: tx.id,
-            ids,
-            inodes: std::mem::take(&mut tx.inodes),
-            slots: std::mem::take(&mut tx.deferred_slots),
-            orphans: std::mem::take(&mut tx.orphans),
-            blocks: tx_blocks(tx),
-        }
+        let result = self.finalize(done);
+        // Nobody uses a committed transaction again: keep its vectors for the next one.
+        let finished = std::mem::take(&mut *cell.lock());
+        self.core.recycle_tx(finished);
+        result
     }
 
     fn finalize(&self, done: Committed) -> Result<()> {
@@ -118,20 +112,14 @@ impl<R: Region> PoolStore<R> {
         for &ino in &done.inodes {
             let cell = self.core.cell(ino);
             let mut st = cell.lock();
-            let lbns: Vec<u64> = done
-                .blocks
-                .iter()
-                .filter(|b| b.0 == ino)
-                .map(|b| b.1)
-                .collect();
-            if let Err(e) = self.finalize_inode(&mut st, done.group, &done.ids, &done.slots, &lbns)
-            {
+            let lbns = done.blocks.iter().filter(|b| b.0 == ino).map(|b| b.1);
+            if let Err(e) = self.finalize_inode(&mut st, done.group, &done.ids, &done.slots, lbns) {
                 result = Err(e);
             }
         }
         if !done.orphans.is_empty() {
             let _ns = self.core.ns.lock();
-            for ino in done.orphans {
+            for &ino in &done.orphans {
                 self.reap(ino)?;
             }
         }
@@ -151,13 +139,13 @@ impl<R: Region> PoolStore<R> {
         group: u64,
         ids: &[u64],
         slots: &[(u64, u64)],
-        lbns: &[u64],
+        lbns: impl Iterator<Item = u64>,
     ) -> Result<()> {
         let max = self.core.cfg.pending_versions_max;
         let sync = self.core.mode() == Mode::Sync;
-        let mut due = Vec::new();
+        let mut due: SmallVec<[u64; 8]> = SmallVec::new();
         // Only the blocks the transaction wrote (not every pending list of the file).
-        for &lbn in lbns {
+        for lbn in lbns {
             let Some(list) = st.pending.get_mut(&lbn) else {
                 continue;
             };
@@ -240,6 +228,9 @@ impl<R: Region> PoolStore<R> {
                 st.bound_id = 0;
             }
         }
+        let finished = std::mem::take(&mut *tx);
+        drop(tx);
+        self.core.recycle_tx(finished);
         result
     }
 
@@ -263,17 +254,19 @@ impl<R: Region> PoolStore<R> {
                 self.core.commit_persist(&mut tx)?;
                 self.core.release_deferred(&mut tx);
                 let id = tx.id;
-                let lbns: Vec<u64> = tx_blocks(&tx).into_iter().map(|b| b.1).collect();
-                self.finalize_inode(st, id, &[id], &[], &lbns)?;
+                let lbns = tx.versions.iter().flatten().map(|v| v.lbn);
+                self.finalize_inode(st, id, &[id], &[], lbns)?;
                 self.core
                     .checkpointer
                     .last_commit_ms
                     .store(self.core.checkpointer.now_ms(), Ordering::Relaxed);
+                self.core.recycle_tx(tx);
                 Ok(v)
             }
             Err(e) => {
                 Self::drop_versions(st, tx.id);
                 self.core.abort_persist(&mut tx)?;
+                self.core.recycle_tx(tx);
                 Err(e)
             }
         }
@@ -350,11 +343,22 @@ impl<R: Region> PoolStore<R> {
     }
 }
 
-/// (ino, lbn) of the versions a transaction made.
-fn tx_blocks(tx: &Tx) -> Vec<(u64, u64)> {
-    tx.versions
-        .iter()
-        .flatten()
-        .map(|v| (v.ino, v.lbn))
-        .collect()
+/// What `finalize` needs of a committed transaction.
+fn committed_info(tx: &Tx) -> Committed {
+    let mut ids = SmallVec::new();
+    ids.push(tx.id);
+    ids.extend(tx.members.iter().map(|m| m.0));
+    Committed {
+        group: tx.id,
+        ids,
+        inodes: tx.inodes.iter().copied().collect(),
+        slots: tx.deferred_slots.iter().copied().collect(),
+        orphans: tx.orphans.iter().copied().collect(),
+        blocks: tx
+            .versions
+            .iter()
+            .flatten()
+            .map(|v| (v.ino, v.lbn))
+            .collect(),
+    }
 }

@@ -125,12 +125,22 @@ impl<R: Region> Region for Emulated<R> {
         self.charge(lines_in(off, data.len() as u64));
     }
 
+    fn copy_nt_within(&self, src: u64, dst: u64, len: u64) {
+        self.inner.copy_nt_within(src, dst, len);
+        self.charge(lines_in(dst, len));
+    }
+
     fn load_u64(&self, off: u64) -> u64 {
         self.inner.load_u64(off)
     }
 
     fn store_u64(&self, off: u64, value: u64) {
         self.inner.store_u64(off, value)
+    }
+
+    fn store_u64_nt(&self, off: u64, value: u64) {
+        self.inner.store_u64_nt(off, value);
+        self.charge(1);
     }
 
     fn flush(&self, off: u64, len: u64) {

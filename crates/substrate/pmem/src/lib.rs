@@ -26,6 +26,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod account;
+pub mod crc;
 mod dram;
 pub mod emulate;
 mod error;
@@ -71,12 +72,38 @@ pub trait Region: Send + Sync + 'static {
     /// [`fence`](Region::fence) without a flush. Used for large writes.
     fn write_nt(&self, off: u64, data: &[u8]);
 
+    /// Non-temporal copy of `len` bytes from `src` to `dst` inside the region (the two
+    /// ranges must not overlap): what `write_nt(dst, ..)` of the bytes `read` at `src` does,
+    /// without the round trip through a buffer. Durable at the next
+    /// [`fence`](Region::fence) without a flush.
+    fn copy_nt_within(&self, src: u64, dst: u64, len: u64) {
+        const CHUNK: u64 = 512;
+        let mut buf = [0u8; CHUNK as usize];
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(CHUNK);
+            self.read(src + done, &mut buf[..n as usize]);
+            self.write_nt(dst + done, &buf[..n as usize]);
+            done += n;
+        }
+    }
+
     /// Aligned 8-byte load. `off` must be 8-byte aligned.
     fn load_u64(&self, off: u64) -> u64;
 
     /// Aligned 8-byte store, atomic with respect to crashes (it is never torn).
     /// Not durable until flushed and fenced. `off` must be 8-byte aligned.
     fn store_u64(&self, off: u64, value: u64);
+
+    /// Aligned 8-byte non-temporal store, atomic with respect to crashes like
+    /// [`store_u64`](Region::store_u64): it bypasses the cache (no read of the cold line),
+    /// durable at the next [`fence`](Region::fence) without a flush. For words that are not
+    /// read again soon, such as the seal of a log entry being freed. `off` must be 8-byte
+    /// aligned.
+    fn store_u64_nt(&self, off: u64, value: u64) {
+        self.store_u64(off, value);
+        self.flush(off, 8);
+    }
 
     /// Write back every cache line overlapping `[off, off + len)`.
     fn flush(&self, off: u64, len: u64);
@@ -129,11 +156,17 @@ where
     fn write_nt(&self, off: u64, data: &[u8]) {
         (**self).write_nt(off, data)
     }
+    fn copy_nt_within(&self, src: u64, dst: u64, len: u64) {
+        (**self).copy_nt_within(src, dst, len)
+    }
     fn load_u64(&self, off: u64) -> u64 {
         (**self).load_u64(off)
     }
     fn store_u64(&self, off: u64, value: u64) {
         (**self).store_u64(off, value)
+    }
+    fn store_u64_nt(&self, off: u64, value: u64) {
+        (**self).store_u64_nt(off, value)
     }
     fn flush(&self, off: u64, len: u64) {
         (**self).flush(off, len)

@@ -296,8 +296,20 @@ impl<R: Region> Region for Accounted<R> {
         self.count_flushed(off, data.len() as u64);
     }
 
+    fn copy_nt_within(&self, src: u64, dst: u64, len: u64) {
+        self.inner.copy_nt_within(src, dst, len);
+        self.count_stored(dst, len);
+        self.count_flushed(dst, len);
+    }
+
     fn load_u64(&self, off: u64) -> u64 {
         self.inner.load_u64(off)
+    }
+
+    fn store_u64_nt(&self, off: u64, value: u64) {
+        self.inner.store_u64_nt(off, value);
+        self.count_stored(off, 8);
+        self.count_flushed(off, 8);
     }
 
     fn store_u64(&self, off: u64, value: u64) {

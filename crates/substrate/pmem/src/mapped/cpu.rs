@@ -125,6 +125,27 @@ pub fn prefetch_line(addr: *const u8) {
     let _ = addr;
 }
 
+/// Non-temporal 8-byte store of `value` at the 8-byte aligned `addr` (one untearable
+/// write that bypasses the cache), durable at the next [`store_fence`].
+///
+/// # Safety
+/// `addr` must be 8-byte aligned, mapped and writable; `kind` as in [`flush_range`].
+pub unsafe fn stream_u64(kind: FlushInstruction, addr: *mut u8, value: u64) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: aligned and writable (caller); movnti is SSE2, baseline on x86_64.
+    unsafe {
+        let _ = kind;
+        std::arch::x86_64::_mm_stream_si64(addr as *mut i64, value as i64)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    // SAFETY: aligned and writable (caller): an atomic store, then the line written back.
+    unsafe {
+        (*(addr as *const std::sync::atomic::AtomicU64))
+            .store(value, std::sync::atomic::Ordering::Release);
+        flush_line(kind, addr);
+    }
+}
+
 /// Store fence: orders and completes preceding flushes and non-temporal stores.
 #[inline]
 pub fn store_fence() {

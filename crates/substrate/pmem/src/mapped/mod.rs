@@ -387,6 +387,24 @@ impl Region for MappedRegion {
         self.note_dirty(off, data.len() as u64);
     }
 
+    fn copy_nt_within(&self, src: u64, dst: u64, len: u64) {
+        check_range(self.len, src, len);
+        check_range(self.len, dst, len);
+        assert!(
+            src + len <= dst || dst + len <= src,
+            "pmem: overlapping copy {src}..+{len} -> {dst}"
+        );
+        // SAFETY: both ranges are in the mapping (checked) and disjoint (asserted). The source
+        // slice lives only for this call, during which, per the Region contract, no other
+        // thread writes those bytes (conflicting accesses are serialised by the caller).
+        unsafe {
+            let source = std::slice::from_raw_parts(self.ptr(src), len as usize);
+            cpu::copy_nontemporal(self.flush_kind, self.ptr(dst), source)
+        }
+        self.counters.add(len, lines_in(dst, len), 0);
+        self.note_dirty(dst, len);
+    }
+
     fn load_u64(&self, off: u64) -> u64 {
         assert!(off & 7 == 0, "pmem: unaligned 8-byte load at {off}");
         check_range(self.len, off, 8);
@@ -401,6 +419,15 @@ impl Region for MappedRegion {
         // SAFETY: as in load_u64. An aligned 8-byte store is a single untearable write.
         unsafe { (*(self.ptr(off) as *const AtomicU64)).store(value, Ordering::Release) }
         self.counters.add(8, 0, 0);
+    }
+
+    fn store_u64_nt(&self, off: u64, value: u64) {
+        assert!(off & 7 == 0, "pmem: unaligned 8-byte store at {off}");
+        check_range(self.len, off, 8);
+        // SAFETY: aligned, in range (checked); the flush instruction was detected on this CPU.
+        unsafe { cpu::stream_u64(self.flush_kind, self.ptr(off), value) }
+        self.counters.add(8, 1, 0);
+        self.note_dirty(off, 8);
     }
 
     fn flush(&self, off: u64, len: u64) {

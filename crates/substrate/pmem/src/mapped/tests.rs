@@ -153,6 +153,40 @@ fn write_nt_copies_exactly_at_any_alignment() {
     }
 }
 
+#[test]
+fn store_u64_nt_stores_one_word_and_counts_one_line() {
+    let region = MappedRegion::create(shm_or_tmp().0.join("pool"), 8192).expect("create");
+    region.fill(0, 8192, 0xEE);
+    let before = region.stats();
+    region.store_u64_nt(4096 + 56, 0x1122_3344_5566_7788);
+    region.fence();
+    let after = region.stats();
+    assert_eq!(region.load_u64(4096 + 56), 0x1122_3344_5566_7788);
+    let mut around = [0u8; 16];
+    region.read(4096 + 48, &mut around);
+    assert_eq!(around[..8], [0xEE; 8], "the neighbouring word is untouched");
+    assert_eq!(after.lines_flushed - before.lines_flushed, 1);
+    assert_eq!(after.bytes_stored - before.bytes_stored, 8);
+}
+
+#[test]
+fn copy_nt_within_copies_between_blocks_and_counts_lines() {
+    let region = MappedRegion::create(shm_or_tmp().0.join("pool"), 16384).expect("create");
+    let data: Vec<u8> = (0..4096u32).map(|i| (i * 13 + 1) as u8).collect();
+    region.write(0, &data);
+    region.fill(4096, 8192, 0xEE);
+    let before = region.stats();
+    region.copy_nt_within(64, 8192 + 64, 1024);
+    region.fence();
+    let after = region.stats();
+    let mut back = vec![0u8; 1024 + 2];
+    region.read(8192 + 63, &mut back);
+    assert_eq!(back[0], 0xEE);
+    assert_eq!(&back[1..1025], &data[64..1088]);
+    assert_eq!(back[1025], 0xEE);
+    assert_eq!(after.lines_flushed - before.lines_flushed, 16);
+}
+
 fn shm_or_tmp() -> TempDir {
     shm()
         .or_else(|| TempDir::new_in(&std::env::temp_dir()))

@@ -135,6 +135,37 @@ fn write_nt_is_durable_at_next_fence() {
 }
 
 #[test]
+fn store_u64_nt_is_atomic_and_durable_at_next_fence() {
+    let region = SimRegion::new(256);
+    region.store_u64(64, u64::MAX);
+    region.persist(64, 8);
+    region.store_u64_nt(64, 0x0102_0304_0506_0708);
+    let point = region.crash_point();
+    let words: HashSet<u64> = all_images(&point)
+        .iter()
+        .map(|image| u64::from_le_bytes(image[64..72].try_into().expect("8 bytes")))
+        .collect();
+    // Never torn: the old word or the new one, whole.
+    assert_eq!(words, HashSet::from([u64::MAX, 0x0102_0304_0506_0708]));
+    region.fence();
+    assert_eq!(
+        region.persistent_image()[64..72],
+        0x0102_0304_0506_0708u64.to_le_bytes()
+    );
+}
+
+#[test]
+fn copy_nt_within_is_durable_at_next_fence() {
+    let region = SimRegion::new(1024);
+    region.write(0, &[7; 200]);
+    region.persist(0, 200);
+    region.copy_nt_within(0, 512, 200);
+    assert!(region.crash_point().state_count() > 1);
+    region.fence();
+    assert_eq!(region.persistent_image()[512..712], [7; 200]);
+}
+
+#[test]
 fn from_image_reopens_a_crash_image() {
     let region = SimRegion::new(200);
     region.write(0, b"hello");

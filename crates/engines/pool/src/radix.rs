@@ -1,0 +1,304 @@
+//! First level of the TLVI (seed §III-D, Fig. 4): per file, a radix tree from logical block
+//! number to the block's pending list.
+//!
+//! ```text
+//! height 2 (64^2 = 4096 blocks, files up to 16 MB):
+//!   root [64 child pointers] -> leaf [64 x u32] -> slot index + 1 (0 = no pending list)
+//!                                                  -> slots[i] = (lbn, pending list)
+//! ```
+//!
+//! The tree holds 6 bits of the block number per level (64-way nodes: a leaf is 256 bytes,
+//! four cache lines, so neighbouring blocks share lines) and grows in height with the file,
+//! like the block-pointer tree. The pending lists themselves live in a slab, so that a leaf
+//! entry is 4 bytes and iteration over all lists (checkpoint, fsck) does not walk the tree.
+//! Nodes are kept when their entries empty (files shrink rarely); `clear` drops everything.
+
+use crate::tlvi::PendingList;
+
+const FANOUT_BITS: u32 = 6;
+const FANOUT: usize = 1 << FANOUT_BITS;
+
+enum Node {
+    Inner(Box<[Option<Box<Node>>; FANOUT]>),
+    Leaf(Box<[u32; FANOUT]>),
+}
+
+impl Node {
+    fn new(level: u32) -> Box<Node> {
+        Box::new(if level == 1 {
+            Node::Leaf(Box::new([0; FANOUT]))
+        } else {
+            Node::Inner(Box::new(std::array::from_fn(|_| None)))
+        })
+    }
+}
+
+/// Blocks a tree of `height` levels addresses.
+fn capacity(height: u32) -> u64 {
+    1u64.checked_shl(FANOUT_BITS * height).unwrap_or(u64::MAX)
+}
+
+/// The digit of `lbn` at `level` (1 = leaf).
+fn digit(lbn: u64, level: u32) -> usize {
+    ((lbn >> (FANOUT_BITS * (level - 1))) as usize) & (FANOUT - 1)
+}
+
+/// Per-file map: logical block -> pending list.
+#[derive(Default)]
+pub struct PendingIndex {
+    root: Option<Box<Node>>,
+    height: u32,
+    /// Slab of (lbn, list); `None` = free slot (its index is on `free`).
+    slots: Vec<Option<(u64, PendingList)>>,
+    free: Vec<u32>,
+}
+
+impl PendingIndex {
+    /// Slot index of `lbn`, if it has a pending list.
+    fn find(&self, lbn: u64) -> Option<usize> {
+        if lbn >= capacity(self.height) {
+            return None;
+        }
+        let mut node = self.root.as_deref()?;
+        let mut level = self.height;
+        loop {
+            match node {
+                Node::Inner(children) => node = children[digit(lbn, level)].as_deref()?,
+                Node::Leaf(entries) => {
+                    return match entries[digit(lbn, level)] {
+                        0 => None,
+                        i => Some(i as usize - 1),
+                    }
+                }
+            }
+            level -= 1;
+        }
+    }
+
+    /// The leaf entry of `lbn`, the tree grown and nodes created as needed.
+    fn entry_mut(&mut self, lbn: u64) -> &mut u32 {
+        while self.root.is_none() || lbn >= capacity(self.height) {
+            let old = self.root.take();
+            self.height += 1;
+            let mut root = Node::new(self.height);
+            if let (Some(old), Node::Inner(children)) = (old, root.as_mut()) {
+                children[0] = Some(old);
+            }
+            self.root = Some(root);
+        }
+        let mut level = self.height;
+        let Some(mut current) = self.root.as_deref_mut() else {
+            unreachable!("the root was created above");
+        };
+        loop {
+            match current {
+                Node::Inner(children) => {
+                    current = children[digit(lbn, level)]
+                        .get_or_insert_with(|| Node::new(level - 1))
+                        .as_mut();
+                }
+                Node::Leaf(entries) => return &mut entries[digit(lbn, level)],
+            }
+            level -= 1;
+        }
+    }
+
+    /// The pending list of `lbn`.
+    pub fn get(&self, lbn: &u64) -> Option<&PendingList> {
+        let i = self.find(*lbn)?;
+        self.slots[i].as_ref().map(|(_, list)| list)
+    }
+
+    /// The pending list of `lbn`, mutable.
+    pub fn get_mut(&mut self, lbn: &u64) -> Option<&mut PendingList> {
+        let i = self.find(*lbn)?;
+        self.slots[i].as_mut().map(|(_, list)| list)
+    }
+
+    /// The pending list of `lbn`, created empty if missing.
+    pub fn list_mut(&mut self, lbn: u64) -> &mut PendingList {
+        let i = match self.find(lbn) {
+            Some(i) => i,
+            None => {
+                let i = match self.free.pop() {
+                    Some(i) => i as usize,
+                    None => {
+                        self.slots.push(None);
+                        self.slots.len() - 1
+                    }
+                };
+                self.slots[i] = Some((lbn, PendingList::new()));
+                *self.entry_mut(lbn) = i as u32 + 1;
+                i
+            }
+        };
+        match &mut self.slots[i] {
+            Some((_, list)) => list,
+            None => unreachable!("a leaf entry names a used slot"),
+        }
+    }
+
+    /// The leaf entry of `lbn` if its path exists (no node is created).
+    fn existing_entry_mut(&mut self, lbn: u64) -> Option<&mut u32> {
+        if lbn >= capacity(self.height) {
+            return None;
+        }
+        let mut node = self.root.as_deref_mut()?;
+        let mut level = self.height;
+        loop {
+            match node {
+                Node::Inner(children) => node = children[digit(lbn, level)].as_deref_mut()?,
+                Node::Leaf(entries) => return Some(&mut entries[digit(lbn, level)]),
+            }
+            level -= 1;
+        }
+    }
+
+    /// Drop the pending list of `lbn`, returning it.
+    pub fn remove(&mut self, lbn: &u64) -> Option<PendingList> {
+        let entry = self.existing_entry_mut(*lbn)?;
+        let i = match std::mem::take(entry) {
+            0 => return None,
+            i => i as usize - 1,
+        };
+        self.free.push(i as u32);
+        self.slots[i].take().map(|(_, list)| list)
+    }
+
+    /// Every (lbn, pending list), in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (&u64, &PendingList)> {
+        self.slots.iter().flatten().map(|(lbn, list)| (lbn, list))
+    }
+
+    /// Every (lbn, pending list), mutable.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&u64, &mut PendingList)> {
+        self.slots
+            .iter_mut()
+            .flatten()
+            .map(|(lbn, list)| (&*lbn, list))
+    }
+
+    /// Every pending list.
+    pub fn values(&self) -> impl Iterator<Item = &PendingList> {
+        self.iter().map(|(_, list)| list)
+    }
+
+    /// Every pending list, mutable.
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut PendingList> {
+        self.iter_mut().map(|(_, list)| list)
+    }
+
+    /// Every block with a pending list.
+    pub fn keys(&self) -> impl Iterator<Item = &u64> {
+        self.iter().map(|(lbn, _)| lbn)
+    }
+
+    /// Keep only the lists for which `keep` is true.
+    pub fn retain(&mut self, mut keep: impl FnMut(&u64, &mut PendingList) -> bool) {
+        let gone: Vec<u64> = self
+            .iter_mut()
+            .filter_map(|(lbn, list)| (!keep(lbn, list)).then_some(*lbn))
+            .collect();
+        for lbn in gone {
+            self.remove(&lbn);
+        }
+    }
+
+    /// Take every (lbn, list) out, leaving the index empty.
+    pub fn drain(&mut self) -> impl Iterator<Item = (u64, PendingList)> {
+        let slots = std::mem::take(&mut self.slots);
+        *self = PendingIndex::default();
+        slots.into_iter().flatten()
+    }
+
+    /// Number of blocks with a pending list.
+    pub fn len(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+
+    /// No block has a pending list.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl<'a> IntoIterator for &'a PendingIndex {
+    type Item = (&'a u64, &'a PendingList);
+    type IntoIter = Box<dyn Iterator<Item = (&'a u64, &'a PendingList)> + 'a>;
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tlvi::Version;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    fn version(pbn: u64) -> Version {
+        Version {
+            pbn,
+            bitmap: 1,
+            txid: 1,
+            committed: true,
+            slot: pbn,
+            ptr_addr: 0,
+        }
+    }
+
+    #[test]
+    fn grows_with_the_file_and_finds_every_block() {
+        let mut index = PendingIndex::default();
+        for lbn in [0u64, 63, 64, 4095, 4096, 1 << 30, (1 << 34) - 1] {
+            index.list_mut(lbn).push(version(lbn + 1));
+        }
+        assert_eq!(index.len(), 7);
+        for lbn in [0u64, 63, 64, 4095, 4096, 1 << 30, (1 << 34) - 1] {
+            assert_eq!(index.get(&lbn).map(|l| l[0].pbn), Some(lbn + 1));
+        }
+        assert!(index.get(&1).is_none() && index.get(&(1 << 40)).is_none());
+        assert_eq!(index.remove(&64).map(|l| l.len()), Some(1));
+        assert!(index.get(&64).is_none());
+        index.list_mut(65).push(version(9));
+        assert_eq!(index.len(), 7, "the freed slot is reused");
+        let drained: Vec<_> = index.drain().collect();
+        assert_eq!(drained.len(), 7);
+        assert!(index.is_empty() && index.get(&0).is_none());
+    }
+
+    proptest! {
+        /// Against a HashMap model: inserts, pushes, removes and retains give the same map.
+        #[test]
+        fn matches_a_hash_map(ops in proptest::collection::vec((0u8..4, 0u64..300, any::<bool>()), 1..200)) {
+            let mut index = PendingIndex::default();
+            let mut model: HashMap<u64, Vec<u64>> = HashMap::new();
+            for (op, lbn, big) in ops {
+                let lbn = if big { lbn << 20 } else { lbn };
+                match op {
+                    0 | 1 => {
+                        index.list_mut(lbn).push(version(lbn));
+                        model.entry(lbn).or_default().push(lbn);
+                    }
+                    2 => {
+                        prop_assert_eq!(index.remove(&lbn).is_some(), model.remove(&lbn).is_some());
+                    }
+                    _ => {
+                        index.retain(|l, _| l % 3 != lbn % 3);
+                        model.retain(|l, _| l % 3 != lbn % 3);
+                    }
+                }
+                prop_assert_eq!(index.len(), model.len());
+                for (l, v) in &model {
+                    prop_assert_eq!(index.get(l).map(|x| x.len()), Some(v.len()));
+                }
+                let mut keys: Vec<u64> = index.keys().copied().collect();
+                keys.sort_unstable();
+                let mut want: Vec<u64> = model.keys().copied().collect();
+                want.sort_unstable();
+                prop_assert_eq!(keys, want);
+            }
+        }
+    }
+}
