@@ -42,7 +42,7 @@ fn sizes(mode: Mode, notes: &mut Vec<String>) -> Sizes {
         Mode::Quick => Sizes {
             rand_file: 64 << 20,
             seq_file: 256 << 20,
-            rand_ms: 1000,
+            rand_ms: 2000,
             reps: 5,
         },
         Mode::Full => {

@@ -1,9 +1,9 @@
-//! Suite `sqlite`: the FCFS seed's SQLite experiment (§VI-D-1, mobibench: random row updates,
-//! values of 0–16 KB, one thread, every update its own transaction; plus a 0–4 KB point) with
-//! the same SQLite library for every configuration: the atomfs VFS with the journal off
-//! against SQLite's WAL and rollback journal on the ext4 RAM disk and on tmpfs. Systems are
-//! interleaved round-robin and repeated like every figure (runner.rs); each gets the same
-//! fixed-seed table and updates.
+//! Suite `sqlite`: the FCFS seed's SQLite experiment (§VI-F 1, Figs. 12-13; mobibench:
+//! random row updates, values of 0–16 KB, one thread, every update its own transaction; plus
+//! a 0–4 KB point) with the same SQLite library for every configuration: the atomfs VFS with
+//! the journal off against SQLite's WAL and rollback journal on the ext4 RAM disk and on
+//! tmpfs. Systems are interleaved round-robin and repeated like every figure (runner.rs); each
+//! gets the same fixed-seed table and updates. See docs/bench.md.
 
 use super::{Mode, Options};
 use crate::error::{BenchError, Result};
