@@ -46,26 +46,23 @@ fn sizes(mode: Mode, notes: &mut Vec<String>) -> Sizes {
             reps: 5,
         },
         Mode::Full => {
-            let (rand_file, mut seq_file) = (1u64 << 30, 1u64 << 30);
+            let wanted = 1u64 << 30;
             let budget = crate::machine::memory_available().unwrap_or(8 << 30) as f64 * 0.6;
             let fit = (budget / MEMORY_COPIES) as u64;
-            if rand_file + seq_file > fit {
-                seq_file = (fit.saturating_sub(rand_file / 4) & !((1 << 20) - 1)).max(64 << 20);
+            let each = if 2 * wanted <= fit {
+                wanted
+            } else {
+                let each = ((fit / 2) & !((1 << 20) - 1)).max(64 << 20);
                 notes.push(format!(
-                    "fuse: scaled down: sequential file {} MiB instead of 1024 MiB, random-write \
-                     file 256 MiB (60% of available memory for {MEMORY_COPIES} copies)",
-                    seq_file >> 20
+                    "fuse: scaled down: files of {} MiB instead of 1024 MiB ({MEMORY_COPIES} \
+                     copies of both must fit in 60% of available memory)",
+                    each >> 20
                 ));
-                return Sizes {
-                    rand_file: rand_file / 4,
-                    seq_file,
-                    rand_ms: 10_000,
-                    reps: 5,
-                };
-            }
+                each
+            };
             Sizes {
-                rand_file,
-                seq_file,
+                rand_file: each,
+                seq_file: each,
                 rand_ms: 10_000,
                 reps: 5,
             }
