@@ -66,6 +66,7 @@ fn fmt_value(metric: Metric, v: f64) -> String {
         Metric::NvmmFgBytesPerTx | Metric::NvmmCkptBytesPerTx => format!("{v:.0} B"),
         Metric::TxPerSNorm => format!("{v:.3}"),
         Metric::MbPerS => format!("{v:.0} MB/s"),
+        Metric::Iops => format!("{v:.0} IOPS"),
     }
 }
 
@@ -106,7 +107,7 @@ pub fn ratio_table(fig: &Figure, res: &FigureResult) -> String {
                 };
                 let _ = writeln!(
                     s,
-                    "     {:<14} {:>14}   [{} – {}]   {}",
+                    "     {:<21} {:>14}   [{} – {}]   {}",
                     r.system,
                     fmt_value(*metric, r.median),
                     fmt_value(*metric, r.min),

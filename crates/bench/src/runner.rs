@@ -26,8 +26,10 @@ pub enum Metric {
     NvmmCkptBytesPerTx,
     /// Transactions per second divided by the figure reference's, run by run.
     TxPerSNorm,
-    /// Durable copy bandwidth, 10^6 bytes per second (floor figure).
+    /// Bandwidth, 10^6 bytes per second (floor figure: durable copy; fuse: fio jobs).
     MbPerS,
+    /// I/O operations per second (fuse: fio jobs).
+    Iops,
 }
 
 impl Metric {
@@ -41,6 +43,7 @@ impl Metric {
             Metric::NvmmCkptBytesPerTx => "nvmm_ckpt_bytes_per_tx",
             Metric::TxPerSNorm => "tx_per_s_norm",
             Metric::MbPerS => "mb_per_s",
+            Metric::Iops => "iops",
         }
     }
 
@@ -53,7 +56,8 @@ impl Metric {
             Metric::NvmmFgBytesPerTx => "bytes written per transaction, foreground",
             Metric::NvmmCkptBytesPerTx => "bytes written per transaction, checkpointing",
             Metric::TxPerSNorm => "throughput normalized to the reference",
-            Metric::MbPerS => "durable copy bandwidth (MB/s)",
+            Metric::MbPerS => "bandwidth (MB/s)",
+            Metric::Iops => "I/O operations per second",
         }
     }
 }
@@ -364,7 +368,7 @@ fn push_rows(
                         (Some(b), Some(c)) => Some(b.saturating_sub(c) as f64 / n),
                         _ => None,
                     },
-                    Metric::RecoveryS | Metric::TxPerSNorm | Metric::MbPerS => None,
+                    Metric::RecoveryS | Metric::TxPerSNorm | Metric::MbPerS | Metric::Iops => None,
                 }
             })
             .collect();

@@ -2,7 +2,9 @@
 //! results.json, the ratio table and the plots. The pool engine's suites (FCFS seed §VI)
 //! live in `suites/pool.rs`.
 
+pub mod fuse;
 pub mod pool;
+pub mod sqlite;
 
 use crate::error::{BenchError, Result};
 use crate::ramdisk::Ext4Disk;
@@ -47,6 +49,8 @@ pub const SUITES: &[(&str, &str)] = &[
     ("fcfs-latency", "Fig. 10: throughput vs emulated NVMM write latency 50..1600 ns"),
     ("recovery", "Fig. 11: recovery time vs log size, FCFS (lazy) vs FCFS-IR (checkpoint at recovery)"),
     ("floor", "every pool mode's distance from a bare durable copy, and the copy bandwidth"),
+    ("sqlite", "SQLite row updates: the atomfs VFS (journal off) vs WAL and rollback journal on ext4 and tmpfs"),
+    ("fuse", "fio on an atomfs FUSE mount vs ext4 on a RAM disk (and tmpfs): fsync'd 4 KiB writes, sequential I/O"),
 ];
 
 /// Every suite name, with a one-line description.
@@ -194,6 +198,8 @@ fn measure(
         return pool::run(suite, opts, cfg, notes);
     }
     let (figs, disks) = match suite {
+        "sqlite" => return sqlite::run(opts, notes),
+        "fuse" => return fuse::run(opts, notes),
         "external" => external(opts.mode, opts.seed, notes)?,
         s => return Err(unknown(s)),
     };

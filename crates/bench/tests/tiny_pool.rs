@@ -2,78 +2,13 @@
 //! (CONVENTIONS.md §15): the shape of results.json users script against, every system's
 //! rows, plots written, bytes counted. Never asserts a timing.
 
-use atomfs_bench::suites::{run_suite, Mode, Options};
+mod support;
+
 use atomfs_bench::system::TwoFileUpdate;
 use atomfs_bench::systems::pool::PoolSystem;
 use atomfs_bench::workload::Write;
 use serde_json::Value;
-
-fn run_tiny(suite: &str) -> (Value, atomfs_bench::suites::Outcome, std::path::PathBuf) {
-    let out =
-        std::env::temp_dir().join(format!("atomfs-bench-test-{}-{suite}", std::process::id()));
-    let opts = Options {
-        mode: Mode::Tiny,
-        out: out.clone(),
-        progress: false,
-        seed: 5,
-    };
-    let outcome = run_suite(suite, &opts).unwrap_or_else(|e| panic!("tiny {suite}: {e}"));
-    let text = std::fs::read_to_string(&outcome.json_path).expect("read results.json");
-    let doc: Value = serde_json::from_str(&text).expect("parse results.json");
-    (doc, outcome, out)
-}
-
-/// Every row has the stable keys; min ≤ median ≤ max; latency and throughput medians are
-/// finite and positive; returns the rows.
-fn check_shape(doc: &Value, suite: &str) -> Vec<Value> {
-    assert_eq!(doc["suite"], suite);
-    for key in ["machine", "revision", "config", "rows"] {
-        assert!(!doc[key].is_null(), "{suite}: missing {key}");
-    }
-    let rows = doc["rows"].as_array().expect("rows is a list").clone();
-    assert!(!rows.is_empty(), "{suite}: no rows");
-    for r in &rows {
-        for key in [
-            "figure", "system", "param", "metric", "median", "min", "max", "runs",
-        ] {
-            assert!(r.get(key).is_some(), "{suite}: row without {key}: {r}");
-        }
-        assert!(r["param"].is_null() || r["param"].is_f64() || r["param"].is_u64());
-        let runs = r["runs"].as_array().expect("runs is a list");
-        assert!(!runs.is_empty(), "{suite}: row without runs: {r}");
-        let (min, med, max) = (
-            r["min"].as_f64().expect("min is a number"),
-            r["median"].as_f64().expect("median is a number"),
-            r["max"].as_f64().expect("max is a number"),
-        );
-        assert!(
-            min <= med && med <= max,
-            "{suite}: min/median/max out of order: {r}"
-        );
-        let metric = r["metric"].as_str().expect("metric is a string");
-        if matches!(
-            metric,
-            "tx_latency_us" | "tx_per_s" | "tx_per_s_norm" | "recovery_s" | "mb_per_s"
-        ) {
-            assert!(
-                med.is_finite() && med > 0.0,
-                "{suite}: {metric} median not finite and positive: {r}"
-            );
-        }
-    }
-    rows
-}
-
-fn systems_with(rows: &[Value], metric: &str) -> Vec<String> {
-    let mut v: Vec<String> = rows
-        .iter()
-        .filter(|r| r["metric"] == metric)
-        .map(|r| r["system"].as_str().unwrap_or("").to_string())
-        .collect();
-    v.sort();
-    v.dedup();
-    v
-}
+use support::{check_shape, run_tiny, systems_with};
 
 fn median(rows: &[Value], system: &str, metric: &str) -> f64 {
     rows.iter()

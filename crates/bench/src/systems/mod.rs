@@ -2,7 +2,11 @@
 
 pub mod ext4;
 pub mod fileset;
+pub mod fio;
 pub mod floor;
+pub mod fuse_mount;
 pub mod pmdk;
 pub mod pool;
+pub mod sqlite;
+pub mod sqlite_vfs;
 pub mod undo;
