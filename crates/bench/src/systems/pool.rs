@@ -86,6 +86,10 @@ impl<R: Region> Region for ThreadSplit<R> {
         self.count(off, data.len() as u64);
         self.inner.write_nt(off, data)
     }
+    fn write_line_nt(&self, off: u64, line: &[u8; 64]) {
+        self.count(off, 64);
+        self.inner.write_line_nt(off, line)
+    }
     fn copy_nt_within(&self, src: u64, dst: u64, len: u64) {
         self.count(dst, len);
         self.inner.copy_nt_within(src, dst, len)

@@ -126,12 +126,24 @@ impl<R: Region> Core<R> {
             )));
         };
         let size = self.inode_size(ino)?;
+        let blocks = self.inode_blocks(ino)?;
         let mut delta = InodeDelta {
             size: size.max(end),
-            blocks: self.inode_blocks(ino)?,
+            blocks,
             pointer_writes: Vec::new(),
         };
         let mut pieces = self.resolve_pieces(tx, ino, off, end, &mut delta)?;
+        // A pure overwrite (every block exists, neither the size nor the tree changes) in a
+        // logging mode changes only the times: their undo entry is written now, so that its
+        // log slot is taken (a lock) before the data's non-temporal stores are in flight (a
+        // locked instruction waits for them).
+        let pure = self.mode() != Mode::Nc
+            && end <= size
+            && delta.blocks == blocks
+            && pieces.iter().all(|p| p.pbn != 0);
+        if pure {
+            self.stage_times(tx, ino)?;
+        }
         let redo = matches!(self.mode(), Mode::Fcfs | Mode::Soc | Mode::Sync);
         if redo {
             self.claim_versions(st, tx, &mut pieces)?;
@@ -148,6 +160,9 @@ impl<R: Region> Core<R> {
                 Mode::Scsp => self.write_shadow(st, tx, p.lbn, p.ptr, p.pbn, p.boff, chunk)?,
                 Mode::Fcfs | Mode::Soc | Mode::Sync => self.write_redo(st, tx, p, chunk),
             }
+        }
+        if pure {
+            return Ok(());
         }
         self.finish_data_op(tx, ino, &delta)
     }
@@ -187,10 +202,11 @@ impl<R: Region> Core<R> {
         Ok(pieces)
     }
 
-    /// Prefetch the latest copies of the partial lines at the two ends of a write (a redo
-    /// write completes them from there), so that their cache misses overlap the allocation
+    /// Prefetch the permanent copies of the partial lines at the two ends of a write (a redo
+    /// write completes them from the latest copy, which is the permanent block's unless a
+    /// pending version holds the line), so that their cache misses overlap the allocation
     /// of the pending versions instead of stalling the copy.
-    fn prefetch_edges(&self, st: &InodeState, pieces: &[Piece]) {
+    fn prefetch_edges(&self, pieces: &[Piece]) {
         let (Some(first), Some(last)) = (pieces.first(), pieces.last()) else {
             return;
         };
@@ -200,16 +216,10 @@ impl<R: Region> Core<R> {
             (last, (last_end - 1) / LINE, !last_end.is_multiple_of(LINE)),
         ];
         for (piece, line, partial) in edges {
-            if !partial || piece.pbn == 0 {
-                continue;
+            if partial && piece.pbn != 0 {
+                self.region
+                    .prefetch(self.geo.block(piece.pbn) + line * LINE);
             }
-            let list = st
-                .pending
-                .get(&piece.lbn)
-                .map(|l| l.as_slice())
-                .unwrap_or(&[]);
-            let src = source_of(list, piece.pbn, line);
-            self.region.prefetch(self.geo.block(src) + line * LINE);
         }
     }
 
@@ -344,7 +354,7 @@ impl<R: Region> Core<R> {
             let (from, to) = (boff.max(lstart), end.min(lend));
             buf[(from - lstart) as usize..(to - lstart) as usize]
                 .copy_from_slice(&chunk[(from - boff) as usize..(to - boff) as usize]);
-            self.region.write_nt(base + lstart, &buf);
+            self.region.write_line_nt(base + lstart, &buf);
             if line == first {
                 lo = lo.max(lend);
             }
@@ -374,7 +384,7 @@ impl<R: Region> Core<R> {
     /// (`Piece::version`), created where missing with blocks and log slots taken in one
     /// batch; the edge lines' sources are prefetched first.
     fn claim_versions(&self, st: &mut InodeState, tx: &mut Tx, pieces: &mut [Piece]) -> Result<()> {
-        self.prefetch_edges(st, pieces);
+        self.prefetch_edges(pieces);
         let wanted = pieces.iter().filter(|p| p.pbn != 0).count();
         let mut slots: SmallVec<[u64; 8]> = SmallVec::new();
         let mut blocks: SmallVec<[u64; 8]> = SmallVec::new();

@@ -127,7 +127,7 @@ impl<R: Region> Core<R> {
         // One non-temporal store of the whole line (body and seal): no read of the cold log
         // line, durable at this thread's next fence. Its words may reach the media in any
         // order; the seal's crc tells a partly written line from a complete one.
-        self.region.write_nt(addr, &line);
+        self.region.write_line_nt(addr, &line);
     }
 
     /// Free a log entry: atomic store of 0 to its seal, non-temporal (the cold log line is

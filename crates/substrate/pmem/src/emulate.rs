@@ -125,6 +125,11 @@ impl<R: Region> Region for Emulated<R> {
         self.charge(lines_in(off, data.len() as u64));
     }
 
+    fn write_line_nt(&self, off: u64, line: &[u8; 64]) {
+        self.inner.write_line_nt(off, line);
+        self.charge(1);
+    }
+
     fn copy_nt_within(&self, src: u64, dst: u64, len: u64) {
         self.inner.copy_nt_within(src, dst, len);
         self.charge(lines_in(dst, len));

@@ -72,6 +72,17 @@ pub trait Region: Send + Sync + 'static {
     /// [`fence`](Region::fence) without a flush. Used for large writes.
     fn write_nt(&self, off: u64, data: &[u8]);
 
+    /// Non-temporal store of one whole, aligned cache line (`off` a multiple of 64): what
+    /// [`write_nt`](Region::write_nt) does for it, with no alignment cases to handle. Log
+    /// entries and completed edge lines are written this way.
+    fn write_line_nt(&self, off: u64, line: &[u8; 64]) {
+        assert!(
+            off.is_multiple_of(CACHE_LINE),
+            "pmem: unaligned line store at {off}"
+        );
+        self.write_nt(off, line)
+    }
+
     /// Non-temporal copy of `len` bytes from `src` to `dst` inside the region (the two
     /// ranges must not overlap): what `write_nt(dst, ..)` of the bytes `read` at `src` does,
     /// without the round trip through a buffer. Durable at the next
@@ -155,6 +166,9 @@ where
     }
     fn write_nt(&self, off: u64, data: &[u8]) {
         (**self).write_nt(off, data)
+    }
+    fn write_line_nt(&self, off: u64, line: &[u8; 64]) {
+        (**self).write_line_nt(off, line)
     }
     fn copy_nt_within(&self, src: u64, dst: u64, len: u64) {
         (**self).copy_nt_within(src, dst, len)

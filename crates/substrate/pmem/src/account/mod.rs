@@ -296,6 +296,12 @@ impl<R: Region> Region for Accounted<R> {
         self.count_flushed(off, data.len() as u64);
     }
 
+    fn write_line_nt(&self, off: u64, line: &[u8; 64]) {
+        self.inner.write_line_nt(off, line);
+        self.count_stored(off, 64);
+        self.count_flushed(off, 64);
+    }
+
     fn copy_nt_within(&self, src: u64, dst: u64, len: u64) {
         self.inner.copy_nt_within(src, dst, len);
         self.count_stored(dst, len);

@@ -146,6 +146,17 @@ pub unsafe fn stream_u64(kind: FlushInstruction, addr: *mut u8, value: u64) {
     }
 }
 
+/// Non-temporal store of the 64 bytes of `line` to the 64-byte aligned `dst`, durable at the
+/// next [`store_fence`].
+///
+/// # Safety
+/// `dst..dst + 64` must be mapped and writable, `dst` 64-byte aligned.
+pub unsafe fn stream_line(dst: *mut u8, line: &[u8; 64]) {
+    // SAFETY: the caller's contract; stream_copy needs a 16-byte aligned destination and a
+    // length that is a multiple of 16.
+    unsafe { stream_copy(dst, line.as_ptr(), 64) }
+}
+
 /// Store fence: orders and completes preceding flushes and non-temporal stores.
 #[inline]
 pub fn store_fence() {

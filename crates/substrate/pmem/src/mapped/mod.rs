@@ -387,6 +387,19 @@ impl Region for MappedRegion {
         self.note_dirty(off, data.len() as u64);
     }
 
+    fn write_line_nt(&self, off: u64, line: &[u8; 64]) {
+        assert!(
+            off.is_multiple_of(crate::CACHE_LINE),
+            "pmem: unaligned line store at {off}"
+        );
+        check_range(self.len, off, 64);
+        // SAFETY: in range (checked) and 64-byte aligned (asserted; the mapping is page
+        // aligned); `line` is not part of the mapping.
+        unsafe { cpu::stream_line(self.ptr(off), line) }
+        self.counters.add(64, 1, 0);
+        self.note_dirty(off, 64);
+    }
+
     fn copy_nt_within(&self, src: u64, dst: u64, len: u64) {
         check_range(self.len, src, len);
         check_range(self.len, dst, len);

@@ -187,6 +187,18 @@ fn copy_nt_within_copies_between_blocks_and_counts_lines() {
     assert_eq!(after.lines_flushed - before.lines_flushed, 16);
 }
 
+#[test]
+fn write_line_nt_stores_one_line() {
+    let region = MappedRegion::create(shm_or_tmp().0.join("pool"), 8192).expect("create");
+    region.fill(0, 8192, 0xEE);
+    let line: [u8; 64] = std::array::from_fn(|i| i as u8);
+    region.write_line_nt(128, &line);
+    region.fence();
+    let mut back = [0u8; 66];
+    region.read(127, &mut back);
+    assert_eq!((back[0], &back[1..65], back[65]), (0xEE, &line[..], 0xEE));
+}
+
 fn shm_or_tmp() -> TempDir {
     shm()
         .or_else(|| TempDir::new_in(&std::env::temp_dir()))
