@@ -300,18 +300,32 @@ impl<R: Region> Core<R> {
 
     /// Checkpoint every committed version of every file.
     pub fn checkpoint_all(&self) -> Result<()> {
+        self.checkpoint_while(|| true)
+    }
+
+    /// Checkpoint committed versions file by file, a batch of blocks at a time (the inode
+    /// lock is let go between batches), for as long as `more()` says so before each batch.
+    /// Successive calls start at successive files, so that a caller that stops early (a
+    /// writer making room) does not checkpoint the same files every time.
+    pub fn checkpoint_while(&self, mut more: impl FnMut() -> bool) -> Result<()> {
         let cells: Vec<_> = self.cells.read().values().cloned().collect();
-        for cell in cells {
-            let mut st = cell.lock();
-            let lbns: Vec<u64> = st
+        if cells.is_empty() {
+            return Ok(());
+        }
+        let start = self.checkpointer.cursor.fetch_add(1, Ordering::Relaxed) % cells.len();
+        for cell in cells[start..].iter().chain(&cells[..start]) {
+            let lbns: Vec<u64> = cell
+                .lock()
                 .pending
                 .iter()
                 .filter(|(_, l)| l.first().is_some_and(|v| v.committed))
                 .map(|(&l, _)| l)
                 .collect();
-            // Batches of blocks share their fences; the inode lock is let go between them.
             for batch in lbns.chunks(CHECKPOINT_BATCH) {
-                self.checkpoint_blocks(&mut st, batch)?;
+                if !more() {
+                    return Ok(());
+                }
+                self.checkpoint_blocks(&mut cell.lock(), batch)?;
             }
         }
         Ok(())
@@ -330,6 +344,8 @@ pub struct CheckpointQueue {
     pub wake: Condvar,
     pub stop: AtomicBool,
     pub everything: AtomicBool,
+    /// Where the next `checkpoint_while` starts among the files.
+    pub cursor: std::sync::atomic::AtomicUsize,
     /// Milliseconds since `epoch` of the last commit (idle trigger).
     pub last_commit_ms: AtomicU64,
     pub epoch: Option<Instant>,

@@ -111,18 +111,23 @@ impl<R: Region> PoolStore<R> {
         }
     }
 
-    /// Make room before a data operation needing about `blocks` blocks: checkpoint when
-    /// free blocks or data-log slots run short (no lock is held here).
+    /// Make room before a data operation needing about `blocks` blocks: when free blocks or
+    /// log slots run short, checkpoint here just until they no longer are (the background
+    /// threads did not keep up); when they run low, wake the background threads (or, with
+    /// none, checkpoint everything here). No lock is held here.
     fn make_room(&self, blocks: u64) {
         let core = &self.core;
-        let short = core.blocks.free_count() < blocks + 8
-            || core.data_slots.free_count() < blocks + 2
-            || core.meta_slots.free_count() < blocks + 16;
-        if short {
+        let short = || {
+            core.blocks.free_count() < blocks + 8
+                || core.data_slots.free_count() < blocks + 2
+                || core.meta_slots.free_count() < blocks + 16
+        };
+        if short() {
             core.counters
                 .foreground_checkpoints
                 .fetch_add(1, Ordering::Relaxed);
-            let _ = core.checkpoint_all();
+            core.checkpointer.push_all();
+            let _ = core.checkpoint_while(short);
         } else if core.blocks_low() || core.logs_low() {
             if core.cfg.checkpoint_threads == 0 {
                 let _ = core.checkpoint_all();
