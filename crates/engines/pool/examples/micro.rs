@@ -14,14 +14,18 @@
 //! cargo run --release -p atomfs-pool --example micro -- [--files 1000] [--file-mb 4]
 //!     [--txs 20000] [--modes nc,fcfs,fg-wal,scsp,soc,sync] [--dir /dev/shm] [--seed 1]
 //!     [--ckpt-threads 1] [--log-entries N (both logs; default from PoolConfig)]
-//!     [--breakdown 1] [--perf-ctl FIFO]
+//!     [--breakdown 1] [--perf-ctl FIFO] [--latency-ns N (emulated NVMM, 4 GB/s)]
 //!
 //! Profiling the timed loops only:
 //!   mkfifo /tmp/ctl; perf record -g --control fifo:/tmp/ctl --delay=-1 -- \
 //!     target/release/examples/micro --modes fcfs --perf-ctl /tmp/ctl
 //! ```
 
+use pmem::emulate::{Emulated, EmulatorConfig};
 use pmem::{MappedRegion, Region};
+
+/// Pools run on a mapped file behind the NVMM emulator (off unless --latency-ns is given).
+type Reg = Emulated<MappedRegion>;
 use pool::{Mode, PoolConfig, PoolStore};
 use std::sync::Arc;
 use std::time::Instant;
@@ -40,6 +44,8 @@ struct Args {
     /// `perf record --control fifo:PATH --delay=-1`: the timed loops enable and disable the
     /// profiler through this FIFO, so that setup does not drown the profile.
     perf_ctl: Option<std::path::PathBuf>,
+    /// Emulated NVMM write latency per line (ns; 0 = DRAM speed), with the seed's 4 GB/s.
+    latency_ns: u64,
 }
 
 fn parse_args() -> Args {
@@ -61,6 +67,7 @@ fn parse_args() -> Args {
         log_entries: 0,
         breakdown: false,
         perf_ctl: None,
+        latency_ns: 0,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     for pair in argv.chunks(2) {
@@ -80,6 +87,7 @@ fn parse_args() -> Args {
             "--breakdown" => a.breakdown = num() != 0,
             "--dir" => a.dir = value.clone().into(),
             "--perf-ctl" => a.perf_ctl = Some(value.clone().into()),
+            "--latency-ns" => a.latency_ns = num(),
             "--modes" => {
                 a.modes = value
                     .split(',')
@@ -113,7 +121,7 @@ struct Run {
     flushed_with_ckpt_per_tx: f64,
 }
 
-fn run(s: &PoolStore<MappedRegion>, fhs: &[Fh], a: &Args, max_write: u64, data: &[u8]) -> Run {
+fn run(s: &PoolStore<Reg>, fhs: &[Fh], a: &Args, max_write: u64, data: &[u8]) -> Run {
     let region = s.region();
     let file_bytes = a.file_mb << 20;
     let mut rng = Rng(a.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
@@ -178,7 +186,7 @@ fn run(s: &PoolStore<MappedRegion>, fhs: &[Fh], a: &Args, max_write: u64, data: 
 /// The data path's durable copy (`Core::copy_durable`, PMDK's `pmem_memcpy_persist`
 /// policy): whole lines of copies of at least 256 bytes non-temporally, partial lines
 /// through the cache and flushed.
-fn copy_durable(region: &MappedRegion, addr: u64, data: &[u8]) {
+fn copy_durable(region: &Reg, addr: u64, data: &[u8]) {
     let end = addr + data.len() as u64;
     let lo = addr.next_multiple_of(64);
     let hi = end / 64 * 64;
@@ -228,7 +236,7 @@ fn thread_cpu_ns() -> u64 {
 
 /// The physical floor: the same random sizes copied durably (write + flush + one fence per
 /// transaction) into the pool's block area (pages already touched) with no file system.
-fn floor(region: &MappedRegion, a: &Args, max_write: u64, data: &[u8], base: u64) -> (f64, f64) {
+fn floor(region: &Reg, a: &Args, max_write: u64, data: &[u8], base: u64) -> (f64, f64) {
     let span = region.len() - base - (64 << 10);
     let mut rng = Rng(a.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let start = Instant::now();
@@ -249,11 +257,18 @@ fn floor(region: &MappedRegion, a: &Args, max_write: u64, data: &[u8], base: u64
     )
 }
 
-fn setup(mode: Mode, a: &Args, path: &std::path::Path) -> (PoolStore<MappedRegion>, Vec<Fh>) {
+fn setup(mode: Mode, a: &Args, path: &std::path::Path) -> (PoolStore<Reg>, Vec<Fh>) {
     let file_bytes = a.file_mb << 20;
     let pool_bytes = a.files * file_bytes * 5 / 4 + (512 << 20);
     let _ = std::fs::remove_file(path);
-    let region = MappedRegion::create(path, pool_bytes).expect("create pool file");
+    let mapped = MappedRegion::create(path, pool_bytes).expect("create pool file");
+    let region = Emulated::new(
+        mapped,
+        EmulatorConfig {
+            write_latency_ns: a.latency_ns,
+            write_bandwidth_max: if a.latency_ns > 0 { 4_000_000_000 } else { 0 },
+        },
+    );
     let mut cfg = PoolConfig {
         mode,
         inode_count: (a.files + 64).max(1024),

@@ -32,7 +32,7 @@ use store::Result;
 
 /// Blocks checkpointed together (sharing fences) under one inode lock. Small enough that a
 /// transaction on the file never waits long for the lock.
-const CHECKPOINT_BATCH: usize = 32;
+const CHECKPOINT_BATCH: usize = 4;
 
 /// Most versions of one block checkpointed in one go (the rest wait for the next checkpoint
 /// of the block).
