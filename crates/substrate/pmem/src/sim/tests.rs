@@ -518,3 +518,27 @@ fn hooks_nest_over_different_regions() {
     assert_eq!(*nested_points.lock().unwrap_or_else(|e| e.into_inner()), 1);
     assert_eq!(outer.fence_count(), 1);
 }
+
+/// The buffer-reusing accessors give what the copying ones give.
+#[test]
+fn buffer_reusing_accessors_match_the_copying_ones() {
+    let region = SimRegion::new(300); // not a whole number of lines
+    region.write(0, b"durable");
+    region.persist(0, 7);
+    region.write(8, b"flushed, no fence");
+    region.flush(8, 17);
+    region.write(130, &[9; 40]);
+    region.write(290, b"tail");
+    let point = region.crash_point();
+    assert_eq!(point.persistent_image(), point.image(0));
+    assert_eq!(point.persistent_image(), region.persistent_image());
+    assert_ne!(region.persistent_image(), region.cache_image());
+    let mut buf = vec![7; 1000];
+    for index in 0..point.image_count() {
+        point.image_into(index, &mut buf);
+        assert_eq!(buf, point.image(index));
+    }
+    let durable = region.persistent_image();
+    assert_eq!(durable.len(), 300);
+    assert_eq!(region.into_persistent_image(), durable);
+}
