@@ -18,6 +18,7 @@
 
 pub mod driver;
 pub mod fixtures;
+mod images;
 mod oracle;
 #[cfg(feature = "pool")]
 pub mod pool_target;
@@ -83,6 +84,12 @@ pub struct CrashReport {
     pub workloads: u64,
     /// Crash images recovered and checked (including images of crashed recoveries).
     pub images: u64,
+    /// Crash points (fences, and the end of a workload) whose images were checked.
+    pub crash_points: u64,
+    /// Of `images`: images of a crashed recovery (recoveries of recoveries).
+    pub nested_images: u64,
+    /// Second recoveries of a recovered image (the idempotence check).
+    pub second_recoveries: u64,
     /// Child processes killed (process torture).
     pub kills: u64,
     /// Units the store rejected for lack of space (NoSpace/LogFull) and rolled back: they
@@ -111,6 +118,9 @@ impl CrashReport {
         }
         self.workloads += other.workloads;
         self.images += other.images;
+        self.crash_points += other.crash_points;
+        self.nested_images += other.nested_images;
+        self.second_recoveries += other.second_recoveries;
         self.kills += other.kills;
         self.space_rollbacks += other.space_rollbacks;
         self.violations.extend(other.violations);
