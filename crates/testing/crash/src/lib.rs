@@ -8,6 +8,8 @@
 //! - [`driver`]: runs a workload, checks crash images at every fence against the oracle
 //!   ([`conformance::ModelStore`]), crashes recovery itself, shrinks failures and prints a
 //!   one-line reproduction.
+//! - [`parallel`]: workloads on several worker threads (deterministic per-workload seeds) and
+//!   torture rounds in parallel streams, with progress callbacks (the CLI's `--long` mode).
 //! - [`torture`]: the process-kill driver (a child on a real mapped pool, SIGKILLed at random).
 //! - [`fixtures`]: small stores used only by this crate's own tests to prove the harness
 //!   reports violations for broken stores and none for a correct one.
@@ -17,9 +19,13 @@
 #![forbid(unsafe_code)]
 
 pub mod driver;
+pub mod engines;
 pub mod fixtures;
 mod images;
+#[cfg(feature = "mmio")]
+pub mod mmio_target;
 mod oracle;
+pub mod parallel;
 #[cfg(feature = "pool")]
 pub mod pool_target;
 pub mod shrink;
@@ -27,7 +33,8 @@ pub mod torture;
 pub mod workload;
 
 pub use driver::{run_workload, DriverConfig};
-pub use shrink::{run_seeds, shrink};
+pub use parallel::{default_jobs, run_plan, Plan, PlanResult};
+pub use shrink::{describe_failure, run_seeds, shrink};
 pub use workload::{Workload, WorkloadConfig};
 
 use pmem::SimRegion;
