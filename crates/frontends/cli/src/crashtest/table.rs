@@ -159,8 +159,8 @@ mod tests {
         let text = render("pool-fcfs", &[sim, kills], Duration::from_secs(7), 2);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 7, "{text}");
-        assert!(lines[2].starts_with("1 thread x 24 units") && lines[2].ends_with("2000"));
-        assert!(lines[3].starts_with("process kills") && lines[3].ends_with('-'));
+        assert!(lines[3].starts_with("1 thread x 24 units") && lines[3].ends_with("2000"));
+        assert!(lines[4].starts_with("process kills") && lines[4].ends_with('-'));
         assert!(lines[6].starts_with("total") && lines[6].contains("4,010"));
         assert!(lines[6].ends_with("2000"), "{}", lines[6]);
     }
