@@ -95,7 +95,10 @@ pub fn render(engine: &str, results: &[PlanResult], wall: Duration, jobs: usize)
     let widths: Vec<usize> = (0..HEADERS.len())
         .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
         .collect();
-    let mut out = format!("crashtest {engine}: {jobs} worker(s), {}\n", duration(wall));
+    let mut out = format!(
+        "crash test of {engine}: {jobs} worker(s), {} wall-clock\n",
+        duration(wall)
+    );
     for (i, r) in rows.iter().enumerate() {
         let cells: Vec<String> = r
             .iter()
