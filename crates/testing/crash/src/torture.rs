@@ -210,7 +210,7 @@ pub fn torture_observed(
     };
     let mut rng = Rng::new(cfg.seed);
     let shared_pool = cfg.dir.join(format!(
-        "atomfs-torture-{}-{}.pool",
+        "atomfs-torture-{}-shared-{}.pool",
         std::process::id(),
         cfg.seed
     ));

@@ -48,13 +48,20 @@ fn worker_count_does_not_change_what_runs() {
         assert!(r.report.violations.is_empty(), "{:?}", r.report.violations);
         assert!(r.repro.is_none());
     }
-    assert_eq!(calls.load(Ordering::Relaxed), 12, "one progress call per workload");
+    assert_eq!(
+        calls.load(Ordering::Relaxed),
+        12,
+        "one progress call per workload"
+    );
 }
 
 #[test]
 fn failures_are_caught_on_several_workers_and_shrunk() {
     let r = run_plan(target(Flaw::InPlace), &plan(4, u64::MAX), 2, &|_| {});
-    assert!(!r.report.violations.is_empty(), "torn in-place writes went unnoticed");
+    assert!(
+        !r.report.violations.is_empty(),
+        "torn in-place writes went unnoticed"
+    );
     let lowest = r.report.violations.iter().map(|v| v.seed).min();
     let repro = r.repro.unwrap_or_default();
     assert!(
