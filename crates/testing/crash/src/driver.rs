@@ -10,7 +10,7 @@
 //! is in the root, fsck is clean, and a second recovery of the recovered image shows the same
 //! tree.
 
-use crate::images::{durable_image, for_each_chosen, recycle};
+use crate::images::{for_each_chosen, give_back, reuse, take_back, Used};
 use crate::oracle::{judge, model_tree, panic_text, prefix, recover_tree, Outcomes, Partition};
 use crate::workload::{self, Handles, Unit, Workload};
 use crate::{CrashReport, CrashTarget, Violation};
@@ -112,7 +112,8 @@ impl Ctx {
     }
 }
 
-/// Check one crash image; `nested` is true for images of a crashed recovery.
+/// Check one crash image; `nested` is true for images of a crashed recovery. Returns the
+/// image's buffer for the next image of the same crash point, when it could be taken back.
 fn check_image(
     ctx: &Arc<Ctx>,
     parts: &[Partition],
@@ -120,7 +121,7 @@ fn check_image(
     at: &str,
     nested: bool,
     crash_recovery: bool,
-) {
+) -> Option<Used> {
     let region = Arc::new(SimRegion::from_image(image));
     if crash_recovery && !nested {
         region.set_crash_config(CrashConfig {
@@ -135,7 +136,7 @@ fn check_image(
             let ctx = &hook_ctx;
             for_each_chosen(cp, ctx.cfg.recovery_images_per_fence, |i, image| {
                 let where_ = format!("{hook_at}; recovery crashed, {}", cp.describe(i));
-                check_image(ctx, &hook_parts, image, &where_, true, false);
+                check_image(ctx, &hook_parts, image, &where_, true, false)
             });
         }));
     }
@@ -148,26 +149,48 @@ fn check_image(
     let recovered = recover_tree(ctx.target.as_ref(), region.clone());
     // Remove the hook as soon as recovery is over (a store may keep the region alive).
     let _ = region.take_fence_hook();
-    let tree = match recovered {
-        Ok(tree) => tree,
-        Err(what) => return ctx.violation(what, unit, at.to_string()),
-    };
-    if let Err(what) = judge(&tree, parts) {
-        recycle(region);
-        return ctx.violation(what, unit, at.to_string());
+    let checked = recovered.and_then(|tree| judge(&tree, parts).map(|()| tree));
+    match checked {
+        Err(what) => ctx.violation(what, unit, at.to_string()),
+        Ok(tree) if ctx.cfg.second_recovery && !nested => {
+            return second_recovery(ctx, region, &tree, unit, at)
+        }
+        Ok(_) => {}
     }
-    if !ctx.cfg.second_recovery || nested {
-        return recycle(region);
-    }
+    reuse(region)
+}
+
+/// Recover the durable image of a recovered `region` (a crash right after recovery returned)
+/// and compare with the first recovery's `tree`.
+fn second_recovery(
+    ctx: &Ctx,
+    region: Arc<SimRegion>,
+    tree: &Tree,
+    unit: Option<usize>,
+    at: &str,
+) -> Option<Used> {
     ctx.lock().second_recoveries += 1;
-    // The recovered region's durable image: a crash right after recovery returned.
-    let again = Arc::new(SimRegion::from_image(durable_image(region)));
+    let (image, stale) = match take_back(region) {
+        Ok((image, stale)) => (image, Some(stale)),
+        Err(shared) => (shared.persistent_image(), None),
+    };
+    let again = Arc::new(SimRegion::from_image(image));
     let second = recover_tree(ctx.target.as_ref(), again.clone());
-    recycle(again);
+    let used = match (take_back(again), stale) {
+        (Ok((buf, written)), Some(mut stale)) => {
+            stale.extend(written);
+            Some(Used { buf, stale })
+        }
+        (Ok((buf, _)), None) => {
+            give_back(buf);
+            None
+        }
+        (Err(_), _) => None,
+    };
     match second {
-        Ok(second) if second == tree => {}
+        Ok(second) if second == *tree => {}
         Ok(second) => {
-            let d = conformance::diff(&tree, &second, 4).join(", ");
+            let d = conformance::diff(tree, &second, 4).join(", ");
             ctx.violation(
                 format!("a second recovery changed the state: {d}"),
                 unit,
@@ -176,6 +199,7 @@ fn check_image(
         }
         Err(what) => ctx.violation(format!("second recovery: {what}"), unit, at.to_string()),
     }
+    used
 }
 
 /// The hook of the workload region: check the images of this fence.
@@ -197,7 +221,7 @@ fn on_fence(ctx: &Arc<Ctx>, cp: &CrashPoint<'_>) {
         n += 1;
         let crash_recovery =
             ctx.cfg.recovery_crash_every > 0 && n % ctx.cfg.recovery_crash_every == 0;
-        check_image(ctx, &parts, image, &cp.describe(i), false, crash_recovery);
+        check_image(ctx, &parts, image, &cp.describe(i), false, crash_recovery)
     });
     ctx.lock().crash_points += (chosen > 0) as u64;
 }

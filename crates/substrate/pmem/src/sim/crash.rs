@@ -178,6 +178,25 @@ impl<'a> CrashPoint<'a> {
         self.apply(&self.choices(index), image);
     }
 
+    /// Crash image number `index` written over `image`, which must hold an image of this crash
+    /// point's region (the same base) except in the lines numbered in `stale` (for example a
+    /// buffer returned by [`SimRegion::into_persistent_image_and_written`](super::SimRegion::into_persistent_image_and_written)
+    /// after an earlier image of this point was recovered): only those lines and the pending
+    /// lines are rewritten. A buffer of another length is rewritten whole.
+    pub fn image_over(&self, index: u64, image: &mut Vec<u8>, stale: &[u64]) {
+        if image.len() != self.base.len() {
+            return self.image_into(index, image);
+        }
+        for &line in stale {
+            let start = (line * CACHE_LINE) as usize;
+            let end = (start + LINE).min(image.len());
+            if start < end {
+                image[start..end].copy_from_slice(&self.base[start..end]);
+            }
+        }
+        self.apply(&self.choices(index), image);
+    }
+
     /// Every image, one at a time.
     pub fn images(&self) -> impl Iterator<Item = Vec<u8>> + '_ {
         (0..self.image_count()).map(|index| self.image(index))

@@ -67,6 +67,9 @@ struct Inner {
     /// line that is not in `pending` is durable at this content.
     cache: Vec<u8>,
     pending: BTreeMap<u64, PendingState>,
+    /// Lines stored to since the region was created (a line may appear more than once): the
+    /// only lines where the cache image can differ from the image the region started from.
+    written: Vec<u64>,
     fences: u64,
     bytes_stored: u64,
     lines_flushed: u64,
@@ -103,6 +106,7 @@ impl SimRegion {
             inner: Mutex::new(Inner {
                 cache: padded,
                 pending: BTreeMap::new(),
+                written: Vec::new(),
                 fences: 0,
                 bytes_stored: 0,
                 lines_flushed: 0,
@@ -159,6 +163,13 @@ impl SimRegion {
     /// The durable image, taking the region's buffer over instead of copying it (for a
     /// second recovery of a recovered image, or to reuse the buffer).
     pub fn into_persistent_image(self) -> Vec<u8> {
+        self.into_persistent_image_and_written().0
+    }
+
+    /// [`into_persistent_image`](Self::into_persistent_image), with the lines (numbers, maybe
+    /// repeated) outside which the image equals the one the region was created from: a
+    /// caller can turn the buffer back into another image by rewriting only those lines.
+    pub fn into_persistent_image_and_written(self) -> (Vec<u8>, Vec<u64>) {
         let len = self.len as usize;
         let mut inner = self
             .inner
@@ -167,7 +178,7 @@ impl SimRegion {
         let mut image = std::mem::take(&mut inner.cache);
         durable_lines(&inner, &mut image);
         image.truncate(len);
-        image
+        (image, std::mem::take(&mut inner.written))
     }
 
     /// The cache image: what loads see now.
@@ -203,13 +214,19 @@ impl SimRegion {
         let len = source.len();
         check_range(self.len, off, len);
         let end = off + len;
-        let Inner { cache, pending, .. } = inner;
+        let Inner {
+            cache,
+            pending,
+            written,
+            ..
+        } = inner;
         let mut line_start = off;
         while line_start < end {
             let line = line_start / CACHE_LINE;
             let line_end = ((line + 1) * CACHE_LINE).min(end);
             let base = (line * CACHE_LINE) as usize;
             let state = pending.entry(line).or_insert_with(|| {
+                written.push(line);
                 let mut durable = [0u8; LINE];
                 durable.copy_from_slice(&cache[base..base + LINE]);
                 PendingState {
