@@ -78,7 +78,9 @@ pub(crate) fn for_each_chosen(
             Some(Used { mut buf, stale }) => {
                 cp.image_over(i, &mut buf, &stale);
                 if cfg!(debug_assertions)
-                    && REUSED.with(|r| r.replace(r.get() + 1)) % REUSE_CHECK_EVERY == 0
+                    && REUSED
+                        .with(|r| r.replace(r.get() + 1))
+                        .is_multiple_of(REUSE_CHECK_EVERY)
                 {
                     assert!(
                         buf == cp.image(i),

@@ -579,5 +579,9 @@ fn images_over_a_used_buffer_equal_fresh_images() {
     }
     let mut short = vec![1; 10];
     point.image_over(1, &mut short, &[]);
-    assert_eq!(short, point.image(1), "a buffer of another length is rewritten whole");
+    assert_eq!(
+        short,
+        point.image(1),
+        "a buffer of another length is rewritten whole"
+    );
 }
