@@ -209,7 +209,7 @@ anything else is passed to the kernel (e.g. noatime).\n\nExamples:\n  atomfs mou
     /// Crash-test an engine with the crash harness: crash images at every fence of the
     /// simulator, then SIGKILLed processes on real pool files. Exit 1 on any violation.
     #[command(
-        after_help = "Engines: pool (= pool-fcfs), pool-nc, pool-fgwal, pool-scsp, pool-soc, pool-sync (pool-nc has no consistency and must fail).\n\nExamples:\n  atomfs crashtest\n  atomfs crashtest --engine pool-scsp --workloads 100 --kills 200\n  atomfs crashtest --engine pool-nc --kills 0   # shows the violations of no-consistency mode"
+        after_help = "Engines: pool (= pool-fcfs), pool-nc, pool-fgwal, pool-scsp, pool-soc, pool-sync, mmio (= mmio-hybrid), mmio-undo, mmio-redo (pool-nc has no consistency and must fail).\n\nExamples:\n  atomfs crashtest\n  atomfs crashtest --engine pool-scsp --workloads 100 --kills 200\n  atomfs crashtest --engine pool-nc --kills 0   # shows the violations of no-consistency mode\n  atomfs crashtest --long                       # 1,000,000 crash images + 10,000 kills, summary table\n  atomfs crashtest --long --images 50000 --kills 500 --jobs 2"
     )]
     Crashtest(crashtest::CrashtestArgs),
     /// Reproduce the FCFS seed's evaluation (Figs. 7-11) and the external baselines on this

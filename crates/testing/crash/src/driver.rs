@@ -10,6 +10,7 @@
 //! is in the root, fsck is clean, and a second recovery of the recovered image shows the same
 //! tree.
 
+use crate::images::{for_each_chosen, give_back, reuse, take_back, Used};
 use crate::oracle::{judge, model_tree, panic_text, prefix, recover_tree, Outcomes, Partition};
 use crate::workload::{self, Handles, Unit, Workload};
 use crate::{CrashReport, CrashTarget, Violation};
@@ -65,6 +66,9 @@ impl Default for DriverConfig {
 struct Shared {
     parts: Vec<Partition>,
     images: u64,
+    crash_points: u64,
+    nested_images: u64,
+    second_recoveries: u64,
     space_rollbacks: u64,
     violations: Vec<Violation>,
     stop: bool,
@@ -108,7 +112,8 @@ impl Ctx {
     }
 }
 
-/// Check one crash image; `nested` is true for images of a crashed recovery.
+/// Check one crash image; `nested` is true for images of a crashed recovery. Returns the
+/// image's buffer for the next image of the same crash point, when it could be taken back.
 fn check_image(
     ctx: &Arc<Ctx>,
     parts: &[Partition],
@@ -116,7 +121,7 @@ fn check_image(
     at: &str,
     nested: bool,
     crash_recovery: bool,
-) {
+) -> Option<Used> {
     let region = Arc::new(SimRegion::from_image(image));
     if crash_recovery && !nested {
         region.set_crash_config(CrashConfig {
@@ -131,54 +136,77 @@ fn check_image(
             let ctx = &hook_ctx;
             for_each_chosen(cp, ctx.cfg.recovery_images_per_fence, |i, image| {
                 let where_ = format!("{hook_at}; recovery crashed, {}", cp.describe(i));
-                check_image(ctx, &hook_parts, image, &where_, true, false);
+                check_image(ctx, &hook_parts, image, &where_, true, false)
             });
         }));
     }
-    ctx.lock().images += 1;
+    {
+        let mut sh = ctx.lock();
+        sh.images += 1;
+        sh.nested_images += nested as u64;
+    }
     let unit = parts.iter().map(|p| p.unit).max();
     let recovered = recover_tree(ctx.target.as_ref(), region.clone());
     // Remove the hook as soon as recovery is over (a store may keep the region alive).
     let _ = region.take_fence_hook();
-    let tree = match recovered {
-        Ok(tree) => tree,
-        Err(what) => return ctx.violation(what, unit, at.to_string()),
-    };
-    if let Err(what) = judge(&tree, parts) {
-        return ctx.violation(what, unit, at.to_string());
-    }
-    if ctx.cfg.second_recovery && !nested {
-        let again = Arc::new(SimRegion::from_image(region.persistent_image()));
-        match recover_tree(ctx.target.as_ref(), again) {
-            Ok(second) if second == tree => {}
-            Ok(second) => {
-                let d = conformance::diff(&tree, &second, 4).join(", ");
-                ctx.violation(
-                    format!("a second recovery changed the state: {d}"),
-                    unit,
-                    at.to_string(),
-                )
-            }
-            Err(what) => ctx.violation(format!("second recovery: {what}"), unit, at.to_string()),
+    let checked = recovered.and_then(|tree| judge(&tree, parts).map(|()| tree));
+    match checked {
+        Err(what) => ctx.violation(what, unit, at.to_string()),
+        Ok(tree) if ctx.cfg.second_recovery && !nested => {
+            return second_recovery(ctx, region, &tree, unit, at)
         }
+        Ok(_) => {}
     }
+    reuse(region)
 }
 
-/// Call `f` for at most `budget` images of `cp`, spread over its index range.
-fn for_each_chosen(cp: &CrashPoint<'_>, budget: u64, mut f: impl FnMut(u64, Vec<u8>)) {
-    let count = cp.image_count();
-    let n = count.min(budget);
-    for k in 0..n {
-        let i = if n == count { k } else { k * count / n };
-        f(i, cp.image(i));
+/// Recover the durable image of a recovered `region` (a crash right after recovery returned)
+/// and compare with the first recovery's `tree`.
+fn second_recovery(
+    ctx: &Ctx,
+    region: Arc<SimRegion>,
+    tree: &Tree,
+    unit: Option<usize>,
+    at: &str,
+) -> Option<Used> {
+    ctx.lock().second_recoveries += 1;
+    let (image, stale) = match take_back(region) {
+        Ok((image, stale)) => (image, Some(stale)),
+        Err(shared) => (shared.persistent_image(), None),
+    };
+    let again = Arc::new(SimRegion::from_image(image));
+    let second = recover_tree(ctx.target.as_ref(), again.clone());
+    let used = match (take_back(again), stale) {
+        (Ok((buf, written)), Some(mut stale)) => {
+            stale.extend(written);
+            Some(Used { buf, stale })
+        }
+        (Ok((buf, _)), None) => {
+            give_back(buf);
+            None
+        }
+        (Err(_), _) => None,
+    };
+    match second {
+        Ok(second) if second == *tree => {}
+        Ok(second) => {
+            let d = conformance::diff(tree, &second, 4).join(", ");
+            ctx.violation(
+                format!("a second recovery changed the state: {d}"),
+                unit,
+                at.to_string(),
+            )
+        }
+        Err(what) => ctx.violation(format!("second recovery: {what}"), unit, at.to_string()),
     }
+    used
 }
 
 /// The hook of the workload region: check the images of this fence.
 fn on_fence(ctx: &Arc<Ctx>, cp: &CrashPoint<'_>) {
     let (parts, left, checked) = {
         let sh = ctx.lock();
-        if sh.stop {
+        if sh.stop || sh.images >= ctx.cfg.images_per_workload {
             return;
         }
         (
@@ -189,12 +217,13 @@ fn on_fence(ctx: &Arc<Ctx>, cp: &CrashPoint<'_>) {
     };
     let budget = left.min(ctx.cfg.images_per_fence);
     let mut n = checked;
-    for_each_chosen(cp, budget, |i, image| {
+    let chosen = for_each_chosen(cp, budget, |i, image| {
         n += 1;
         let crash_recovery =
             ctx.cfg.recovery_crash_every > 0 && n % ctx.cfg.recovery_crash_every == 0;
-        check_image(ctx, &parts, image, &cp.describe(i), false, crash_recovery);
+        check_image(ctx, &parts, image, &cp.describe(i), false, crash_recovery)
     });
+    ctx.lock().crash_points += (chosen > 0) as u64;
 }
 
 /// Run one thread's units on `s` (and on its model), updating the oracle around each commit.
@@ -371,6 +400,9 @@ pub fn run_workload(
                 threads
             ],
             images: 0,
+            crash_points: 0,
+            nested_images: 0,
+            second_recoveries: 0,
             space_rollbacks: 0,
             violations: Vec::new(),
             stop: false,
@@ -421,7 +453,7 @@ pub fn run_workload(
         // A crash after the last call returned: only the final states are acceptable.
         let parts = ctx.lock().parts.clone();
         let cp = region.crash_point();
-        for_each_chosen(&cp, cfg.images_per_fence, |i, image| {
+        let chosen = for_each_chosen(&cp, cfg.images_per_fence, |i, image| {
             check_image(
                 &ctx,
                 &parts,
@@ -431,17 +463,10 @@ pub fn run_workload(
                 false,
             )
         });
+        ctx.lock().crash_points += (chosen > 0) as u64;
         final_reopen(&ctx, store, &region, &parts);
     }
-    let sh = ctx.lock();
-    CrashReport {
-        engine: target.name(),
-        workloads: 1,
-        images: sh.images,
-        space_rollbacks: sh.space_rollbacks,
-        kills: 0,
-        violations: sh.violations.clone(),
-    }
+    report_now(&ctx)
 }
 
 fn final_reopen(ctx: &Ctx, store: Box<dyn Store>, region: &SimRegion, parts: &[Partition]) {
@@ -474,11 +499,18 @@ fn final_reopen(ctx: &Ctx, store: Box<dyn Store>, region: &SimRegion, parts: &[P
 
 fn report_of(ctx: &Ctx, what: String) -> CrashReport {
     ctx.violation(what, None, "start".into());
+    report_now(ctx)
+}
+
+fn report_now(ctx: &Ctx) -> CrashReport {
     let sh = ctx.lock();
     CrashReport {
         engine: ctx.target.name(),
         workloads: 1,
         images: sh.images,
+        crash_points: sh.crash_points,
+        nested_images: sh.nested_images,
+        second_recoveries: sh.second_recoveries,
         space_rollbacks: sh.space_rollbacks,
         kills: 0,
         violations: sh.violations.clone(),

@@ -8,6 +8,8 @@
 //! - [`driver`]: runs a workload, checks crash images at every fence against the oracle
 //!   ([`conformance::ModelStore`]), crashes recovery itself, shrinks failures and prints a
 //!   one-line reproduction.
+//! - [`parallel`]: workloads on several worker threads (deterministic per-workload seeds) and
+//!   torture rounds in parallel streams, with progress callbacks (the CLI's `--long` mode).
 //! - [`torture`]: the process-kill driver (a child on a real mapped pool, SIGKILLed at random).
 //! - [`fixtures`]: small stores used only by this crate's own tests to prove the harness
 //!   reports violations for broken stores and none for a correct one.
@@ -17,8 +19,13 @@
 #![forbid(unsafe_code)]
 
 pub mod driver;
+pub mod engines;
 pub mod fixtures;
+mod images;
+#[cfg(feature = "mmio")]
+pub mod mmio_target;
 mod oracle;
+pub mod parallel;
 #[cfg(feature = "pool")]
 pub mod pool_target;
 pub mod shrink;
@@ -26,7 +33,8 @@ pub mod torture;
 pub mod workload;
 
 pub use driver::{run_workload, DriverConfig};
-pub use shrink::{run_seeds, shrink};
+pub use parallel::{default_jobs, run_plan, Plan, PlanResult};
+pub use shrink::{describe_failure, run_seeds, shrink};
 pub use workload::{Workload, WorkloadConfig};
 
 use pmem::SimRegion;
@@ -83,6 +91,12 @@ pub struct CrashReport {
     pub workloads: u64,
     /// Crash images recovered and checked (including images of crashed recoveries).
     pub images: u64,
+    /// Crash points (fences, and the end of a workload) whose images were checked.
+    pub crash_points: u64,
+    /// Of `images`: images of a crashed recovery (recoveries of recoveries).
+    pub nested_images: u64,
+    /// Second recoveries of a recovered image (the idempotence check).
+    pub second_recoveries: u64,
     /// Child processes killed (process torture).
     pub kills: u64,
     /// Units the store rejected for lack of space (NoSpace/LogFull) and rolled back: they
@@ -111,6 +125,9 @@ impl CrashReport {
         }
         self.workloads += other.workloads;
         self.images += other.images;
+        self.crash_points += other.crash_points;
+        self.nested_images += other.nested_images;
+        self.second_recoveries += other.second_recoveries;
         self.kills += other.kills;
         self.space_rollbacks += other.space_rollbacks;
         self.violations.extend(other.violations);

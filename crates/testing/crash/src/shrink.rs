@@ -72,18 +72,37 @@ pub fn run_seeds(
                 target.name(),
                 report.violations[0]
             );
-            let small = shrink(target.clone(), &workload, cfg, 200);
-            eprintln!(
-                "crashtest {}: shrunk to {} of {} units; reproduce with:\n  {} {} ATOMFS_CRASH_ENGINE={} cargo test -p atomfs-crash --test repro -- --nocapture",
-                target.name(),
-                small.len(),
-                workload.len(),
-                small.repro_env(),
-                cfg.repro_env(),
-                target.name()
-            );
+            eprintln!("{}", describe_failure(target.clone(), &workload, cfg));
         }
         total.merge(report);
     }
     total
 }
+
+/// Shrink a failing workload (at most [`SHRINK_RUNS_MAX`] reruns) and describe it: the size
+/// it shrank to and the one-line command that reproduces it.
+pub fn describe_failure(
+    target: Arc<dyn CrashTarget>,
+    workload: &Workload,
+    cfg: &DriverConfig,
+) -> String {
+    let small = shrink(target.clone(), workload, cfg, SHRINK_RUNS_MAX);
+    let name = target.name();
+    // The mmio target is behind a cargo feature of this crate (see Cargo.toml).
+    let features = if name.starts_with("mmio") {
+        " --features mmio"
+    } else {
+        ""
+    };
+    format!(
+        "crashtest {name}: seed {} shrunk to {} of {} units; reproduce with:\n  {} {} ATOMFS_CRASH_ENGINE={name} cargo test -p atomfs-crash{features} --test repro -- --nocapture",
+        workload.config.seed,
+        small.len(),
+        workload.len(),
+        small.repro_env(),
+        cfg.repro_env(),
+    )
+}
+
+/// Reruns a shrink may take.
+pub const SHRINK_RUNS_MAX: usize = 200;

@@ -8,7 +8,7 @@
 //! The child is any command (the test binary itself, or `atomfs crashtest --child`); it calls
 //! [`run_child`].
 
-use crate::workload::{self, Handles, Unit, Workload, WorkloadConfig};
+use crate::workload::{self, Handles, Unit};
 use crate::CrashReport;
 use crate::Violation;
 use conformance::{snapshot, ModelStore, Rng, Tree};
@@ -25,17 +25,20 @@ pub trait KillTarget: Send + Sync {
     fn create_pool(&self, path: &Path) -> Result<Box<dyn Store>>;
     /// Open an existing pool file, running recovery.
     fn open_pool(&self, path: &Path) -> Result<Box<dyn Store>>;
+    /// Remove what [`KillTarget::create_pool`] created at `path` (errors ignored).
+    fn remove_pool(&self, path: &Path) {
+        let _ = std::fs::remove_file(path);
+    }
 }
 
-/// Units a child runs (it is normally killed long before the end).
-pub const CHILD_UNITS: usize = 5000;
+/// Units a child runs at most: far more than it can run before the kill (a release build
+/// runs about 45,000 units a second on a small pool), so that every round ends in a SIGKILL.
+pub const CHILD_UNITS: usize = 10_000_000;
 
-fn child_workload(seed: u64) -> Workload {
-    Workload::generate(WorkloadConfig {
-        seed,
-        units: CHILD_UNITS,
-        threads: 1,
-    })
+/// The first `n` units of the child workload of `seed` (generated lazily: the parent needs
+/// only the acknowledged prefix).
+fn child_units(seed: u64, n: usize) -> impl Iterator<Item = Unit> {
+    workload::unit_stream(seed, 0).take(n)
 }
 
 /// Run one unit on `s` (prefix `/t0`) or on a model (prefix ""). Returns the outcomes.
@@ -116,9 +119,9 @@ pub fn run_child(target: &dyn KillTarget, path: &Path, seed: u64) -> Result<()> 
     };
     // A leading newline: a test harness may have printed a partial line ("test x ... ").
     say(&mut out, "\nready".into());
-    for (i, unit) in child_workload(seed).threads[0].iter().enumerate() {
-        let got = exec_unit(s.as_ref(), "/t0", unit);
-        let want = exec_unit(&model, "", unit);
+    for (i, unit) in child_units(seed, CHILD_UNITS).enumerate() {
+        let got = exec_unit(s.as_ref(), "/t0", &unit);
+        let want = exec_unit(&model, "", &unit);
         if got != want {
             say(
                 &mut out,
@@ -162,12 +165,23 @@ impl Default for TortureConfig {
     }
 }
 
-/// Model trees at the start and after each of the first `n` units of `seed`.
-fn model_states(start: Option<&Tree>, seed: u64, n: usize) -> Result<Vec<Tree>> {
+/// The states a pool may hold after `done` acknowledged units of `seed`: the model after
+/// them and, when the child was `ready` (a unit may have been in flight), after one more.
+/// Only these two are read back from the model (a child acknowledges thousands of units).
+fn model_candidates(
+    start: Option<&Tree>,
+    seed: u64,
+    done: usize,
+    ready: bool,
+) -> Result<Vec<Tree>> {
     let model = model_from(start)?;
+    let mut units = child_units(seed, done + usize::from(ready));
+    for unit in units.by_ref().take(done) {
+        exec_unit(&model, "", &unit);
+    }
     let mut states = vec![snapshot(&model.crash())?];
-    for unit in child_workload(seed).threads[0].iter().take(n) {
-        exec_unit(&model, "", unit);
+    for unit in units {
+        exec_unit(&model, "", &unit);
         states.push(snapshot(&model.crash())?);
     }
     Ok(states)
@@ -180,13 +194,23 @@ pub fn torture(
     child: &dyn Fn(&Path, u64) -> Command,
     cfg: &TortureConfig,
 ) -> CrashReport {
+    torture_observed(target, child, cfg, &mut |_| {})
+}
+
+/// [`torture`], calling `on_round` with the counts so far after every round.
+pub fn torture_observed(
+    target: &dyn KillTarget,
+    child: &dyn Fn(&Path, u64) -> Command,
+    cfg: &TortureConfig,
+    on_round: &mut dyn FnMut(&CrashReport),
+) -> CrashReport {
     let mut report = CrashReport {
         engine: target.name(),
         ..Default::default()
     };
     let mut rng = Rng::new(cfg.seed);
     let shared_pool = cfg.dir.join(format!(
-        "atomfs-torture-{}-{}.pool",
+        "atomfs-torture-{}-shared-{}.pool",
         std::process::id(),
         cfg.seed
     ));
@@ -201,7 +225,7 @@ pub fn torture(
                 .join(format!("atomfs-torture-{}-{seed}.pool", std::process::id()))
         };
         if start.is_none() {
-            let _ = std::fs::remove_file(&pool);
+            target.remove_pool(&pool);
         }
         let violation = |what: String| Violation {
             engine: target.name(),
@@ -252,16 +276,17 @@ pub fn torture(
         match outcome {
             Ok(recovered) if cfg.continue_pool => start = recovered,
             Ok(_) => {
-                let _ = std::fs::remove_file(&pool);
+                target.remove_pool(&pool);
             }
             Err(what) => {
                 report.violations.push(violation(what));
-                let _ = std::fs::remove_file(&pool);
+                target.remove_pool(&pool);
                 start = None;
             }
         }
+        on_round(&report);
     }
-    let _ = std::fs::remove_file(&shared_pool);
+    target.remove_pool(&shared_pool);
     report
 }
 
@@ -319,8 +344,8 @@ fn check_pool(
     done: usize,
     ready: bool,
 ) -> std::result::Result<Tree, String> {
-    let states = model_states(start, seed, if ready { done + 1 } else { 0 })
-        .map_err(|e| format!("model: {e}"))?;
+    let candidates =
+        model_candidates(start, seed, done, ready).map_err(|e| format!("model: {e}"))?;
     let store = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| target.open_pool(pool)))
         .map_err(|_| "panic in recovery".to_string())?
         .map_err(|e| format!("recovery failed: {e}"))?;
@@ -332,7 +357,6 @@ fn check_pool(
     store
         .unmount()
         .map_err(|e| format!("unmount after the check: {e}"))?;
-    let candidates = &states[done.min(states.len() - 1)..];
     if candidates.contains(&mine) {
         return Ok(mine);
     }

@@ -123,11 +123,7 @@ impl Workload {
     /// Generate the workload of `config`.
     pub fn generate(config: WorkloadConfig) -> Self {
         let threads = (0..config.threads)
-            .map(|t| {
-                let mut rng =
-                    Rng::new(config.seed ^ (t as u64).wrapping_mul(0xA24B_AED4_963E_E407));
-                (0..config.units).map(|_| gen_unit(&mut rng)).collect()
-            })
+            .map(|t| unit_stream(config.seed, t).take(config.units).collect())
             .collect();
         let kept = (0..config.threads * config.units).collect();
         Workload {
@@ -183,6 +179,14 @@ impl Workload {
         }
         s
     }
+}
+
+/// The units of thread `t` of every workload with `seed`, without end: a workload of `units`
+/// units per thread runs the first `units` of each stream (so a longer workload extends a
+/// shorter one with the same seed).
+pub fn unit_stream(seed: u64, t: usize) -> impl Iterator<Item = Unit> {
+    let mut rng = Rng::new(seed ^ (t as u64).wrapping_mul(0xA24B_AED4_963E_E407));
+    std::iter::repeat_with(move || gen_unit(&mut rng))
 }
 
 fn gen_op(rng: &mut Rng) -> Op {

@@ -94,14 +94,14 @@ fn pool_torture_child_entry() {
     }
 }
 
-/// SIGKILL a child running the pool engine on a pool file in /dev/shm, 20 times (more:
-/// ATOMFS_TORTURE_ROUNDS=2000).
+/// SIGKILL a child running the pool engine on a pool file in /dev/shm, 50 times (more:
+/// ATOMFS_TORTURE_ROUNDS=2000), then as many on one pool kept across rounds: 100 kills in all.
 #[test]
 fn pool_torture() {
     let rounds: u64 = std::env::var("ATOMFS_TORTURE_ROUNDS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(20);
+        .unwrap_or(50);
     let child = |pool: &Path, seed: u64| {
         let mut cmd =
             Command::new(std::env::current_exe().unwrap_or_else(|e| panic!("current_exe: {e}")));
@@ -139,6 +139,13 @@ fn pool_torture() {
         },
     );
     eprintln!("{} (one pool across rounds)", again.summary());
+    assert!(
+        report.kills + again.kills >= 2 * rounds * 9 / 10,
+        "too few children were killed: {} + {} of {} rounds",
+        report.kills,
+        again.kills,
+        2 * rounds
+    );
     assert!(
         again.violations.is_empty(),
         "one pool: {} violations, first: {}",

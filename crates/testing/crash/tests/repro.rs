@@ -7,8 +7,9 @@
 //!   cargo test -p atomfs-crash --test repro -- --nocapture
 //! ```
 //!
-//! Engines: the fixtures (fixture-shadow, fixture-inplace, fixture-nofence, fixture-lazy) and,
-//! with `--features pool`, `pool` (FCFS) and `pool-<mode>` (pool-fgwal, pool-nc, ...). Without ATOMFS_CRASH_SEED the test runs fixture-shadow with
+//! Engines: the fixtures (fixture-shadow, fixture-inplace, fixture-nofence, fixture-lazy),
+//! `pool` (FCFS) and `pool-<mode>` (pool-fgwal, pool-nc, ...), and with `--features mmio`
+//! `mmio`, `mmio-undo`, `mmio-redo` (see `crash::engines`). Without ATOMFS_CRASH_SEED the test runs fixture-shadow with
 //! seed 1 (so it is part of the normal suite and checks that a clean run reports nothing).
 
 use crash::fixtures::{flaw_by_name, ShadowTarget};
@@ -29,11 +30,12 @@ fn target(name: &str) -> Arc<dyn CrashTarget> {
     if let Some(flaw) = flaw_by_name(name) {
         return Arc::new(ShadowTarget::new(flaw));
     }
-    #[cfg(feature = "pool")]
-    if let Some(target) = crash::pool_target::PoolTarget::by_name(name) {
-        return Arc::new(target);
-    }
-    panic!("unknown engine {name} (fixture-shadow, fixture-inplace, fixture-nofence, fixture-lazy, pool, pool-fcfs, pool-nc, pool-fgwal, pool-scsp, pool-soc, pool-sync with --features pool)")
+    crash::engines::sim_target(name).unwrap_or_else(|| {
+        panic!(
+            "unknown engine {name}: fixture-shadow, fixture-inplace, fixture-nofence, fixture-lazy, {} (mmio ones with --features mmio)",
+            crash::engines::ENGINES
+        )
+    })
 }
 
 #[test]

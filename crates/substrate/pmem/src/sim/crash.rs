@@ -74,7 +74,9 @@ impl PendingLine {
 #[derive(Clone, Debug)]
 pub struct CrashPoint<'a> {
     fences_before: u64,
-    persistent: Cow<'a, [u8]>,
+    /// The region's cache image: every line that is not pending is durable at its content
+    /// there, and every image overwrites each pending line with its choice.
+    base: Cow<'a, [u8]>,
     lines: Vec<PendingLine>,
     config: CrashConfig,
 }
@@ -82,13 +84,13 @@ pub struct CrashPoint<'a> {
 impl<'a> CrashPoint<'a> {
     pub(super) fn new(
         fences_before: u64,
-        persistent: Cow<'a, [u8]>,
+        base: Cow<'a, [u8]>,
         lines: Vec<PendingLine>,
         config: CrashConfig,
     ) -> Self {
         CrashPoint {
             fences_before,
-            persistent,
+            base,
             lines,
             config,
         }
@@ -105,9 +107,11 @@ impl<'a> CrashPoint<'a> {
         &self.lines
     }
 
-    /// The durable image (every pending line at its durable content).
-    pub fn persistent_image(&self) -> &[u8] {
-        &self.persistent
+    /// The durable image (every pending line at its durable content), a copy.
+    pub fn persistent_image(&self) -> Vec<u8> {
+        let mut image = self.base.to_vec();
+        self.apply(&vec![0; self.lines.len()], &mut image);
+        image
     }
 
     /// Number of distinct crash states (product of the lines' choices, saturating).
@@ -161,9 +165,36 @@ impl<'a> CrashPoint<'a> {
 
     /// Crash image number `index` (`index < image_count()`), the full region.
     pub fn image(&self, index: u64) -> Vec<u8> {
-        let mut image = self.persistent.to_vec();
-        self.apply(&self.choices(index), &mut image);
+        let mut image = Vec::new();
+        self.image_into(index, &mut image);
         image
+    }
+
+    /// Crash image number `index` written into `image` (resized to the region's length), so
+    /// that a caller checking many images can reuse one allocation.
+    pub fn image_into(&self, index: u64, image: &mut Vec<u8>) {
+        image.clear();
+        image.extend_from_slice(&self.base);
+        self.apply(&self.choices(index), image);
+    }
+
+    /// Crash image number `index` written over `image`, which must hold an image of this crash
+    /// point's region (the same base) except in the lines numbered in `stale` (for example a
+    /// buffer returned by [`SimRegion::into_persistent_image_and_written`](super::SimRegion::into_persistent_image_and_written)
+    /// after an earlier image of this point was recovered): only those lines and the pending
+    /// lines are rewritten. A buffer of another length is rewritten whole.
+    pub fn image_over(&self, index: u64, image: &mut Vec<u8>, stale: &[u64]) {
+        if image.len() != self.base.len() {
+            return self.image_into(index, image);
+        }
+        for &line in stale {
+            let start = (line * CACHE_LINE) as usize;
+            let end = (start + LINE).min(image.len());
+            if start < end {
+                image[start..end].copy_from_slice(&self.base[start..end]);
+            }
+        }
+        self.apply(&self.choices(index), image);
     }
 
     /// Every image, one at a time.
@@ -174,7 +205,7 @@ impl<'a> CrashPoint<'a> {
     /// Call `f(index, image)` for every image, reusing one buffer (only pending lines are
     /// rewritten between images).
     pub fn for_each_image(&self, mut f: impl FnMut(u64, &[u8])) {
-        let mut image = self.persistent.to_vec();
+        let mut image = self.base.to_vec();
         for index in 0..self.image_count() {
             self.apply(&self.choices(index), &mut image);
             f(index, &image);

@@ -1,9 +1,12 @@
 //! The crash-simulator region.
 //!
-//! [`SimRegion`] keeps two images of the region: the *persistent* image (what survives a crash
+//! [`SimRegion`] models two images of the region: the *persistent* image (what survives a crash
 //! for certain) and the *cache* image (what loads see). Every store changes the cache image and
-//! makes the 64-byte lines it touches *pending*; for each pending line the simulator keeps the
-//! list of its intermediate contents since the line was last durable:
+//! makes the 64-byte lines it touches *pending*; for each pending line the simulator keeps its
+//! durable content and the list of its intermediate contents since the line was last durable.
+//! Only the cache image is stored whole: a line that is not pending is durable at its cache
+//! content, so the persistent image is the cache image with every pending line at its durable
+//! content (one buffer per region, and a crash point borrows it instead of copying it):
 //!
 //! - A store is split at aligned 8-byte word boundaries; after each word the line's content is
 //!   recorded. So a 16-byte store can be torn into its two 8-byte halves, and an aligned
@@ -47,8 +50,10 @@ pub type Line = [u8; LINE];
 pub type FenceHook = Box<dyn FnMut(&CrashPoint<'_>) + Send>;
 
 /// A line that is not (or not certainly) durable.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 struct PendingState {
+    /// The content that survives a crash for certain (the line's persistent content).
+    durable: Line,
     /// Contents the line had since it was last durable, oldest first (consecutive duplicates
     /// are not recorded twice).
     history: Vec<Line>,
@@ -58,10 +63,13 @@ struct PendingState {
 }
 
 struct Inner {
-    /// Both images are padded to a whole number of lines; `len` is the visible length.
-    persistent: Vec<u8>,
+    /// The cache image, padded to a whole number of lines (`len` is the visible length). A
+    /// line that is not in `pending` is durable at this content.
     cache: Vec<u8>,
     pending: BTreeMap<u64, PendingState>,
+    /// Lines stored to since the region was created (a line may appear more than once): the
+    /// only lines where the cache image can differ from the image the region started from.
+    written: Vec<u64>,
     fences: u64,
     bytes_stored: u64,
     lines_flushed: u64,
@@ -88,7 +96,7 @@ impl SimRegion {
     }
 
     /// A region whose persistent and cache images are `image` (for example a crash image,
-    /// to run recovery on it).
+    /// to run recovery on it). Takes the buffer over without copying it.
     pub fn from_image(image: Vec<u8>) -> Self {
         let len = image.len() as u64;
         let mut padded = image;
@@ -96,9 +104,9 @@ impl SimRegion {
         SimRegion {
             len,
             inner: Mutex::new(Inner {
-                cache: padded.clone(),
-                persistent: padded,
+                cache: padded,
                 pending: BTreeMap::new(),
+                written: Vec::new(),
                 fences: 0,
                 bytes_stored: 0,
                 lines_flushed: 0,
@@ -139,13 +147,38 @@ impl SimRegion {
     pub fn crash_point(&self) -> CrashPoint<'static> {
         let inner = self.lock();
         let lines = pending_lines(&inner);
-        let image = inner.persistent[..self.len as usize].to_vec();
+        let image = inner.cache[..self.len as usize].to_vec();
         CrashPoint::new(inner.fences, image.into(), lines, inner.config)
     }
 
     /// The durable image: what certainly survives a crash now.
     pub fn persistent_image(&self) -> Vec<u8> {
-        self.lock().persistent[..self.len as usize].to_vec()
+        let inner = self.lock();
+        let mut image = inner.cache.clone();
+        durable_lines(&inner, &mut image);
+        image.truncate(self.len as usize);
+        image
+    }
+
+    /// The durable image, taking the region's buffer over instead of copying it (for a
+    /// second recovery of a recovered image, or to reuse the buffer).
+    pub fn into_persistent_image(self) -> Vec<u8> {
+        self.into_persistent_image_and_written().0
+    }
+
+    /// [`into_persistent_image`](Self::into_persistent_image), with the lines (numbers, maybe
+    /// repeated) outside which the image equals the one the region was created from: a
+    /// caller can turn the buffer back into another image by rewriting only those lines.
+    pub fn into_persistent_image_and_written(self) -> (Vec<u8>, Vec<u64>) {
+        let len = self.len as usize;
+        let mut inner = self
+            .inner
+            .into_inner()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut image = std::mem::take(&mut inner.cache);
+        durable_lines(&inner, &mut image);
+        image.truncate(len);
+        (image, std::mem::take(&mut inner.written))
     }
 
     /// The cache image: what loads see now.
@@ -181,13 +214,27 @@ impl SimRegion {
         let len = source.len();
         check_range(self.len, off, len);
         let end = off + len;
-        let Inner { cache, pending, .. } = inner;
+        let Inner {
+            cache,
+            pending,
+            written,
+            ..
+        } = inner;
         let mut line_start = off;
         while line_start < end {
             let line = line_start / CACHE_LINE;
             let line_end = ((line + 1) * CACHE_LINE).min(end);
             let base = (line * CACHE_LINE) as usize;
-            let state = pending.entry(line).or_default();
+            let state = pending.entry(line).or_insert_with(|| {
+                written.push(line);
+                let mut durable = [0u8; LINE];
+                durable.copy_from_slice(&cache[base..base + LINE]);
+                PendingState {
+                    durable,
+                    history: Vec::new(),
+                    flushes: Vec::new(),
+                }
+            });
             state
                 .history
                 .reserve((line_end - line_start).div_ceil(8) as usize + 1);
@@ -257,28 +304,28 @@ fn pending_lines(inner: &Inner) -> Vec<PendingLine> {
         .iter()
         .filter_map(|(&line, state)| {
             let start = (line * CACHE_LINE) as usize;
-            let mut durable = [0u8; LINE];
-            durable.copy_from_slice(&inner.persistent[start..start + LINE]);
             let current = &inner.cache[start..start + LINE];
-            PendingLine::new(line, durable, &state.history, current)
+            PendingLine::new(line, state.durable, &state.history, current)
         })
         .collect()
+}
+
+/// Put every pending line of `image` (a copy of the padded cache image) at its durable content.
+fn durable_lines(inner: &Inner, image: &mut [u8]) {
+    for (&line, state) in &inner.pending {
+        let start = (line * CACHE_LINE) as usize;
+        image[start..start + LINE].copy_from_slice(&state.durable);
+    }
 }
 
 /// Apply a fence issued by thread `me`: the lines it flushed become durable at the content
 /// they had at its flush (flushes by other threads of older contents are then complete too).
 fn apply_fence(inner: &mut Inner, me: ThreadId) {
-    let Inner {
-        pending,
-        persistent,
-        ..
-    } = inner;
-    pending.retain(|&line, state| {
+    inner.pending.retain(|_, state| {
         let Some(&(_, index)) = state.flushes.iter().find(|(thread, _)| *thread == me) else {
             return true;
         };
-        let start = (line * CACHE_LINE) as usize;
-        persistent[start..start + LINE].copy_from_slice(&state.history[index]);
+        state.durable = state.history[index];
         state.history.drain(..=index);
         state.flushes.retain(|&(_, other)| other > index);
         for flush in &mut state.flushes {
@@ -341,9 +388,10 @@ impl Region for SimRegion {
         let mut inner = self.lock();
         if let Some(mut hook) = inner.hook.take() {
             let lines = pending_lines(&inner);
+            // The crash point borrows the cache image: it overwrites every pending line.
             let point = CrashPoint::new(
                 inner.fences,
-                inner.persistent[..self.len as usize].into(),
+                inner.cache[..self.len as usize].into(),
                 lines,
                 inner.config,
             );

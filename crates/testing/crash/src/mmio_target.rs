@@ -1,0 +1,108 @@
+//! The `mmio` engine (Libnvmmio) as a crash target: on the simulator the log pool and the
+//! simulated host directory (namespace + file extents, [`mmio::SimMedia`]) share one
+//! [`SimRegion`], so region images are whole-system crash images ([`CrashTarget`]); for
+//! process kills, a real directory of host files plus a mapped log pool file ([`KillTarget`]).
+//! The geometry is the one of the engine's own crash test (crates/engines/mmio/tests).
+
+use crate::torture::KillTarget;
+use crate::CrashTarget;
+use mmio::{MmioConfig, MmioStore, PolicyMode, SimMedia, Window};
+use pmem::SimRegion;
+use std::path::Path;
+use std::sync::Arc;
+use store::{Error, Result, Store};
+
+/// Bytes of one simulated host file at most.
+pub const FILE_CAPACITY: u64 = 128 << 10;
+/// Simulated host files at most.
+pub const EXTENTS: u32 = 32;
+
+/// The mmio engine with a logging policy.
+#[derive(Clone, Debug)]
+pub struct MmioTarget {
+    pub config: MmioConfig,
+}
+
+impl MmioTarget {
+    /// `MmioConfig::test_min()` with room for the harness's workloads, in `mode`.
+    pub fn new(mode: PolicyMode) -> Self {
+        MmioTarget {
+            config: MmioConfig {
+                policy_mode: mode,
+                files_max: 32,
+                index_entries_max: 256,
+                intents_max: 64,
+                tx_files_max: mmio::layout::TX_FILES_MAX,
+                ..MmioConfig::test_min()
+            },
+        }
+    }
+
+    /// "mmio" (hybrid), "mmio-hybrid", "mmio-undo", "mmio-redo".
+    pub fn by_name(name: &str) -> Option<Self> {
+        let mode = match name {
+            "mmio" | "mmio-hybrid" => PolicyMode::Hybrid,
+            "mmio-undo" => PolicyMode::Undo,
+            "mmio-redo" => PolicyMode::Redo,
+            _ => return None,
+        };
+        Some(Self::new(mode))
+    }
+}
+
+fn io(path: &Path, op: &'static str, e: std::io::Error) -> Error {
+    Error::Io {
+        path: path.display().to_string(),
+        op,
+        source: e,
+    }
+}
+
+impl CrashTarget for MmioTarget {
+    fn name(&self) -> String {
+        format!("mmio-{:?}", self.config.policy_mode).to_lowercase()
+    }
+    fn region_len(&self) -> u64 {
+        self.config.log_pool_len + SimMedia::area_len(FILE_CAPACITY, EXTENTS)
+    }
+    fn format(&self, region: Arc<SimRegion>) -> Result<Box<dyn Store>> {
+        let len = self.config.log_pool_len;
+        let media = SimMedia::new(region.clone(), len, FILE_CAPACITY, EXTENTS);
+        let pool = Window::new(region, 0, len);
+        Ok(Box::new(MmioStore::create_on(pool, media, &self.config)?))
+    }
+    fn recover(&self, region: Arc<SimRegion>) -> Result<Box<dyn Store>> {
+        let len = self.config.log_pool_len;
+        let media = SimMedia::open(region.clone(), len, FILE_CAPACITY, EXTENTS)
+            .map_err(|e| Error::corrupt(format!("simulated namespace: {e}"), len))?;
+        let pool = Window::new(region, 0, len);
+        Ok(Box::new(MmioStore::open_on(pool, media, &self.config)?))
+    }
+}
+
+/// On real files the "pool" of a torture round is a directory: `files/` (the host files) and
+/// `log.pool` (the mapped log pool).
+impl KillTarget for MmioTarget {
+    fn name(&self) -> String {
+        CrashTarget::name(self)
+    }
+    fn create_pool(&self, path: &Path) -> Result<Box<dyn Store>> {
+        let files = path.join("files");
+        std::fs::create_dir_all(&files).map_err(|e| io(&files, "create directory", e))?;
+        Ok(Box::new(MmioStore::create(
+            &files,
+            &path.join("log.pool"),
+            &self.config,
+        )?))
+    }
+    fn open_pool(&self, path: &Path) -> Result<Box<dyn Store>> {
+        Ok(Box::new(MmioStore::open(
+            &path.join("files"),
+            &path.join("log.pool"),
+            &self.config,
+        )?))
+    }
+    fn remove_pool(&self, path: &Path) {
+        let _ = std::fs::remove_dir_all(path);
+    }
+}
