@@ -69,10 +69,21 @@ pub struct MmioStore<R: Region, M: FileMedia> {
 }
 
 fn new_store_id() -> u64 {
-    let t = store::now_ns();
+    // Not store::now_ns(): that clock is coarse (a scheduler tick), and two stores created in
+    // one tick must still get different ids. A precise clock plus a per-process counter.
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let pid = std::process::id() as u64;
     let local = &t as *const u64 as u64;
-    let mut x = t ^ (pid << 32) ^ local.rotate_left(17) ^ 0x9E37_79B9_7F4A_7C15;
+    let mut x = t
+        ^ (pid << 32)
+        ^ local.rotate_left(17)
+        ^ seq.wrapping_mul(0xD6E8_FEB8_6659_FD93)
+        ^ 0x9E37_79B9_7F4A_7C15;
     // splitmix64 finaliser
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);

@@ -270,7 +270,16 @@ impl AtomFuse {
     ) -> Result<(), Error> {
         self.store.lookup(parent, name)?;
         self.store.lookup(new_parent, new_name)?;
-        let tmp = format!(".atomfs-exchange-{}", store::now_ns()).into_bytes();
+        // A name no other exchange uses at the same time: the coarse file clock repeats
+        // within a tick, so a process-wide counter makes it unique.
+        static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = format!(
+            ".atomfs-exchange-{}-{}-{seq}",
+            std::process::id(),
+            store::now_ns()
+        )
+        .into_bytes();
         let tx = self.store.tx_begin(&[])?;
         let steps = self
             .store
