@@ -66,6 +66,7 @@ fn fmt_value(metric: Metric, v: f64) -> String {
         Metric::NvmmFgBytesPerTx | Metric::NvmmCkptBytesPerTx => format!("{v:.0} B"),
         Metric::TxPerSNorm => format!("{v:.3}"),
         Metric::MbPerS => format!("{v:.0} MB/s"),
+        Metric::CpuUsPerTx => format!("{v:.2} µs"),
     }
 }
 

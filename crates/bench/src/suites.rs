@@ -2,6 +2,7 @@
 //! results.json, the ratio table and the plots. The pool engine's suites (FCFS seed §VI)
 //! live in `suites/pool.rs`.
 
+pub mod mmio;
 pub mod pool;
 
 use crate::error::{BenchError, Result};
@@ -47,6 +48,7 @@ pub const SUITES: &[(&str, &str)] = &[
     ("fcfs-latency", "Fig. 10: throughput vs emulated NVMM write latency 50..1600 ns"),
     ("recovery", "Fig. 11: recovery time vs log size, FCFS (lazy) vs FCFS-IR (checkpoint at recovery)"),
     ("floor", "every pool mode's distance from a bare durable copy, and the copy bandwidth"),
+    ("mmio", "Libnvmmio Figs. 6-9: FIO jobs on one file, mmio vs pread/pwrite+fdatasync (tmpfs, ext4) and fcfs"),
 ];
 
 /// Every suite name, with a one-line description.
@@ -192,6 +194,9 @@ fn measure(
 ) -> Result<Vec<(Figure, FigureResult)>> {
     if pool::SUITES.contains(&suite) {
         return pool::run(suite, opts, cfg, notes);
+    }
+    if suite == mmio::SUITE {
+        return mmio::run(opts, cfg, notes);
     }
     let (figs, disks) = match suite {
         "external" => external(opts.mode, opts.seed, notes)?,
