@@ -90,6 +90,28 @@ impl PwriteFile {
     }
 }
 
+/// Release an engine's file handle and unmount the store (adapters' teardown; errors are
+/// moot by then).
+pub fn close_store(store: &dyn store::Store, fh: Option<store::Fh>) {
+    if let Some(fh) = fh {
+        let _ = store.release(fh);
+    }
+    let _ = store.unmount();
+}
+
+/// Fill `len` bytes of an engine's file with [`FILL_BYTE`] through a plain handle (each call
+/// outside a transaction is durable when it returns).
+pub fn fill_through(store: &dyn store::Store, fh: store::Fh, len: u64) -> store::Result<()> {
+    let chunk = vec![FILL_BYTE; FILL_CHUNK.min(len as usize).max(1)];
+    let mut off = 0;
+    while off < len {
+        let n = (len - off).min(chunk.len() as u64) as usize;
+        store.write(fh, off, &chunk[..n])?;
+        off += n as u64;
+    }
+    Ok(())
+}
+
 /// Create `path` (truncated) and fill `len` bytes with [`FILL_BYTE`], then fsync it and its
 /// directory.
 pub fn create_filled(path: &Path, len: u64) -> Result<File> {

@@ -11,7 +11,7 @@
 //! /dev/shm in both cases. The engine's default configuration (256 MB log pool, background
 //! checkpoint every 100 µs) with the policy of the system's name.
 
-use super::fio::{FileIo, FILL_BYTE, FILL_CHUNK};
+use super::fio::{FileIo, FILL_CHUNK};
 use crate::error::{BenchError, Result};
 use crate::ramdisk::Ext4Disk;
 use mmio::{HostMmioStore, MmioConfig, MmioStore, PolicyMode};
@@ -90,13 +90,7 @@ impl MmioSystem {
             ..Default::default()
         };
         let fill = s.open(meta.ino, plain)?;
-        let chunk = vec![FILL_BYTE; FILL_CHUNK.min(len as usize).max(1)];
-        let mut off = 0;
-        while off < len {
-            let n = (len - off).min(chunk.len() as u64) as usize;
-            s.write(fill, off, &chunk[..n])?; // outside a transaction: durable on return
-            off += n as u64;
-        }
+        super::fio::fill_through(&s, fill, len)?;
         s.release(fill)?;
         let fh = s.open(
             meta.ino,
@@ -192,11 +186,9 @@ impl FileIo for MmioSystem {
 
 impl Drop for MmioSystem {
     fn drop(&mut self) {
-        if let (Some(s), Some(fh)) = (&self.store, self.fh.take()) {
-            let _ = s.release(fh);
-            let _ = s.unmount();
+        if let Some(s) = self.store.take() {
+            super::fio::close_store(&s, self.fh.take());
         }
-        self.store = None;
         if let Some(dir) = self.dir.take() {
             let _ = std::fs::remove_dir_all(dir);
         }

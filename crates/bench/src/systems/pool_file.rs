@@ -8,7 +8,7 @@
 //! (`systems::pool::pool_bytes`, `bench_config`), its block area touched once at setup so
 //! that no run pays tmpfs page faults.
 
-use super::fio::{FileIo, FILL_BYTE, FILL_CHUNK};
+use super::fio::FileIo;
 use super::pool::{bench_config, pool_bytes};
 use crate::error::{BenchError, Result};
 use pmem::{MappedRegion, Region};
@@ -73,13 +73,7 @@ impl PoolFile {
                 ..Default::default()
             },
         )?;
-        let chunk = vec![FILL_BYTE; FILL_CHUNK.min(len as usize).max(1)];
-        let mut off = 0;
-        while off < len {
-            let n = (len - off).min(chunk.len() as u64) as usize;
-            s.write(fh, off, &chunk[..n])?; // outside a transaction: durable on return
-            off += n as u64;
-        }
+        super::fio::fill_through(&s, fh, len)?;
         s.checkpoint_all()?;
         s.set_atomic(fh, true)?;
         Ok((s, fh))
@@ -142,11 +136,9 @@ impl FileIo for PoolFile {
 
 impl Drop for PoolFile {
     fn drop(&mut self) {
-        if let (Some(s), Some(fh)) = (&self.store, self.fh.take()) {
-            let _ = s.release(fh);
-            let _ = s.unmount();
+        if let Some(s) = self.store.take() {
+            super::fio::close_store(&s, self.fh.take());
         }
-        self.store = None;
         let _ = std::fs::remove_file(&self.path);
     }
 }

@@ -87,6 +87,16 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
             s.pool.persist(at, 8);
             s.counters.policy_switches.fetch_add(1, Ordering::Relaxed);
         }
+        self.cut_host_file(s, st)?;
+        if self.live_count.load(Ordering::Acquire) > 0 {
+            s.signal_work();
+        }
+        Ok(())
+    }
+
+    /// Shrink the host file to the committed size (a committed truncation, or growth of an
+    /// aborted epoch).
+    fn cut_host_file(&self, s: &Shared<R, M>, st: &mut FileState<M::Map>) -> Result<()> {
         if st.host_len > st.committed_size {
             if let Some(path) = st.path.clone() {
                 s.media
@@ -94,9 +104,6 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
                     .map_err(|e| io_err(&path, "set_len", e))?;
             }
             st.host_len = st.committed_size;
-        }
-        if self.live_count.load(Ordering::Acquire) > 0 {
-            s.signal_work();
         }
         Ok(())
     }
@@ -164,14 +171,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
             st.size_pending = false;
             st.visible_size = st.committed_size;
         }
-        if st.host_len > st.committed_size {
-            if let Some(path) = st.path.clone() {
-                s.media
-                    .set_len(&path, st.committed_size)
-                    .map_err(|e| io_err(&path, "set_len", e))?;
-            }
-            st.host_len = st.committed_size;
-        }
+        self.cut_host_file(s, st)?;
         self.uncommitted.store(false, Ordering::Release);
         self.epoch_bytes.store(0, Ordering::Relaxed);
         s.counters.aborts.fetch_add(1, Ordering::Relaxed);
