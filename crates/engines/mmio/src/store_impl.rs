@@ -1073,7 +1073,14 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
             return Err(Error::BadMode(fh.0, "writing"));
         }
         let off = if flags.append { file.size() } else { off };
-        file.write(&self.shared, off, data, !deferred)?;
+        if let Err(e) = file.write(&self.shared, off, data, !deferred) {
+            if !deferred {
+                // The call is its own transaction: the pieces it logged before failing (a full
+                // log, say) must not ride along with the next call's commit.
+                let _ = file.abort(&self.shared);
+            }
+            return Err(e);
+        }
         if !deferred {
             // A call outside a transaction is its own transaction: durable when it returns.
             if let Err(e) = file.commit(&self.shared) {
