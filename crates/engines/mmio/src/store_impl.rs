@@ -1101,11 +1101,18 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
         if !flags.write {
             return Err(Error::BadMode(fh.0, "writing"));
         }
-        file.set_len(&self.shared, len)?;
-        if !deferred {
-            file.commit(&self.shared)?;
+        let done = file.set_len(&self.shared, len).and_then(|_| {
+            if deferred {
+                Ok(())
+            } else {
+                file.commit(&self.shared)
+            }
+        });
+        if done.is_err() && !deferred {
+            // As in `write`: a failed call outside a transaction leaves nothing behind.
+            let _ = file.abort(&self.shared);
         }
-        Ok(())
+        done
     }
 
     fn fsync(&self, fh: Fh, _datasync: bool) -> Result<()> {
