@@ -4,7 +4,8 @@
 //!
 //! The systems are set up once (one file each) and every figure's points run on them,
 //! interleaved round-robin (one warm-up, then `reps` runs of every system per point, run r
-//! of every system with the same seed), as runner.rs does for the two-file figures. A run
+//! of every system with the same seed), as runner.rs does for the two-file figures, with the
+//! order rotated every repetition. A run
 //! stops after `ops_max` operations, or at `run_time_max` once `ops_min` have run; writes
 //! still unsynced at its end are synced and the system's logs drained (checkpointed home)
 //! inside the timed part, so that a run pays for all the work its writes caused.
@@ -287,7 +288,11 @@ fn run_spec(spec: &FigSpec, live: &mut Live, cfg: &RunConfig) -> Result<(Figure,
     for &(param, job) in &spec.points {
         let mut runs: Vec<Runs> = (0..spec.systems.len()).map(|_| Runs::default()).collect();
         for rep in 0..=cfg.reps {
-            for (i, name) in spec.systems.iter().enumerate() {
+            // Rotate the order every repetition, so that no system always runs right after
+            // the same other one (caches, the previous system's last page frees).
+            let n = spec.systems.len();
+            for i in (0..n).map(|k| (k + rep as usize) % n) {
+                let name = &spec.systems[i];
                 bar.set_message(format!("{name} run {rep}/{}", cfg.reps));
                 let sys = live.get(name)?;
                 let (job, lim) = if rep == 0 {
