@@ -42,3 +42,20 @@ if ! grep -q '"rows"' "$smoke/results.json" 2>/dev/null \
     exit 1
 fi
 echo "atomfs bench smoke run: ok in $(( $(date +%s) - bench_start )) s ($smoke)"
+
+# Benchmark smoke run of the mmio suite (issue #8): `atomfs bench mmio --quick` must run and
+# write results.json and the PNG plots. No timing is asserted; the JSON shape is checked by
+# crates/bench/tests/tiny_mmio.rs.
+smoke=target/bench-smoke/mmio
+rm -rf "$smoke"
+bench_start=$(date +%s)
+if ! timeout 600 target/debug/atomfs bench mmio --quick --out "$smoke" --no-progress; then
+    echo "atomfs bench mmio smoke run: FAILED (atomfs bench mmio --quick exited non-zero)" >&2
+    exit 1
+fi
+if ! grep -q '"rows"' "$smoke/results.json" 2>/dev/null \
+    || ! ls "$smoke"/fio-rand-write_*.png >/dev/null 2>&1; then
+    echo "atomfs bench mmio smoke run: FAILED (no results.json with rows, or no PNG in $smoke)" >&2
+    exit 1
+fi
+echo "atomfs bench mmio smoke run: ok in $(( $(date +%s) - bench_start )) s ($smoke)"

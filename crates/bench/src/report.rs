@@ -67,6 +67,7 @@ fn fmt_value(metric: Metric, v: f64) -> String {
         Metric::TxPerSNorm => format!("{v:.3}"),
         Metric::MbPerS => format!("{v:.0} MB/s"),
         Metric::Iops => format!("{v:.0} IOPS"),
+        Metric::CpuUsPerTx => format!("{v:.2} µs"),
     }
 }
 

@@ -30,6 +30,9 @@ pub enum Metric {
     MbPerS,
     /// I/O operations per second (fuse: fio jobs).
     Iops,
+    /// CPU time of the whole process (every thread, user and system) per transaction,
+    /// microseconds: includes background threads, which wall time hides when a core is idle.
+    CpuUsPerTx,
 }
 
 impl Metric {
@@ -44,6 +47,7 @@ impl Metric {
             Metric::TxPerSNorm => "tx_per_s_norm",
             Metric::MbPerS => "mb_per_s",
             Metric::Iops => "iops",
+            Metric::CpuUsPerTx => "cpu_us_per_tx",
         }
     }
 
@@ -58,6 +62,7 @@ impl Metric {
             Metric::TxPerSNorm => "throughput normalized to the reference",
             Metric::MbPerS => "bandwidth (MB/s)",
             Metric::Iops => "I/O operations per second",
+            Metric::CpuUsPerTx => "CPU time per transaction, all threads (µs)",
         }
     }
 }
@@ -368,7 +373,11 @@ fn push_rows(
                         (Some(b), Some(c)) => Some(b.saturating_sub(c) as f64 / n),
                         _ => None,
                     },
-                    Metric::RecoveryS | Metric::TxPerSNorm | Metric::MbPerS | Metric::Iops => None,
+                    Metric::RecoveryS
+                    | Metric::TxPerSNorm
+                    | Metric::MbPerS
+                    | Metric::Iops
+                    | Metric::CpuUsPerTx => None,
                 }
             })
             .collect();

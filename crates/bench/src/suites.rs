@@ -3,6 +3,7 @@
 //! live in `suites/pool.rs`.
 
 pub mod fuse;
+pub mod mmio;
 pub mod pool;
 pub mod sqlite;
 
@@ -51,6 +52,7 @@ pub const SUITES: &[(&str, &str)] = &[
     ("floor", "every pool mode's distance from a bare durable copy, and the copy bandwidth"),
     ("sqlite", "SQLite row updates: the atomfs VFS (journal off) vs WAL and rollback journal on ext4 and tmpfs"),
     ("fuse", "fio on an atomfs FUSE mount vs ext4 on a RAM disk (and tmpfs): fsync'd 4 KiB writes, sequential I/O"),
+    ("mmio", "Libnvmmio Figs. 6-9: FIO jobs on one file, mmio vs pread/pwrite+fdatasync (tmpfs, ext4) and fcfs"),
 ];
 
 /// Every suite name, with a one-line description.
@@ -196,6 +198,9 @@ fn measure(
 ) -> Result<Vec<(Figure, FigureResult)>> {
     if pool::SUITES.contains(&suite) {
         return pool::run(suite, opts, cfg, notes);
+    }
+    if suite == mmio::SUITE {
+        return mmio::run(opts, cfg, notes);
     }
     let (figs, disks) = match suite {
         "sqlite" => return sqlite::run(opts, notes),

@@ -1,44 +1,93 @@
-//! FIO-like micro-benchmark (Libnvmmio §4): random and sequential 4 KB writes with a sync
-//! after each, and 4 KB reads, on a 256 MB file: mmio (undo, redo, hybrid) vs
-//! pwrite + fdatasync, all on tmpfs (/dev/shm).
+//! FIO-like probe of one case (for profiling; the measured comparison with its baselines is the
+//! `mmio` suite of `atomfs bench`, docs/bench.md): 4 KB (or `io`) writes with an fsync after
+//! every `sync` writes, or reads, on a prefilled file, through the Store API with an O_ATOMIC
+//! handle (what `nvmmap` and the C shim use), against pwrite + fdatasync in the same directory.
 //!
-//! Run: `cargo run --release -p atomfs-mmio --example fio -- [ops] [file_mb] [dir] [filter] [pool_dir]`
-//! (defaults: 20000 ops, 256 MB, /dev/shm; `filter` e.g. "rand-write" runs only those
-//! cases; `pool_dir`: where the log pool lives, default `dir` — e.g. files on ext4 and the log
-//! pool on /dev/shm, Libnvmmio's NVM-log setup). Numbers are per-machine; compare ratios.
+//! Run: `cargo run --release -p atomfs-mmio --example fio -- [ops] [file_mb] [dir] [case] [policies] [sync] [io]`
+//! (defaults: 200000 ops, 256 MB, /dev/shm, rand-write, undo,redo,hybrid, 1, 4096; case is
+//! rand-write, seq-write, rand-read or seq-read; policies a comma list, or "none" for the
+//! baseline only). `perf record -g` on it shows where a write's time goes; with
+//! `FIO_NO_CHECKPOINT_THREAD=1` the engine runs without its background checkpoint thread, and
+//! `FIO_STATS=1` prints the engine's counters, `FIO_NO_BASELINE=1` skips the baseline.
 
 use mmio::{MmioConfig, MmioStore, PolicyMode};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use store::{OpenOptions, Store};
+use store::{OpenFlags, Store, ROOT_INO};
 
-const IO: usize = 4096;
+struct Case {
+    ops: usize,
+    file_len: u64,
+    random: bool,
+    write: bool,
+    sync_every: usize,
+    io: usize,
+}
 
-fn offsets(ops: usize, file_len: u64, random: bool, seed: u64) -> Vec<u64> {
-    let blocks = file_len / IO as u64;
+fn offsets(c: &Case, seed: u64) -> Vec<u64> {
+    let units = c.file_len / c.io as u64;
     let mut x = seed | 1;
-    (0..ops as u64)
+    (0..c.ops as u64)
         .map(|i| {
-            if random {
+            if c.random {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                (x % blocks) * IO as u64
+                (x % units) * c.io as u64
             } else {
-                (i % blocks) * IO as u64
+                (i % units) * c.io as u64
             }
         })
         .collect()
 }
 
-fn report(name: &str, ops: usize, t: std::time::Duration) -> f64 {
-    let kiops = ops as f64 / t.as_secs_f64() / 1000.0;
-    println!("{name:<34} {kiops:>9.1} kIOPS  {:>8.1} MB/s", kiops * 4.096);
+fn report(name: &str, c: &Case, (t, cpu): (std::time::Duration, f64)) -> f64 {
+    let kiops = c.ops as f64 / t.as_secs_f64() / 1000.0;
+    println!(
+        "{name:<24} {kiops:>9.1} kIOPS  {:>7.3} µs/op  ({:.3} µs/op CPU of this thread)",
+        1000.0 / kiops,
+        cpu * 1e6 / c.ops as f64
+    );
     kiops
 }
 
-fn baseline(dir: &Path, file_len: u64, ops: usize, random: bool, write: bool) -> f64 {
+/// CPU time of the calling thread, seconds.
+fn thread_cpu() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// Run the case with `op(offset, write?)`, then `sync()` where due; warm-up first.
+fn drive(
+    c: &Case,
+    mut op: impl FnMut(u64, bool),
+    mut sync: impl FnMut(),
+) -> (std::time::Duration, f64) {
+    for (i, &o) in offsets(c, 7).iter().take(c.ops / 4).enumerate() {
+        op(o, c.write);
+        if c.write && (i + 1) % c.sync_every == 0 {
+            sync();
+        }
+    }
+    let offs = offsets(c, 42);
+    let cpu = thread_cpu();
+    let t = Instant::now();
+    for (i, &o) in offs.iter().enumerate() {
+        op(o, c.write);
+        if c.write && (i + 1) % c.sync_every == 0 {
+            sync();
+        }
+    }
+    (t.elapsed(), thread_cpu() - cpu)
+}
+
+fn baseline(dir: &Path, c: &Case) -> f64 {
     let path = dir.join("baseline.dat");
     let f = std::fs::OpenOptions::new()
         .read(true)
@@ -47,148 +96,122 @@ fn baseline(dir: &Path, file_len: u64, ops: usize, random: bool, write: bool) ->
         .truncate(true)
         .open(&path)
         .expect("open");
-    // Layout phase (as FIO's): the file holds data before the run.
     let chunk = vec![0x11u8; 1 << 20];
-    for o in (0..file_len).step_by(chunk.len()) {
+    for o in (0..c.file_len).step_by(chunk.len()) {
         f.write_all_at(&chunk, o).expect("prefill");
     }
     f.sync_all().expect("fsync");
-    let buf = vec![0x5Au8; IO];
-    let mut rbuf = vec![0u8; IO];
-    let offs = offsets(ops, file_len, random, 42);
-    for &o in offsets(ops / 4, file_len, random, 7).iter() {
-        // Warm-up (FIO ramp time).
-        f.write_all_at(&buf, o).expect("pwrite");
-        f.sync_data().expect("fdatasync");
-    }
-    let t = Instant::now();
-    for &o in &offs {
-        if write {
-            f.write_all_at(&buf, o).expect("pwrite");
-            f.sync_data().expect("fdatasync");
-        } else {
-            f.read_exact_at(&mut rbuf, o).expect("pread");
-        }
-    }
-    let el = t.elapsed();
+    let buf = vec![0x5Au8; c.io];
+    let mut rbuf = vec![0u8; c.io];
+    let el = drive(
+        c,
+        |o, w| {
+            if w {
+                f.write_all_at(&buf, o).expect("pwrite");
+            } else {
+                f.read_exact_at(&mut rbuf, o).expect("pread");
+            }
+        },
+        || f.sync_data().expect("fdatasync"),
+    );
     let _ = std::fs::remove_file(&path);
-    let kind = if write { "write+fdatasync" } else { "pread" };
-    report(
-        &format!(
-            "pwrite baseline {} {kind}",
-            if random { "rand" } else { "seq" }
-        ),
-        ops,
-        el,
-    )
+    report("pwrite+fdatasync", c, el)
 }
 
-fn mmio_run(
-    dir: &Path,
-    pool_dir: &Path,
-    file_len: u64,
-    ops: usize,
-    random: bool,
-    write: bool,
-    mode: PolicyMode,
-) -> f64 {
+fn mmio_run(dir: &Path, c: &Case, mode: PolicyMode) -> f64 {
     let files = dir.join(format!("mmio-files-{mode:?}"));
     let _ = std::fs::remove_dir_all(&files);
     std::fs::create_dir_all(&files).expect("mkdir");
-    let pool = pool_dir.join(format!("mmio-{mode:?}-{}.pool", std::process::id()));
+    let pool = dir.join(format!("mmio-{mode:?}.pool"));
     let _ = std::fs::remove_file(&pool);
-    let cfg = MmioConfig {
+    let mut cfg = MmioConfig {
         policy_mode: mode,
-        log_pool_len: 64 << 20,
+        prefault_log_pool: true,
         ..MmioConfig::default()
     };
+    if std::env::var("FIO_NO_CHECKPOINT_THREAD").is_ok() {
+        cfg.checkpoint_period = None; // foreground only: checkpoints when the log is full
+    }
     let s = MmioStore::create(&files, &pool, &cfg).expect("create store");
-    let fh = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .open(&s, "/data", None)
-        .expect("open");
-    // Layout phase (as FIO's): the file holds data before the run; one pass of reads maps
-    // it in (Libnvmmio's steady state: the file is mapped, page faults are behind).
+    let meta = s.create(ROOT_INO, b"data", 0o644, None).expect("create");
+    let rw = OpenFlags {
+        read: true,
+        write: true,
+        ..Default::default()
+    };
+    let fill = s.open(meta.ino, rw).expect("open");
     let chunk = vec![0x11u8; 1 << 20];
-    for o in (0..file_len).step_by(chunk.len()) {
-        s.write(fh, o, &chunk).expect("prefill");
+    for o in (0..c.file_len).step_by(chunk.len()) {
+        s.write(fill, o, &chunk).expect("prefill");
     }
-    let buf = vec![0x5Au8; IO];
-    let mut rbuf = vec![0u8; IO];
-    for o in (0..file_len).step_by(IO) {
-        s.read(fh, o, &mut rbuf).expect("map in");
+    s.release(fill).expect("release");
+    let fh = s
+        .open(meta.ino, OpenFlags { atomic: true, ..rw })
+        .expect("open atomic");
+    let buf = vec![0x5Au8; c.io];
+    let mut rbuf = vec![0u8; c.io];
+    let mut whole = vec![0u8; 1 << 20];
+    for o in (0..c.file_len).step_by(whole.len()) {
+        s.read(fh, o, &mut whole).expect("map in"); // page-table entries of the mapping
     }
-    let offs = offsets(ops, file_len, random, 42);
-    for &o in offsets(ops / 4, file_len, random, 7).iter() {
-        // Warm-up (FIO ramp time): also faults in the log pool's working set.
-        s.write(fh, o, &buf).expect("write");
+    let el = drive(
+        c,
+        |o, w| {
+            if w {
+                s.write(fh, o, &buf).expect("write");
+            } else {
+                s.read(fh, o, &mut rbuf).expect("read");
+            }
+        },
+        || s.fsync(fh, true).expect("fsync"),
+    );
+    let k = report(&format!("mmio {mode:?}"), c, el);
+    if std::env::var("FIO_STATS").is_ok() {
+        println!("    {:?}", s.stats());
     }
-    let t = Instant::now();
-    for &o in &offs {
-        if write {
-            // A write outside a transaction is atomic and durable when it returns (its own
-            // sync): the equivalent of write + fsync.
-            s.write(fh, o, &buf).expect("write");
-        } else {
-            s.read(fh, o, &mut rbuf).expect("read");
-        }
-    }
-    let el = t.elapsed();
-    let stats = s.stats();
     s.release(fh).expect("release");
     s.unmount().expect("unmount");
     let _ = std::fs::remove_dir_all(&files);
     let _ = std::fs::remove_file(&pool);
-    let kind = if write { "write+sync" } else { "read" };
-    let k = report(
-        &format!(
-            "mmio {mode:?} {} {kind}",
-            if random { "rand" } else { "seq" }
-        ),
-        ops,
-        el,
-    );
-    if std::env::var("FIO_STATS").is_ok() {
-        println!("    {stats:?}");
-    }
     k
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let ops: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(20000);
-    let file_mb: u64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(256);
-    let dir = PathBuf::from(args.get(3).cloned().unwrap_or_else(|| "/dev/shm".into()))
-        .join(format!("atomfs-fio-{}", std::process::id()));
+    let arg = |i: usize, d: &str| args.get(i).cloned().unwrap_or_else(|| d.to_string());
+    let case = arg(4, "rand-write");
+    let c = Case {
+        ops: arg(1, "200000").parse().expect("ops"),
+        file_len: arg(2, "256").parse::<u64>().expect("file_mb") << 20,
+        random: case.starts_with("rand"),
+        write: case.ends_with("write"),
+        sync_every: arg(6, "1").parse::<usize>().expect("sync").max(1),
+        io: arg(7, "4096").parse().expect("io"),
+    };
+    let dir = PathBuf::from(arg(3, "/dev/shm")).join(format!("atomfs-fio-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("mkdir bench dir");
-    let file_len = file_mb << 20;
     println!(
-        "fio: {ops} ops of 4 KB on a {file_mb} MB file in {}",
-        dir.display()
+        "fio {case}: {} ops of {} B on a {} MB file in {}, sync every {}",
+        c.ops,
+        c.io,
+        c.file_len >> 20,
+        dir.display(),
+        c.sync_every
     );
-    let filter = args.get(4).cloned().unwrap_or_default();
-    let pool_dir = args
-        .get(5)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| dir.clone());
-    for random in [true, false] {
-        for write in [true, false] {
-            let case = format!(
-                "{}-{}",
-                if random { "rand" } else { "seq" },
-                if write { "write" } else { "read" }
-            );
-            if !case.contains(&filter) {
-                continue;
-            }
-            let base = baseline(&dir, file_len, ops, random, write);
-            for mode in [PolicyMode::Undo, PolicyMode::Redo, PolicyMode::Hybrid] {
-                let k = mmio_run(&dir, &pool_dir, file_len, ops, random, write, mode);
-                println!("    ratio vs baseline: {:.2}x", k / base);
-            }
-        }
+    let base = if std::env::var("FIO_NO_BASELINE").is_ok() {
+        f64::NAN
+    } else {
+        baseline(&dir, &c)
+    };
+    for p in arg(5, "undo,redo,hybrid").split(',') {
+        let mode = match p {
+            "undo" => PolicyMode::Undo,
+            "redo" => PolicyMode::Redo,
+            "hybrid" => PolicyMode::Hybrid,
+            _ => continue,
+        };
+        let k = mmio_run(&dir, &c, mode);
+        println!("    ratio vs baseline: {:.2}x", k / base);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -16,6 +16,9 @@ use std::sync::Weak;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct EntryState {
     pub live: bool,
+    /// Bumped every time the index slot is reused: tells a file's queue of its entries
+    /// (`MmioFile::queue`) a live entry from a stale mention of a freed one.
+    pub generation: u32,
     pub file_slot: u32,
     pub policy_redo: bool,
     pub order: u8,
@@ -45,7 +48,8 @@ impl EntryState {
     }
 }
 
-/// Named counters of the engine.
+/// Named counters of the engine. The ones the checkpoint thread bumps sit on their own cache
+/// line, so that the foreground's counters do not bounce between the two cores.
 #[derive(Default)]
 pub struct Counters {
     pub writes: AtomicU64,
@@ -55,11 +59,18 @@ pub struct Counters {
     pub commits: AtomicU64,
     pub tx_commits: AtomicU64,
     pub entries_created: AtomicU64,
-    pub entries_checkpointed: AtomicU64,
     pub sync_checkpoints: AtomicU64,
-    pub background_checkpoints: AtomicU64,
     pub policy_switches: AtomicU64,
     pub aborts: AtomicU64,
+    pub background: BackgroundCounters,
+}
+
+/// Counters of checkpointing (see [`Counters`]).
+#[derive(Default)]
+#[repr(align(128))]
+pub struct BackgroundCounters {
+    pub entries_checkpointed: AtomicU64,
+    pub background_checkpoints: AtomicU64,
 }
 
 pub struct Shared<R: Region, M: FileMedia> {
@@ -130,21 +141,34 @@ impl<R: Region, M: FileMedia> Shared<R, M> {
         self.free_entries.lock().push(idx);
     }
 
-    /// Write a new index entry: body, then (after a fence) the epoch word that makes it valid.
-    /// The log data it describes must have been written (and flushed) before.
-    pub fn publish_entry(&self, idx: u32, e: &IndexEntry) {
+    /// Write a new index entry: its body, then the epoch word that makes it valid (the last
+    /// store to the entry's cache line, so a line persisted at any intermediate content has
+    /// either a free epoch word or the whole new body). The log data it describes must have
+    /// been stored (non-temporal or flushed) before.
+    ///
+    /// Undo (`ordered`): the old bytes and the body are durable before the epoch word, and
+    /// the entry is durable before this returns: the home write may follow. Redo: the entry is
+    /// only flushed; the commit's fence makes it and its data durable before the epoch bump,
+    /// and until then recovery discards it anyway (an uncommitted redo entry is dropped,
+    /// whatever its data).
+    pub fn publish_entry(&self, idx: u32, e: &IndexEntry, ordered: bool) {
         let at = self.sb.index_at(idx);
         self.pool.write(at + 8, &e.encode_body());
-        // persist: the entry's body and the logged bytes are durable before the epoch word
-        // makes the entry valid (recovery trusts a valid entry's fields and data).
-        self.pool.persist(at + 8, 56);
-        self.pool.store_u64(at + ie::EPOCH, e.epoch);
-        // persist: the entry is valid; for undo the old bytes are now protected, so the home
-        // write may follow.
-        self.pool.persist(at, 8);
+        if ordered {
+            // persist: the entry's body and the logged old bytes are durable before the epoch
+            // word makes the entry valid (recovery copies a valid undo entry's bytes home).
+            self.pool.persist(at + 8, 56);
+            self.pool.store_u64(at + ie::EPOCH, e.epoch);
+            // persist: the entry is valid: the old bytes are protected, the home write may
+            // follow.
+            self.pool.persist(at, 8);
+        } else {
+            self.pool.store_u64(at + ie::EPOCH, e.epoch);
+            self.pool.flush(at, layout::INDEX_ENTRY_LEN);
+        }
     }
 
-    /// Store a new delta word of a live entry (not persisted: callers persist).
+    /// Store a new delta word of a live entry (flushed, not fenced: callers fence).
     pub fn set_delta(&self, idx: u32, off: u32, len: u32) {
         self.pool.store_u64(
             self.sb.index_at(idx) + ie::DELTA,
@@ -170,7 +194,8 @@ impl<R: Region, M: FileMedia> Shared<R, M> {
 }
 
 /// The background checkpoint loop: wait for committed entries, let them age one period (so
-/// that a burst of syncs is checkpointed together), checkpoint every file, repeat.
+/// that a burst of syncs is checkpointed together), checkpoint every file's committed entries
+/// (oldest first, in batches that never hold a file's lock: commits go on meanwhile), repeat.
 pub fn checkpoint_loop<R: Region, M: FileMedia>(shared: Weak<Shared<R, M>>) {
     loop {
         let Some(s) = shared.upgrade() else { return };
@@ -191,9 +216,10 @@ pub fn checkpoint_loop<R: Region, M: FileMedia>(shared: Weak<Shared<R, M>>) {
         std::thread::sleep(period);
         let files: Vec<_> = s.files.lock().values().filter_map(Weak::upgrade).collect();
         for f in files {
-            if let Ok(n) = f.checkpoint_committed(&s, false) {
+            if let Ok(n) = f.checkpoint_committed(&s) {
                 if n > 0 {
                     s.counters
+                        .background
                         .background_checkpoints
                         .fetch_add(1, Ordering::Relaxed);
                 }

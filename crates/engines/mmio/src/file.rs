@@ -1,9 +1,17 @@
-//! One open file: its per-file metadata slot, its mapping, its radix tree, and the write,
-//! read, commit, abort and checkpoint paths (Libnvmmio §3.2–3.6).
+//! One open file: its per-file metadata slot, its mapping, its radix tree, its queue of live
+//! log entries, and the write and read paths (Libnvmmio §3.2, §3.6). Commit and abort are in
+//! `commit.rs`, checkpointing in `checkpoint.rs`.
 //!
 //! Locking (as in the seed): reads and writes hold the file's lock shared and one entry's lock
 //! exclusively (write) or shared (read); commit, abort, growth and policy switches hold the
-//! file's lock exclusively; checkpointing holds the file's lock shared and the entries' locks.
+//! file's lock exclusively. Checkpointing holds only entry locks (and the file's checkpoint
+//! mutex), never the file's lock across a copy, so commits go on while it runs.
+//!
+//! Fences: a write call leaves its log and home stores flushed (or non-temporal) but not fenced
+//! when the same thread commits next (a call outside a transaction): the commit's fence makes
+//! them durable before the epoch bump. Otherwise it ends with one fence, because a flush or a
+//! non-temporal store is drained only by a fence of the thread that issued it, and the commit
+//! may run on another thread.
 
 use crate::engine::{EntryState, Shared};
 use crate::layout::{self, fm, IndexEntry, Policy, BLOCK_SIZE, NO_EPOCH};
@@ -12,7 +20,8 @@ use crate::radix::RadixTree;
 use crate::{io_err, PolicyMode};
 use parking_lot::{Mutex, RwLock};
 use pmem::Region;
-use std::collections::BTreeSet;
+use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -37,7 +46,18 @@ pub struct MmioFile<R: Region, M: FileMedia> {
     pub slot: u32,
     pub state: RwLock<FileState<M::Map>>,
     pub tree: RadixTree,
-    pub live: Mutex<BTreeSet<u32>>,
+    /// The file's live entries in creation order, as (index, generation): committed ones
+    /// first (epochs never decrease along the queue). Entries freed out of order (a synchronous
+    /// checkpoint) stay in it until they reach an end; their generation (or `live`) tells them
+    /// apart from a live entry in a reused index slot.
+    pub(crate) queue: Mutex<VecDeque<(u32, u32)>>,
+    /// Held by whoever takes entries off the queue (checkpoint, abort): one at a time, so the
+    /// queue keeps its order, and a truncation waits for a copy in flight.
+    pub(crate) ckpt: Mutex<()>,
+    pub(crate) live_count: AtomicU64,
+    /// Live redo entries. While 0, home holds every byte's newest value and reads copy
+    /// straight from the mapping (as Libnvmmio's reads under undo logging).
+    pub(crate) redo_live: AtomicU64,
     pub epoch: AtomicU64,
     pub redo: AtomicBool,
     pub reads: AtomicU64,
@@ -86,8 +106,16 @@ fn subtract(a0: u64, a1: u64, holes: &[(u64, u64)]) -> Vec<(u64, u64)> {
 /// flush needed); smaller ones are cached stores plus a flush.
 const NT_MIN: usize = 256;
 
+/// Bytes [`copy_durable`] moves per step through its per-thread buffer.
+const COPY_CHUNK: usize = 64 << 10;
+
+thread_local! {
+    /// The bounce buffer of [`copy_durable`] (allocated once per thread).
+    static COPY_BUF: RefCell<Vec<u8>> = RefCell::new(vec![0u8; COPY_CHUNK]);
+}
+
 /// Store `data` at `off` so that it is durable at the next fence of `region`.
-fn store_flushed<G: Region + ?Sized>(region: &G, off: u64, data: &[u8]) {
+pub(crate) fn store_flushed<G: Region + ?Sized>(region: &G, off: u64, data: &[u8]) {
     if data.len() >= NT_MIN {
         region.write_nt(off, data);
     } else {
@@ -96,14 +124,44 @@ fn store_flushed<G: Region + ?Sized>(region: &G, off: u64, data: &[u8]) {
     }
 }
 
+/// Copy `len` bytes at `src` of `from` to `dst` of `to`, durable at the next fence of `to`
+/// (through a per-thread buffer: no allocation on the write and checkpoint paths).
+pub(crate) fn copy_durable<A: Region + ?Sized, B: Region + ?Sized>(
+    from: &A,
+    src: u64,
+    to: &B,
+    dst: u64,
+    len: u64,
+) {
+    COPY_BUF.with(|cell| {
+        let mut buf = cell.borrow_mut();
+        let mut done = 0u64;
+        while done < len {
+            let n = (len - done).min(buf.len() as u64) as usize;
+            from.read(src + done, &mut buf[..n]);
+            store_flushed(to, dst + done, &buf[..n]);
+            done += n as u64;
+        }
+    })
+}
+
+/// What a write call stored and did not fence yet.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Unfenced {
+    /// Redo log bytes, index entries or delta words in the log pool.
+    pub log: bool,
+    /// Non-temporal stores to the home mapping.
+    pub home: bool,
+}
+
 impl<R: Region, M: FileMedia> MmioFile<R, M> {
-    /// Store new bytes home: non-temporal when large (durable at the commit's fence), else
-    /// cached and remembered for the commit's flush.
-    fn write_home(&self, map: &M::Map, off: u64, data: &[u8]) {
+    /// Store new bytes home: non-temporal when large (durable at the next fence of this
+    /// thread), else cached and remembered for the commit's flush.
+    fn write_home(&self, map: &M::Map, off: u64, data: &[u8], uf: &mut Unfenced) {
         self.home_dirty.store(true, Ordering::Release);
         if data.len() >= NT_MIN {
-            // Non-temporal: drained by the next fence of this thread (see `write`).
             map.write_nt(off, data);
+            uf.home = true;
         } else {
             map.write(off, data);
             self.dirty_home.lock().push((off, data.len() as u64));
@@ -164,7 +222,10 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
                 path: Some(path),
             }),
             tree: RadixTree::new(),
-            live: Mutex::new(BTreeSet::new()),
+            queue: Mutex::new(VecDeque::new()),
+            ckpt: Mutex::new(()),
+            live_count: AtomicU64::new(0),
+            redo_live: AtomicU64::new(0),
             epoch: AtomicU64::new(1),
             redo: AtomicBool::new(redo),
             reads: AtomicU64::new(0),
@@ -181,7 +242,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         Ok(file)
     }
 
-    fn check_open(&self) -> Result<()> {
+    pub(crate) fn check_open(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::NotFound(format!("file {} was unlinked", self.ino)));
         }
@@ -192,7 +253,25 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         self.state.read().visible_size
     }
 
+    /// Live log entries of the file (committed or not).
+    pub fn live_entries(&self) -> usize {
+        self.live_count.load(Ordering::Acquire) as usize
+    }
+
     // ----- writes -----
+
+    /// Count `len` more bytes against the epoch's budget (`epoch_bytes_max`).
+    fn charge_epoch(&self, s: &Shared<R, M>, len: u64) -> Result<()> {
+        let used = self.epoch_bytes.fetch_add(len, Ordering::Relaxed) + len;
+        if used > s.config.epoch_bytes_max {
+            self.epoch_bytes.fetch_sub(len, Ordering::Relaxed);
+            return Err(Error::NoSpace(format!(
+                "file {}: more than epoch_bytes_max ({}) bytes in one uncommitted epoch",
+                self.ino, s.config.epoch_bytes_max
+            )));
+        }
+        Ok(())
+    }
 
     /// Write `data` at `off` (uncommitted until the next commit). `commit_follows`: the
     /// caller commits the file next on this same thread (a call outside a transaction).
@@ -207,45 +286,47 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         let end = off
             .checked_add(data.len() as u64)
             .ok_or_else(|| Error::FileTooLarge("offset overflow".into()))?;
-        let used = self
-            .epoch_bytes
-            .fetch_add(data.len() as u64, Ordering::Relaxed)
-            + data.len() as u64;
-        if used > s.config.epoch_bytes_max {
-            self.epoch_bytes
-                .fetch_sub(data.len() as u64, Ordering::Relaxed);
-            return Err(Error::NoSpace(format!(
-                "file {}: more than epoch_bytes_max ({}) bytes in one uncommitted epoch",
-                self.ino, s.config.epoch_bytes_max
-            )));
-        }
+        self.charge_epoch(s, data.len() as u64)?;
         self.writes.fetch_add(1, Ordering::Relaxed);
         s.counters.writes.fetch_add(1, Ordering::Relaxed);
         self.uncommitted.store(true, Ordering::Release);
-        let fence_home = |st: &FileState<M::Map>| {
-            if !commit_follows {
-                if let Some(map) = st.map.as_deref() {
-                    // persist: non-temporal home stores drain only at a fence of the thread
-                    // that issued them, and the commit may run on another thread.
-                    map.fence();
-                }
-            }
-        };
+        let mut uf = Unfenced::default();
         {
             let st = self.state.read();
             if end <= st.visible_size {
-                let r = self.write_inner(s, &st, off, data);
-                fence_home(&st);
+                let r = self.write_inner(s, &st, off, data, &mut uf);
+                self.settle(s, &st, uf, commit_follows);
                 return r;
             }
         }
         let mut st = self.state.write();
-        if end > st.visible_size {
-            self.extend_to(s, &mut st, end)?;
-        }
-        let r = self.write_inner(s, &st, off, data);
-        fence_home(&st);
+        let r = if end > st.visible_size {
+            self.extend_to(s, &mut st, end, &mut uf)
+        } else {
+            Ok(())
+        };
+        let r = r.and_then(|_| self.write_inner(s, &st, off, data, &mut uf));
+        self.settle(s, &st, uf, commit_follows);
         r
+    }
+
+    /// End of a write call: fence what it left unfenced, unless the commit that follows on
+    /// this thread will.
+    fn settle(&self, s: &Shared<R, M>, st: &FileState<M::Map>, uf: Unfenced, commit_follows: bool) {
+        if commit_follows {
+            return;
+        }
+        if uf.log {
+            // persist: this call's redo log bytes and entries are durable (the commit that
+            // makes them count may run on another thread, whose fence would not drain them).
+            s.pool.fence();
+        }
+        if uf.home {
+            if let Some(map) = st.map.as_deref() {
+                // persist: this call's non-temporal home stores are durable (as above).
+                map.fence();
+            }
+        }
     }
 
     /// Truncate or extend (uncommitted until the next commit).
@@ -253,17 +334,26 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         self.check_open()?;
         self.uncommitted.store(true, Ordering::Release);
         let mut st = self.state.write();
-        if len > st.visible_size {
-            self.extend_to(s, &mut st, len)
-        } else if len < st.visible_size {
-            self.set_pending_size(s, &mut st, len);
-            Ok(())
+        let mut uf = Unfenced::default();
+        let r = if len > st.visible_size {
+            self.extend_to(s, &mut st, len, &mut uf)
         } else {
+            if len < st.visible_size {
+                self.set_pending_size(s, &mut st, len);
+            }
             Ok(())
-        }
+        };
+        self.settle(s, &st, uf, false);
+        r
     }
 
-    fn extend_to(&self, s: &Shared<R, M>, st: &mut FileState<M::Map>, new_size: u64) -> Result<()> {
+    fn extend_to(
+        &self,
+        s: &Shared<R, M>,
+        st: &mut FileState<M::Map>,
+        new_size: u64,
+        uf: &mut Unfenced,
+    ) -> Result<()> {
         let path = st
             .path
             .clone()
@@ -289,11 +379,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         let stale_end = new_size.min(old_host);
         if stale_end > old_visible {
             let zeros = vec![0u8; (stale_end - old_visible) as usize];
-            self.write_inner(s, st, old_visible, &zeros)?;
-            if let Some(map) = st.map.as_deref() {
-                // persist: drain this thread's non-temporal zeros (the commit may be elsewhere).
-                map.fence();
-            }
+            self.write_inner(s, st, old_visible, &zeros, uf)?;
         }
         self.set_pending_size(s, st, new_size);
         Ok(())
@@ -316,7 +402,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         st.size_pending = true;
     }
 
-    fn map_of<'a>(&self, st: &'a FileState<M::Map>) -> Result<&'a M::Map> {
+    pub(crate) fn map_of<'a>(&self, st: &'a FileState<M::Map>) -> Result<&'a M::Map> {
         st.map
             .as_deref()
             .ok_or_else(|| Error::corrupt(format!("file {} has data but no mapping", self.ino), 0))
@@ -328,6 +414,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         st: &FileState<M::Map>,
         off: u64,
         data: &[u8],
+        uf: &mut Unfenced,
     ) -> Result<()> {
         if data.is_empty() {
             return Ok(());
@@ -338,7 +425,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         let mut p = off;
         while p < cut {
             let at = (p - off) as usize;
-            let n = self.log_piece(s, st, p, &data[at..(cut - off) as usize])?;
+            let n = self.log_piece(s, st, p, &data[at..(cut - off) as usize], uf)?;
             s.counters
                 .bytes_logged
                 .fetch_add(n as u64, Ordering::Relaxed);
@@ -347,7 +434,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         // Direct part: at or past the committed size, nothing to protect.
         if cut < end {
             let map = self.map_of(st)?;
-            self.write_home(map, cut, &data[(cut - off) as usize..]);
+            self.write_home(map, cut, &data[(cut - off) as usize..], uf);
             s.counters
                 .bytes_direct
                 .fetch_add(end - cut, Ordering::Relaxed);
@@ -362,11 +449,17 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         st: &FileState<M::Map>,
         p: u64,
         piece: &[u8],
+        uf: &mut Unfenced,
     ) -> Result<usize> {
         let block = p / BLOCK_SIZE;
+        let slot = self.tree.slot(block);
         let mut tried_checkpoint = false;
         loop {
-            if let Some(id) = self.tree.get(block) {
+            let indexed = match slot {
+                Some(b) => RadixTree::id_in(b),
+                None => self.tree.get(block),
+            };
+            if let Some(id) = indexed {
                 let mut e = s.entries[id as usize].write();
                 if !e.covers(self.slot, p) {
                     continue; // freed meanwhile: look again
@@ -378,53 +471,72 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
                     continue;
                 }
                 let n = piece.len().min((e.file_off + e.size() - p) as usize);
-                self.apply(s, st, id, &mut e, p, &piece[..n])?;
+                self.apply(s, st, id, &mut e, p, &piece[..n], uf)?;
                 return Ok(n);
             }
-            match self.create_entry(s, st, p, piece)? {
+            match self.create_entry(s, st, p, piece, slot, uf)? {
                 Some(n) => return Ok(n),
                 None if !tried_checkpoint => {
-                    // Log full: checkpoint every committed entry of every file, then retry.
                     tried_checkpoint = true;
-                    self.checkpoint_locked(s, st)?;
-                    let others: Vec<_> = s
-                        .files
-                        .lock()
-                        .iter()
-                        .filter(|(k, _)| **k != self.slot)
-                        .filter_map(|(_, f)| f.upgrade())
-                        .collect();
-                    for f in others {
-                        if let Some(g) = f.state.try_read() {
-                            f.checkpoint_locked(s, &g)?;
-                        }
-                    }
+                    self.make_log_room(s, st)?;
                 }
                 None => return Err(log_full()),
             }
         }
     }
 
-    /// A new entry for the block(s) at `p`; `Ok(None)` when the log pool is full.
+    /// The log is full: checkpoint every committed entry of this file and of every other file
+    /// not locked right now, so that the write can retry.
+    fn make_log_room(&self, s: &Shared<R, M>, st: &FileState<M::Map>) -> Result<()> {
+        self.checkpoint_locked(s, st)?;
+        let others: Vec<_> = s
+            .files
+            .lock()
+            .iter()
+            .filter(|(k, _)| **k != self.slot)
+            .filter_map(|(_, f)| f.upgrade())
+            .collect();
+        for f in others {
+            // try_read: blocking on another file's lock while holding ours could deadlock
+            // with a multi-file commit that takes them in the other order.
+            if let Some(g) = f.state.try_read() {
+                f.checkpoint_locked(s, &g)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The order of a new entry for `len` bytes at `p`: entries double with the IO size
+    /// (4 KB … log_entry_max), halved until their aligned range is free in the tree.
+    fn entry_order(&self, s: &Shared<R, M>, p: u64, len: u64) -> u8 {
+        let want = len.next_power_of_two().max(BLOCK_SIZE);
+        let mut order = (want / BLOCK_SIZE)
+            .trailing_zeros()
+            .min(s.sb.order_max() as u32) as u8;
+        loop {
+            let size = BLOCK_SIZE << order;
+            let base = p - p % size;
+            if order == 0 || self.tree.range_empty(base / BLOCK_SIZE, size / BLOCK_SIZE) {
+                return order;
+            }
+            order -= 1;
+        }
+    }
+
+    /// A new entry for the block(s) at `p`; `Ok(None)` when the log pool is full. `slot`:
+    /// the tree bucket of `p`'s block, if the caller walked to it.
+    #[allow(clippy::too_many_arguments)]
     fn create_entry(
         &self,
         s: &Shared<R, M>,
         st: &FileState<M::Map>,
         p: u64,
         piece: &[u8],
+        slot: Option<&std::sync::atomic::AtomicU64>,
+        uf: &mut Unfenced,
     ) -> Result<Option<usize>> {
-        let order_max = s.sb.order_max();
-        // Log entries double with the IO size (4 KB … log_entry_max).
-        let want = (piece.len() as u64).next_power_of_two().max(BLOCK_SIZE);
-        let mut order = (want / BLOCK_SIZE).trailing_zeros().min(order_max as u32) as u8;
-        loop {
-            let size = BLOCK_SIZE << order;
-            let base = p - p % size;
-            if order == 0 || self.tree.range_empty(base / BLOCK_SIZE, size / BLOCK_SIZE) {
-                break;
-            }
-            order -= 1;
-        }
+        let map = self.map_of(st)?;
+        let order = self.entry_order(s, p, piece.len() as u64);
         let size = BLOCK_SIZE << order;
         let base = p - p % size;
         let Some((id, log_off)) = s.reserve(order) else {
@@ -434,8 +546,10 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         let redo = self.redo.load(Ordering::Acquire);
         let rel = p - base;
         let n = piece.len().min((size - rel) as usize);
+        let generation = e.generation.wrapping_add(1);
         *e = EntryState {
             live: true,
+            generation,
             file_slot: self.slot,
             policy_redo: redo,
             order,
@@ -445,23 +559,25 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
             delta_off: rel as u32,
             delta_len: n as u32,
         };
-        if !self
-            .tree
-            .insert_range(base / BLOCK_SIZE, size / BLOCK_SIZE, id)
-        {
+        let indexed = match slot {
+            Some(b) if order == 0 => RadixTree::claim(b, id),
+            _ => self
+                .tree
+                .insert_range(base / BLOCK_SIZE, size / BLOCK_SIZE, id),
+        };
+        if !indexed {
             e.live = false;
             drop(e);
             s.unreserve(id, log_off, order);
             return Ok(Some(0)); // lost a race for the blocks: the caller looks again
         }
-        self.live.lock().insert(id);
-        let map = self.map_of(st)?;
+        self.queue.lock().push_back((id, generation));
+        self.live_count.fetch_add(1, Ordering::AcqRel);
         if redo {
+            self.redo_live.fetch_add(1, Ordering::AcqRel);
             store_flushed(&s.pool, log_off + rel, &piece[..n]);
         } else {
-            let mut old = vec![0u8; n];
-            map.read(p, &mut old);
-            store_flushed(&s.pool, log_off + rel, &old);
+            copy_durable(map, p, &s.pool, log_off + rel, n as u64); // the old bytes
         }
         let entry = IndexEntry {
             epoch: e.epoch,
@@ -473,16 +589,19 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
             delta_off: rel as u32,
             delta_len: n as u32,
         };
-        s.publish_entry(id, &entry);
+        s.publish_entry(id, &entry, !redo);
         s.counters.entries_created.fetch_add(1, Ordering::Relaxed);
-        if !redo {
-            self.write_home(map, p, &piece[..n]);
+        if redo {
+            uf.log = true;
+        } else {
+            self.write_home(map, p, &piece[..n], uf);
         }
         Ok(Some(n))
     }
 
     /// Write into an existing uncommitted entry (differential logging: one chunk per entry,
     /// two chunks merge into their union).
+    #[allow(clippy::too_many_arguments)]
     fn apply(
         &self,
         s: &Shared<R, M>,
@@ -491,6 +610,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         e: &mut EntryState,
         p: u64,
         data: &[u8],
+        uf: &mut Unfenced,
     ) -> Result<()> {
         let map = self.map_of(st)?;
         let rel = p - e.file_off;
@@ -502,22 +622,20 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
             (n0, n1)
         };
         let copy_home_to_log = |ranges: &[(u64, u64)]| {
-            let mut buf = Vec::new();
             for &(a, b) in ranges {
-                buf.resize((b - a) as usize, 0);
-                map.read(e.file_off + a, &mut buf);
-                store_flushed(&s.pool, e.log_off + a, &buf);
+                copy_durable(map, e.file_off + a, &s.pool, e.log_off + a, b - a);
             }
         };
         if e.policy_redo {
-            // Bytes of the union covered by neither chunk take the current home bytes.
+            // Bytes of the union covered by neither chunk take the current home bytes. No
+            // fence: the entry is uncommitted (recovery drops it, durable or not) until the
+            // commit, whose fence (or this call's, see `settle`) makes all of it durable.
             copy_home_to_log(&subtract(u0, u1, &[(d0, d1), (n0, n1)]));
             store_flushed(&s.pool, e.log_off + n0, data);
             if (u0, u1) != (d0, d1) {
                 s.set_delta(id, u0 as u32, (u1 - u0) as u32);
             }
-            // persist: the redo bytes (uncommitted until the epoch bump) are durable.
-            s.pool.fence();
+            uf.log = true;
         } else {
             // Undo: keep the first old image of every byte (the public code's second write in
             // an epoch overwrote it); log old bytes only for what the chunk does not hold yet.
@@ -531,7 +649,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
                 // persist: the widened chunk is durable before home changes.
                 s.pool.fence();
             }
-            self.write_home(map, p, data);
+            self.write_home(map, p, data, uf);
         }
         e.delta_off = u0 as u32;
         e.delta_len = (u1 - u0) as u32;
@@ -549,6 +667,12 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         }
         let n = (buf.len() as u64).min(st.visible_size - off) as usize;
         let map = self.map_of(&st)?;
+        if self.redo_live.load(Ordering::Acquire) == 0 {
+            // No redo entry: home holds the newest bytes (a redo entry created meanwhile is a
+            // write ordered after this read; its bytes are not home before its checkpoint).
+            map.read(off, &mut buf[..n]);
+            return Ok(n);
+        }
         let mut p = off;
         while p < off + n as u64 {
             let seg_end = ((p / BLOCK_SIZE + 1) * BLOCK_SIZE).min(off + n as u64);
@@ -573,282 +697,5 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
             p = seg_end;
         }
         Ok(n)
-    }
-
-    // ----- checkpoint -----
-
-    /// Copy a committed redo entry home and free it (entry lock held).
-    fn checkpoint_one(
-        &self,
-        s: &Shared<R, M>,
-        st: &FileState<M::Map>,
-        id: u32,
-        e: &mut EntryState,
-    ) -> Result<()> {
-        if e.policy_redo {
-            let map = self.map_of(st)?;
-            self.copy_log_home(s, st, map, e);
-            // persist: the checkpointed bytes are home (msync on a non-DAX file system)
-            // before the entry that protects them is freed.
-            map.fence();
-            M::check_map(map)
-                .map_err(|err| io_err(st.path.as_deref().unwrap_or("?".as_ref()), "msync", err))?;
-        }
-        s.clear_entry(id);
-        // persist: the entry is free.
-        s.pool.fence();
-        self.forget(s, id, e);
-        Ok(())
-    }
-
-    fn copy_log_home(
-        &self,
-        s: &Shared<R, M>,
-        st: &FileState<M::Map>,
-        map: &M::Map,
-        e: &EntryState,
-    ) {
-        let a = e.file_off + e.delta_off as u64;
-        let b = (a + e.delta_len as u64).min(st.host_len);
-        if a < b {
-            let mut buf = vec![0u8; (b - a) as usize];
-            s.pool.read(e.log_off + e.delta_off as u64, &mut buf);
-            store_flushed(map, a, &buf);
-        }
-    }
-
-    fn forget(&self, s: &Shared<R, M>, id: u32, e: &mut EntryState) {
-        let blocks = e.size() / BLOCK_SIZE;
-        self.tree.remove_range(e.file_off / BLOCK_SIZE, blocks, id);
-        self.live.lock().remove(&id);
-        e.live = false;
-        s.unreserve(id, e.log_off, e.order);
-        s.counters
-            .entries_checkpointed
-            .fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Checkpoint every committed entry (file lock held by the caller, shared or exclusive).
-    pub fn checkpoint_locked(&self, s: &Shared<R, M>, st: &FileState<M::Map>) -> Result<usize> {
-        let epoch = self.epoch.load(Ordering::Acquire);
-        let ids: Vec<u32> = self.live.lock().iter().copied().collect();
-        let mut taken = Vec::new();
-        for id in ids {
-            let g = s.entries[id as usize].write();
-            if g.live && g.file_slot == self.slot && g.epoch < epoch {
-                taken.push((id, g));
-            }
-        }
-        if taken.is_empty() {
-            return Ok(0);
-        }
-        if let Some(map) = st.map.as_deref() {
-            for (_, g) in &taken {
-                if g.policy_redo {
-                    self.copy_log_home(s, st, map, g);
-                }
-            }
-            // persist: every checkpointed byte is home before its entry is freed.
-            map.fence();
-            M::check_map(map)
-                .map_err(|err| io_err(st.path.as_deref().unwrap_or("?".as_ref()), "msync", err))?;
-        }
-        for (id, _) in &taken {
-            s.clear_entry(*id);
-        }
-        // persist: the checkpointed entries are free.
-        s.pool.fence();
-        let n = taken.len();
-        for (id, mut g) in taken {
-            self.forget(s, id, &mut g);
-        }
-        Ok(n)
-    }
-
-    /// Background or on-demand checkpoint of committed entries.
-    pub fn checkpoint_committed(&self, s: &Shared<R, M>, _sync: bool) -> Result<usize> {
-        let st = self.state.read();
-        self.checkpoint_locked(s, &st)
-    }
-
-    // ----- commit and abort -----
-
-    /// Step 1 of a commit (file lock exclusive): make every home write of the epoch durable.
-    pub fn prepare_commit(&self, st: &FileState<M::Map>) -> Result<()> {
-        if !self.home_dirty.swap(false, Ordering::AcqRel) {
-            return Ok(()); // nothing written home in this epoch (redo entries are durable)
-        }
-        let ranges = std::mem::take(&mut *self.dirty_home.lock());
-        if let Some(map) = st.map.as_deref() {
-            for (a, l) in ranges {
-                let l = l.min(st.host_len.saturating_sub(a));
-                if l > 0 {
-                    map.flush(a, l);
-                }
-            }
-            // persist: undo-mode and direct home writes are durable before the epoch bump
-            // that commits them (msync on a non-DAX file system).
-            map.fence();
-            M::check_map(map)
-                .map_err(|e| io_err(st.path.as_deref().unwrap_or("?".as_ref()), "msync", e))?;
-        }
-        Ok(())
-    }
-
-    pub fn needs_commit(&self) -> bool {
-        self.uncommitted.load(Ordering::Acquire)
-    }
-
-    /// Step 3 of a commit, after the epoch word(s) are durable: fold the size, apply a
-    /// truncation to the host file, decide the next epoch's policy.
-    pub fn finish_commit(
-        &self,
-        s: &Shared<R, M>,
-        st: &mut FileState<M::Map>,
-        new_epoch: u64,
-    ) -> Result<()> {
-        self.epoch.store(new_epoch, Ordering::Release);
-        self.uncommitted.store(false, Ordering::Release);
-        self.epoch_bytes.store(0, Ordering::Relaxed);
-        s.counters.commits.fetch_add(1, Ordering::Relaxed);
-        let mut force_checkpoint = false;
-        if st.size_pending {
-            let at = s.sb.file_meta_at(self.slot);
-            s.pool.store_u64(at + fm::COMMITTED_SIZE, st.visible_size);
-            s.pool.persist(at + fm::COMMITTED_SIZE, 8);
-            s.pool.store_u64(at + fm::PENDING_EPOCH, NO_EPOCH);
-            // persist: the committed size is folded; the pending field is free again.
-            s.pool.persist(at + fm::PENDING_EPOCH, 8);
-            st.size_pending = false;
-            if st.visible_size < st.committed_size {
-                force_checkpoint = true; // drop entries past the new end before it can regrow
-            }
-            st.committed_size = st.visible_size;
-        }
-        let w = self.writes.swap(0, Ordering::Relaxed);
-        let r = self.reads.swap(0, Ordering::Relaxed);
-        let mut redo_next = self.redo.load(Ordering::Acquire);
-        if s.config.policy_mode == PolicyMode::Hybrid && w + r > 0 {
-            // Multiply before comparing (the public code divided integers first, so any read
-            // in the epoch made the ratio 0 and the switch to redo never happened).
-            redo_next = w * 100 >= s.config.redo_write_percent_min * (w + r);
-        }
-        let switch = redo_next != self.redo.load(Ordering::Acquire);
-        if switch || force_checkpoint {
-            // Synchronous checkpoint at a policy switch (§3.4): the new epoch starts clean.
-            self.checkpoint_locked(s, st)?;
-            s.counters.sync_checkpoints.fetch_add(1, Ordering::Relaxed);
-        }
-        if switch {
-            self.redo.store(redo_next, Ordering::Release);
-            let policy = if redo_next {
-                Policy::Redo
-            } else {
-                Policy::Undo
-            };
-            let at = s.sb.file_meta_at(self.slot) + fm::HEADER;
-            s.pool.store_u64(at, layout::file_header(policy));
-            s.pool.persist(at, 8);
-            s.counters.policy_switches.fetch_add(1, Ordering::Relaxed);
-        }
-        if st.host_len > st.committed_size {
-            if let Some(path) = st.path.clone() {
-                s.media
-                    .set_len(&path, st.committed_size)
-                    .map_err(|e| io_err(&path, "set_len", e))?;
-            }
-            st.host_len = st.committed_size;
-        }
-        if !self.live.lock().is_empty() {
-            s.signal_work();
-        }
-        Ok(())
-    }
-
-    /// Commit this file alone: one persisted 8-byte store of its epoch.
-    pub fn commit(&self, s: &Shared<R, M>) -> Result<()> {
-        let mut st = self.state.write();
-        if !self.needs_commit() || self.closed.load(Ordering::Acquire) {
-            return Ok(());
-        }
-        self.prepare_commit(&st)?;
-        let e = self.epoch.load(Ordering::Acquire);
-        let at = s.sb.file_meta_at(self.slot) + fm::EPOCH;
-        s.pool.store_u64(at, e + 1);
-        // persist: COMMIT POINT of the file's epoch: its entries become committed.
-        s.pool.persist(at, 8);
-        self.finish_commit(s, &mut st, e + 1)
-    }
-
-    /// Drop every uncommitted change (file lock exclusive).
-    pub fn abort_locked(&self, s: &Shared<R, M>, st: &mut FileState<M::Map>) -> Result<()> {
-        let epoch = self.epoch.load(Ordering::Acquire);
-        let ids: Vec<u32> = self.live.lock().iter().copied().collect();
-        let mut taken = Vec::new();
-        for id in ids {
-            let g = s.entries[id as usize].write();
-            if g.live && g.file_slot == self.slot && g.epoch == epoch {
-                taken.push((id, g));
-            }
-        }
-        if let Some(map) = st.map.as_deref() {
-            for (_, g) in &taken {
-                if !g.policy_redo {
-                    self.copy_log_home(s, st, map, g); // undo: old bytes back home
-                }
-            }
-            map.fence();
-        }
-        for (id, _) in &taken {
-            s.clear_entry(*id);
-        }
-        // persist: the aborted entries are free (home holds the old bytes again).
-        s.pool.fence();
-        for (id, mut g) in taken {
-            self.forget(s, id, &mut g);
-        }
-        self.dirty_home.lock().clear();
-        self.home_dirty.store(false, Ordering::Release);
-        if st.size_pending {
-            let at = s.sb.file_meta_at(self.slot) + fm::PENDING_EPOCH;
-            s.pool.store_u64(at, NO_EPOCH);
-            s.pool.persist(at, 8);
-            st.size_pending = false;
-            st.visible_size = st.committed_size;
-        }
-        if st.host_len > st.committed_size {
-            if let Some(path) = st.path.clone() {
-                s.media
-                    .set_len(&path, st.committed_size)
-                    .map_err(|e| io_err(&path, "set_len", e))?;
-            }
-            st.host_len = st.committed_size;
-        }
-        self.uncommitted.store(false, Ordering::Release);
-        self.epoch_bytes.store(0, Ordering::Relaxed);
-        s.counters.aborts.fetch_add(1, Ordering::Relaxed);
-        Ok(())
-    }
-
-    pub fn abort(&self, s: &Shared<R, M>) -> Result<()> {
-        let mut st = self.state.write();
-        self.abort_locked(s, &mut st)
-    }
-
-    /// Checkpoint everything, drop uncommitted changes, free the metadata slot.
-    pub fn close(&self, s: &Shared<R, M>) -> Result<()> {
-        let mut st = self.state.write();
-        if self.closed.swap(true, Ordering::AcqRel) {
-            return Ok(());
-        }
-        self.abort_locked(s, &mut st)?;
-        self.checkpoint_locked(s, &st)?;
-        let at = s.sb.file_meta_at(self.slot) + fm::HEADER;
-        s.pool.store_u64(at, 0);
-        // persist: the slot is free (nothing of the file is left in the log).
-        s.pool.persist(at, 8);
-        s.files.lock().remove(&self.slot);
-        s.free_file_slots.lock().push(self.slot);
-        Ok(())
     }
 }

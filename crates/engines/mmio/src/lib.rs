@@ -17,6 +17,8 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod checkpoint;
+mod commit;
 mod engine;
 mod file;
 pub mod intent;
@@ -76,6 +78,11 @@ pub struct MmioConfig {
     /// single call), logged or written past the committed end; beyond it writes fail with
     /// NoSpace. Bounds what a transaction may pile up on the host file system.
     pub epoch_bytes_max: u64,
+    /// Write every page of the log area once when the store is opened (after recovery, when
+    /// the whole log is free), so that no write later pays a first-touch page fault of a log
+    /// pool file on tmpfs (emulated NVMM; real NVMM has no such faults). Off by default: it
+    /// commits the pool file's memory at once.
+    pub prefault_log_pool: bool,
 }
 
 impl Default for MmioConfig {
@@ -93,6 +100,7 @@ impl Default for MmioConfig {
             transactions_max: 1024,
             intents_max: 1024,
             epoch_bytes_max: 1 << 40,
+            prefault_log_pool: false,
         }
     }
 }
@@ -113,6 +121,7 @@ impl MmioConfig {
             transactions_max: 8,
             intents_max: 16,
             epoch_bytes_max: 4 << 20,
+            prefault_log_pool: false,
         }
     }
 }

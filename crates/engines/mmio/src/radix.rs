@@ -97,8 +97,26 @@ impl RadixTree {
 
     /// The entry id indexed at `block`.
     pub fn get(&self, block: u64) -> Option<u32> {
-        let v = self.bucket(block, false)?.load(Ordering::Acquire);
+        Self::id_in(self.bucket(block, false)?)
+    }
+
+    /// The leaf bucket of `block` (creating its interior nodes), so that a writer can look it
+    /// up and then claim it ([`claim`](Self::claim)) with one walk of the tree. `None` beyond
+    /// the covered blocks.
+    pub fn slot(&self, block: u64) -> Option<&AtomicU64> {
+        self.bucket(block, true)
+    }
+
+    /// The entry id a bucket holds.
+    pub fn id_in(slot: &AtomicU64) -> Option<u32> {
+        let v = slot.load(Ordering::Acquire);
         (v != 0).then(|| (v - 1) as u32)
+    }
+
+    /// Index `id` in an empty bucket (as `insert_range` of one block); false if taken.
+    pub fn claim(slot: &AtomicU64, id: u32) -> bool {
+        slot.compare_exchange(0, id as u64 + 1, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
     }
 
     /// Index `id` at every block of `[first, first + count)` if all are empty; all or nothing.
@@ -156,62 +174,121 @@ impl Drop for RadixTree {
     }
 }
 
+/// "No block": end of a free list.
+const NIL: u32 = u32::MAX;
+
 /// Buddy allocator of the log area: entries of `BLOCK_SIZE << order`, order 0..=order_max,
 /// each aligned to its size. DRAM only: at mount recovery empties the log, so it starts free.
+///
+/// Free chunks of each order form a doubly linked list threaded through per-block arrays (the
+/// chunk's first block holds its links), so that allocating, freeing and merging with a buddy
+/// are O(1) and never allocate memory; lists are LIFO, so a freed entry is the next one used
+/// (its log pages are warm).
 pub struct Buddy {
+    base: u64,
     block: u64,
     order_max: u8,
-    free: Vec<std::collections::BTreeSet<u64>>,
+    /// Per order: the first free chunk (block index), or NIL.
+    heads: Vec<u32>,
+    next: Vec<u32>,
+    prev: Vec<u32>,
+    /// Per block: 0, or 1 + the order of the free chunk that starts at it.
+    free_order: Vec<u8>,
     free_bytes: u64,
 }
 
 impl Buddy {
     /// `len` bytes from `base` (both multiples of the largest entry).
     pub fn new(base: u64, len: u64, block: u64, order_max: u8) -> Self {
-        let mut free = vec![std::collections::BTreeSet::new(); order_max as usize + 1];
-        let top = block << order_max;
-        let mut at = base;
-        while at + top <= base + len {
-            free[order_max as usize].insert(at);
-            at += top;
-        }
-        Buddy {
+        let blocks = (len / block) as usize;
+        let mut b = Buddy {
+            base,
             block,
             order_max,
-            free,
-            free_bytes: at - base,
+            heads: vec![NIL; order_max as usize + 1],
+            next: vec![NIL; blocks],
+            prev: vec![NIL; blocks],
+            free_order: vec![0; blocks],
+            free_bytes: 0,
+        };
+        let top = 1u64 << order_max;
+        let mut at = 0u64;
+        while at + top <= blocks as u64 {
+            b.push(at as u32, order_max);
+            at += top;
         }
+        b.free_bytes = at * block;
+        b
     }
 
     pub fn free_bytes(&self) -> u64 {
         self.free_bytes
     }
 
-    pub fn alloc(&mut self, order: u8) -> Option<u64> {
-        let from = (order..=self.order_max).find(|&o| !self.free[o as usize].is_empty())?;
-        let at = self.free[from as usize].pop_first()?;
-        for o in (order..from).rev() {
-            self.free[o as usize].insert(at + (self.block << o));
+    fn push(&mut self, idx: u32, order: u8) {
+        let head = self.heads[order as usize];
+        self.next[idx as usize] = head;
+        self.prev[idx as usize] = NIL;
+        if head != NIL {
+            self.prev[head as usize] = idx;
         }
-        self.free_bytes -= self.block << order;
-        Some(at)
+        self.heads[order as usize] = idx;
+        self.free_order[idx as usize] = order + 1;
     }
 
-    pub fn release(&mut self, mut at: u64, mut order: u8) {
+    fn unlink(&mut self, idx: u32, order: u8) {
+        let (p, n) = (self.prev[idx as usize], self.next[idx as usize]);
+        if p == NIL {
+            self.heads[order as usize] = n;
+        } else {
+            self.next[p as usize] = n;
+        }
+        if n != NIL {
+            self.prev[n as usize] = p;
+        }
+        self.free_order[idx as usize] = 0;
+    }
+
+    /// A free entry of `order` (pool offset), `None` when none is left.
+    pub fn alloc(&mut self, order: u8) -> Option<u64> {
+        let from = (order..=self.order_max).find(|&o| self.heads[o as usize] != NIL)?;
+        let idx = self.heads[from as usize];
+        self.unlink(idx, from);
+        for o in (order..from).rev() {
+            self.push(idx + (1u32 << o), o);
+        }
+        self.free_bytes -= self.block << order;
+        Some(self.base + idx as u64 * self.block)
+    }
+
+    /// Give back the entry of `order` at pool offset `at` (merging it with free buddies).
+    pub fn release(&mut self, at: u64, mut order: u8) {
         self.free_bytes += self.block << order;
+        let mut idx = ((at - self.base) / self.block) as u32;
         while order < self.order_max {
-            let size = self.block << order;
-            // Buddies are relative to the area's top-level alignment (base is a multiple of
-            // the largest entry, so xor works on absolute offsets).
-            let buddy = at ^ size;
-            if self.free[order as usize].remove(&buddy) {
-                at = at.min(buddy);
-                order += 1;
-            } else {
+            // Chunks are aligned to their size relative to `base` (a multiple of the largest
+            // entry), so the buddy's index differs in one bit.
+            let buddy = idx ^ (1u32 << order);
+            if self.free_order.get(buddy as usize) != Some(&(order + 1)) {
                 break;
             }
+            self.unlink(buddy, order);
+            idx = idx.min(buddy);
+            order += 1;
         }
-        self.free[order as usize].insert(at);
+        self.push(idx, order);
+    }
+
+    /// Free chunks of `order` (tests).
+    #[cfg(test)]
+    fn free_count(&self, order: u8) -> usize {
+        let mut n = 0;
+        let mut at = self.heads[order as usize];
+        while at != NIL {
+            n += 1;
+            at = self.next[at as usize];
+        }
+        n
     }
 }
 
@@ -248,6 +325,48 @@ mod tests {
         b.release(a, 0);
         b.release(c, 2);
         assert_eq!(b.free_bytes(), total);
-        assert_eq!(b.free[3].len() as u64, total / (4096 << 3), "fully merged");
+        assert_eq!(b.free_count(3) as u64, total / (4096 << 3), "fully merged");
+        for o in 0..3 {
+            assert_eq!(b.free_count(o), 0, "order {o} left over");
+        }
+    }
+
+    #[test]
+    fn buddy_hands_out_disjoint_entries_until_full_and_merges_back() {
+        let (base, len) = (8u64 << 20, 1u64 << 20);
+        let mut b = Buddy::new(base, len, 4096, 4);
+        let mut rng = 0x1234_5678_9abc_def0u64;
+        let mut held: Vec<(u64, u8)> = Vec::new();
+        for round in 0..2000 {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let order = (rng % 5) as u8;
+            if !rng.is_multiple_of(3) || held.is_empty() {
+                if let Some(at) = b.alloc(order) {
+                    let size = 4096u64 << order;
+                    assert_eq!((at - base) % size, 0, "round {round}: misaligned");
+                    assert!(at >= base && at + size <= base + len);
+                    for &(o, ord) in &held {
+                        let s2 = 4096u64 << ord;
+                        assert!(at + size <= o || o + s2 <= at, "round {round}: overlap");
+                    }
+                    held.push((at, order));
+                }
+            } else {
+                let (at, ord) = held.swap_remove((rng as usize / 7) % held.len());
+                b.release(at, ord);
+            }
+            let used: u64 = held.iter().map(|&(_, o)| 4096u64 << o).sum();
+            assert_eq!(b.free_bytes() + used, len, "round {round}: bytes lost");
+        }
+        for (at, ord) in held.drain(..) {
+            b.release(at, ord);
+        }
+        assert_eq!(
+            b.free_count(4),
+            (len / (4096 << 4)) as usize,
+            "fully merged again"
+        );
     }
 }

@@ -101,6 +101,38 @@ fn log_full_is_a_clear_error_and_nothing_is_lost() {
 }
 
 #[test]
+fn a_call_that_fails_midway_leaves_nothing_for_the_next_commit() {
+    // Regression (issue 8): a write outside a transaction that filled the log after logging
+    // some of its pieces returned the error but left those pieces in the epoch, so the next
+    // call's commit made part of the failed write durable.
+    let c = MmioConfig {
+        index_entries_max: 2,
+        policy_mode: mmio::PolicyMode::Undo,
+        ..cfg()
+    };
+    let (region, s) = sim_store(&c);
+    let fh = open_rw(&s, "/f", false);
+    s.write(fh, 0, &vec![7u8; 60_000]).unwrap(); // past the committed end: no log
+    let err = s.write(fh, 0, &vec![9u8; 60_000]).unwrap_err(); // 4 entries of 16 KB needed
+    assert!(matches!(err, Error::LogFull(_)), "{err}");
+    assert_eq!(
+        read_path(&s, "/f"),
+        vec![7u8; 60_000],
+        "failed call visible"
+    );
+    s.write(fh, 59_000, &[1u8; 10]).unwrap();
+    let mut want = vec![7u8; 60_000];
+    want[59_000..59_010].fill(1);
+    assert_eq!(read_path(&s, "/f"), want);
+    let (_r, s2) = sim_reopen(region.cache_image(), &c).unwrap();
+    assert_eq!(
+        read_path(&s2, "/f"),
+        want,
+        "failed call made durable by the next commit"
+    );
+}
+
+#[test]
 fn host_file_truncated_behind_our_back_is_reported() {
     let dir = shm_dir("trunc");
     let c = MmioConfig {

@@ -1,0 +1,238 @@
+//! Checkpointing (Libnvmmio §3.3): a committed redo entry's bytes are copied home, made
+//! durable (msync on a non-DAX file system), then the entry is freed; a committed undo entry is
+//! just freed.
+//!
+//! Three callers: the background thread (`engine::checkpoint_loop`), which holds no file lock
+//! while it copies, so that commits of the file go on; the synchronous checkpoint of one
+//! committed entry that a new write hits (`checkpoint_one`); and the synchronous checkpoints
+//! with the file's lock held (policy switch, committed truncation, full log, close). Entries
+//! are taken off the file's queue, oldest first, under the file's checkpoint mutex, in batches
+//! of a bounded size; each batch costs two fences (home data, then the freed entries).
+
+use crate::engine::{EntryState, Shared};
+use crate::file::{copy_durable, FileState, MmioFile};
+use crate::io_err;
+use crate::layout::BLOCK_SIZE;
+use crate::media::FileMedia;
+use parking_lot::RwLockWriteGuard;
+use pmem::Region;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use store::Result;
+
+/// Entries one checkpoint batch takes at most.
+pub const CHECKPOINT_BATCH_ENTRIES: usize = 64;
+/// Bytes one batch copies home at most (bounds how long it holds its entries' locks).
+pub const CHECKPOINT_BATCH_BYTES: u64 = 1 << 20;
+
+/// The home side of a checkpoint: the mapping (the file's current one, or a snapshot of it
+/// taken by the background thread), the host length, the path (for errors).
+pub(crate) struct Home<'a, Map> {
+    pub map: Option<&'a Map>,
+    pub host_len: u64,
+    pub path: &'a Path,
+}
+
+type Taken<'a> = Vec<(u32, u32, RwLockWriteGuard<'a, EntryState>)>;
+
+impl<R: Region, M: FileMedia> MmioFile<R, M> {
+    /// Copy a committed redo entry home and free it (entry lock held): a write hit it.
+    pub(crate) fn checkpoint_one(
+        &self,
+        s: &Shared<R, M>,
+        st: &FileState<M::Map>,
+        id: u32,
+        e: &mut EntryState,
+    ) -> Result<()> {
+        if e.policy_redo {
+            let map = self.map_of(st)?;
+            copy_chunk_home(s, map, st.host_len, e);
+            // persist: the checkpointed bytes are home (msync on a non-DAX file system)
+            // before the entry that protects them is freed.
+            map.fence();
+            M::check_map(map)
+                .map_err(|err| io_err(st.path.as_deref().unwrap_or("?".as_ref()), "msync", err))?;
+        }
+        s.clear_entry(id);
+        // persist: the entry is free.
+        s.pool.fence();
+        self.forget(s, id, e);
+        Ok(())
+    }
+
+    /// Drop a freed entry from the DRAM index and give its resources back.
+    pub(crate) fn forget(&self, s: &Shared<R, M>, id: u32, e: &mut EntryState) {
+        let blocks = e.size() / BLOCK_SIZE;
+        self.tree.remove_range(e.file_off / BLOCK_SIZE, blocks, id);
+        e.live = false;
+        self.live_count.fetch_sub(1, Ordering::AcqRel);
+        if e.policy_redo {
+            // Release: a reader that sees no redo entry left sees the bytes copied home.
+            self.redo_live.fetch_sub(1, Ordering::Release);
+        }
+        s.unreserve(id, e.log_off, e.order);
+        s.counters
+            .background
+            .entries_checkpointed
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Checkpoint every committed entry, holding no file lock across the copies (the
+    /// background thread, `checkpoint_all`). The mapping is a snapshot: an entry past its end
+    /// (the file grew and was remapped since) waits for the next call.
+    pub fn checkpoint_committed(&self, s: &Shared<R, M>) -> Result<usize> {
+        let (map, host_len, path) = {
+            let st = self.state.read();
+            (st.map.clone(), st.host_len, st.path.clone())
+        };
+        let path = path.unwrap_or_else(|| "?".into());
+        let home = Home {
+            map: map.as_deref(),
+            host_len,
+            path: &path,
+        };
+        let _one = self.ckpt.lock();
+        self.drain_committed(s, &home)
+    }
+
+    /// Checkpoint every committed entry, the file's lock held by the caller (shared or
+    /// exclusive).
+    pub fn checkpoint_locked(&self, s: &Shared<R, M>, st: &FileState<M::Map>) -> Result<usize> {
+        let home = Home {
+            map: st.map.as_deref(),
+            host_len: st.host_len,
+            path: st.path.as_deref().unwrap_or("?".as_ref()),
+        };
+        let _one = self.ckpt.lock();
+        self.drain_committed(s, &home)
+    }
+
+    /// Batches off the queue's front until it holds no committed entry (checkpoint mutex held).
+    fn drain_committed(&self, s: &Shared<R, M>, home: &Home<'_, M::Map>) -> Result<usize> {
+        let mut total = 0;
+        loop {
+            let batch = self.take_committed(s, home);
+            if batch.is_empty() {
+                return Ok(total);
+            }
+            total += batch.len();
+            self.checkpoint_batch(s, home, batch)?;
+        }
+    }
+
+    /// The oldest committed entries, locked (stale queue items are dropped on the way).
+    fn take_committed<'s>(&self, s: &'s Shared<R, M>, home: &Home<'_, M::Map>) -> Taken<'s> {
+        let epoch = self.epoch.load(Ordering::Acquire);
+        let mut out = Vec::new();
+        let mut bytes = 0u64;
+        while out.len() < CHECKPOINT_BATCH_ENTRIES && bytes < CHECKPOINT_BATCH_BYTES {
+            let Some((id, generation)) = self.queue.lock().pop_front() else {
+                break;
+            };
+            if out.iter().any(|(i, _, _)| *i == id) {
+                continue; // a stale mention of a slot this batch holds (we would self-lock)
+            }
+            // The queue's mutex is not held here: a writer creating an entry holds that
+            // entry's lock while it queues it.
+            let g = s.entries[id as usize].write();
+            if !g.live || g.generation != generation || g.file_slot != self.slot {
+                continue; // freed out of order (and perhaps reused): not ours any more
+            }
+            let end = g.file_off + g.delta_off as u64 + g.delta_len as u64;
+            let reachable =
+                !g.policy_redo || home.map.is_some_and(|m| end.min(home.host_len) <= m.len());
+            if g.epoch >= epoch || !reachable {
+                drop(g);
+                self.queue.lock().push_front((id, generation));
+                break;
+            }
+            bytes += g.delta_len as u64;
+            out.push((id, generation, g));
+        }
+        out
+    }
+
+    /// Copy a batch's redo chunks home, make them durable, free the entries.
+    fn checkpoint_batch(
+        &self,
+        s: &Shared<R, M>,
+        home: &Home<'_, M::Map>,
+        mut batch: Taken<'_>,
+    ) -> Result<()> {
+        if let Some(map) = home.map {
+            if batch.iter().any(|(_, _, g)| g.policy_redo) {
+                for (_, _, g) in &batch {
+                    if g.policy_redo {
+                        copy_chunk_home(s, map, home.host_len, g);
+                    }
+                }
+                // persist: every checkpointed byte is home (msync on a non-DAX file system)
+                // before its entry is freed.
+                map.fence();
+                if let Err(err) = M::check_map(map) {
+                    // Not durable: the entries stay live, back at the queue's front.
+                    let mut q = self.queue.lock();
+                    for (id, generation, _) in batch.iter().rev() {
+                        q.push_front((*id, *generation));
+                    }
+                    return Err(io_err(home.path, "msync", err));
+                }
+            }
+        }
+        for (id, _, _) in &batch {
+            s.clear_entry(*id);
+        }
+        // persist: the checkpointed entries are free.
+        s.pool.fence();
+        for (id, _, g) in batch.iter_mut() {
+            self.forget(s, *id, g);
+        }
+        Ok(())
+    }
+
+    /// Take the entries of the running epoch off the queue's back, locked (abort; checkpoint
+    /// mutex held by the caller).
+    pub(crate) fn take_uncommitted<'s>(
+        &self,
+        s: &'s Shared<R, M>,
+    ) -> Vec<(u32, RwLockWriteGuard<'s, EntryState>)> {
+        let epoch = self.epoch.load(Ordering::Acquire);
+        let mut out = Vec::new();
+        loop {
+            let Some((id, generation)) = self.queue.lock().pop_back() else {
+                break;
+            };
+            if out.iter().any(|(i, _)| *i == id) {
+                // A stale mention of a slot taken above (popped from the back, the live
+                // mention comes first); locking it again would deadlock.
+                continue;
+            }
+            let g = s.entries[id as usize].write();
+            if !g.live || g.generation != generation || g.file_slot != self.slot {
+                continue;
+            }
+            if g.epoch != epoch {
+                drop(g);
+                self.queue.lock().push_back((id, generation));
+                break;
+            }
+            out.push((id, g));
+        }
+        out
+    }
+}
+
+/// Copy an entry's chunk (clipped to the host length) from the log home, durable at the next
+/// fence of `map`.
+pub(crate) fn copy_chunk_home<R: Region, M: FileMedia>(
+    s: &Shared<R, M>,
+    map: &M::Map,
+    host_len: u64,
+    e: &EntryState,
+) {
+    let a = e.file_off + e.delta_off as u64;
+    let b = (a + e.delta_len as u64).min(host_len);
+    if a < b {
+        copy_durable(&s.pool, e.log_off + e.delta_off as u64, map, a, b - a);
+    }
+}
