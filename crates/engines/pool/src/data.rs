@@ -107,6 +107,9 @@ impl<R: Region> Core<R> {
             blocks: self.inode_blocks(ino)?,
             pointer_writes: Vec::new(),
         };
+        if self.mode() == Mode::FgWal {
+            self.fg_wal_log_range(tx, ino, off, end)?;
+        }
         let mut pos = off;
         while pos < end {
             let lbn = pos / BLOCK_SIZE;
@@ -120,8 +123,8 @@ impl<R: Region> Core<R> {
             } else {
                 self.geo.check_pbn(pbn, ptr)?;
                 match self.mode() {
-                    Mode::Nc => self.write_in_place(pbn, boff, chunk),
-                    Mode::FgWal => self.write_fg_wal(tx, pbn, boff, chunk)?,
+                    Mode::Nc => self.write_nc(tx, pbn, boff, chunk),
+                    Mode::FgWal => self.write_fg_wal(tx, ino, pbn, boff, chunk)?,
                     Mode::Scsp => self.write_shadow(st, tx, lbn, ptr, pbn, boff, chunk)?,
                     Mode::Fcfs | Mode::Soc | Mode::Sync => {
                         self.write_redo(st, tx, lbn, ptr, pbn, boff, chunk)?

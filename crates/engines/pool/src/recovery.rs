@@ -29,6 +29,8 @@ pub struct RecoveryReport {
     pub undone_txs: u64,
     /// Undo entries applied.
     pub undo_entries_applied: u64,
+    /// FG-WAL line undo entries applied (their saved lines copied back).
+    pub line_records_applied: u64,
     /// Committed data entries kept (redone lazily through the TLVI and checkpointing).
     pub redo_entries_kept: u64,
     /// Uncommitted data entries dropped.
@@ -91,6 +93,7 @@ struct Scan {
     members: Vec<(u64, MemberEntry)>,
     undos: Vec<(u64, UndoEntry)>,
     data: Vec<(u64, DataEntry)>,
+    lines: Vec<(u64, LinesEntry)>,
     max_txid: u64,
     max_seq: u64,
 }
@@ -108,6 +111,7 @@ fn scan<R: Region>(core: &Core<R>, report: &mut RecoveryReport) -> Scan {
         members: vec![],
         undos: vec![],
         data: vec![],
+        lines: vec![],
         max_txid: 0,
         max_seq: 0,
     };
@@ -128,7 +132,7 @@ fn scan<R: Region>(core: &Core<R>, report: &mut RecoveryReport) -> Scan {
                 s.max_txid = s.max_txid.max(u.txid);
                 s.undos.push((slot, u));
             }
-            Entry::Torn | Entry::Data(_) => {
+            Entry::Torn | Entry::Data(_) | Entry::Lines(_) => {
                 core.clear_entry(addr);
                 report.torn_entries += 1;
             }
@@ -141,6 +145,10 @@ fn scan<R: Region>(core: &Core<R>, report: &mut RecoveryReport) -> Scan {
             Entry::Data(d) => {
                 s.max_txid = s.max_txid.max(d.txid);
                 s.data.push((slot, d));
+            }
+            Entry::Lines(l) => {
+                s.max_txid = s.max_txid.max(l.txid);
+                s.lines.push((slot, l));
             }
             _ => {
                 core.clear_entry(addr);
@@ -170,6 +178,8 @@ fn undo_uncommitted<R: Region>(
         }
     }
     let mut undone = std::collections::HashSet::new();
+    // FG-WAL's saved lines first, while the member entries still say who committed.
+    crate::lines::recover_lines(core, &s.lines, &committed, &mut undone, report);
     s.undos.sort_by_key(|(_, u)| (u.txid, u.seq));
     for (slot, u) in s.undos.iter().rev() {
         if committed.contains_key(&u.txid) {

@@ -322,7 +322,9 @@ impl<R: Region> PoolStore<R> {
             };
             m.active = false;
             self.txs.lock().remove(&m.id);
-            self.core.meta_slots.free(m.commit_slot);
+            if m.commit_slot != u64::MAX {
+                self.core.meta_slots.free(m.commit_slot);
+            }
             let mid = m.id;
             group.members.push((mid, slot));
             let mm = std::mem::take(&mut m.members);
@@ -340,6 +342,7 @@ impl<R: Region> PoolStore<R> {
                 orphans,
                 inodes
             );
+            group.modes.absorb(std::mem::take(&mut m.modes));
             group.doomed |= m.doomed;
         }
         Ok(())
