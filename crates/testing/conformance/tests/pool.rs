@@ -78,12 +78,14 @@ mod fcfs {
     use super::*;
     conformance::conformance_tests!(PoolHarness(Mode::Fcfs));
 }
-// NC and FG-WAL are not run yet: NC cannot abort (it logs nothing, so
-// tx_abort_restores_everything, the O_ATOMIC abortv cases and the ENOSPC rollback fail), and
-// FG-WAL fails no_space_in_transaction_rolls_back. Both are open work on issue 3; enable them
-// here once the engine handles them:
-//   conformance::conformance_tests!(PoolHarness(Mode::Nc));
-//   conformance::conformance_tests!(PoolHarness(Mode::FgWal));
+mod nc {
+    use super::*;
+    conformance::conformance_tests!(PoolHarness(Mode::Nc));
+}
+mod fg_wal {
+    use super::*;
+    conformance::conformance_tests!(PoolHarness(Mode::FgWal));
+}
 mod scsp {
     use super::*;
     conformance::conformance_tests!(PoolHarness(Mode::Scsp));
