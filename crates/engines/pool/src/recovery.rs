@@ -7,7 +7,7 @@
 
 use crate::alloc::FreeList;
 use crate::checkpoint::CheckpointQueue;
-use crate::config::PoolConfig;
+use crate::config::{Mode, PoolConfig};
 use crate::core::{CommitRecord, Core, Counters};
 use crate::entry::*;
 use crate::layout::*;
@@ -425,6 +425,12 @@ pub fn open_core<R: Region>(region: Arc<R>, cfg: &PoolConfig) -> Result<(Core<R>
     // Both are bounded by Entry::decode (txid <= TXID_MAX, sequence < COMMIT_SEQ_LIMIT).
     core.next_txid = AtomicU64::new(s.max_txid + 1);
     core.commit_seq = AtomicU64::new(s.max_seq + 1);
+    if matches!(cfg.mode, Mode::Nc | Mode::FgWal | Mode::Scsp) {
+        // These modes write under the block pointer and never look for versions: committed
+        // versions a pool last run in FCFS, SOC or SYNC mode left are applied first, or
+        // reads would keep serving their lines over the newer bytes.
+        core.checkpoint_all()?;
+    }
     report.micros = started.elapsed().as_micros() as u64;
     Ok((core, report))
 }

@@ -9,14 +9,19 @@ mod common;
 use common::*;
 use pmem::{DramRegion, Region};
 use pool::{LogEntryInfo, Mode, PoolConfig, PoolStore};
-use store::{Error, OpenOptions, Store, ROOT_INO};
+use store::{Error, Fh, OpenOptions, Store, ROOT_INO};
 
-fn open_rw(s: &dyn Store, path: &str) -> store::Fh {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(s, path, None)
-        .unwrap()
+/// A fresh pool with files /a and /b holding `a` and `b`, both open read-write.
+fn two_files(cfg: &PoolConfig, a: &[u8], b: &[u8]) -> (PoolStore<DramRegion>, Fh, Fh) {
+    let s = fresh(cfg);
+    create_with(&s, "/a", a);
+    create_with(&s, "/b", b);
+    let (fa, fb) = (open_rw(&s, "/a"), open_rw(&s, "/b"));
+    (s, fa, fb)
+}
+
+fn fg_wal() -> PoolConfig {
+    PoolConfig::test_min().with_mode(Mode::FgWal)
 }
 
 fn lines_entries(s: &PoolStore<DramRegion>) -> Vec<LogEntryInfo> {
@@ -32,7 +37,7 @@ fn field(e: &LogEntryInfo, name: &str) -> u64 {
 
 /// Overwrites inside a transaction: partial edge lines, two writes over the same lines, a
 /// write across a block boundary, and a write past the end (fresh block, nothing saved).
-fn overwrite_in_tx(s: &PoolStore<DramRegion>, fa: store::Fh, fb: store::Fh) -> store::TxId {
+fn overwrite_in_tx(s: &PoolStore<DramRegion>, fa: Fh, fb: Fh) -> store::TxId {
     let tx = s.tx_begin(&[fa, fb]).unwrap();
     s.write(fa, 100, &pattern(3, 300)).unwrap();
     s.write(fa, 200, &pattern(4, 5000)).unwrap();
@@ -43,12 +48,8 @@ fn overwrite_in_tx(s: &PoolStore<DramRegion>, fa: store::Fh, fb: store::Fh) -> s
 
 #[test]
 fn fg_wal_saves_each_line_once_and_abort_restores_it() {
-    let cfg = PoolConfig::test_min().with_mode(Mode::FgWal);
-    let s = fresh(&cfg);
     let (a0, b0) = (pattern(1, 9000), pattern(2, 8192));
-    create_with(&s, "/a", &a0);
-    create_with(&s, "/b", &b0);
-    let (fa, fb) = (open_rw(&s, "/a"), open_rw(&s, "/b"));
+    let (s, fa, fb) = two_files(&fg_wal(), &a0, &b0);
     let free_before = s.statfs().unwrap().blocks_free;
     let tx = overwrite_in_tx(&s, fa, fb);
     let entries = lines_entries(&s);
@@ -78,11 +79,8 @@ fn fg_wal_saves_each_line_once_and_abort_restores_it() {
 
 #[test]
 fn fg_wal_commit_frees_its_entries_and_undo_blocks() {
-    let cfg = PoolConfig::test_min().with_mode(Mode::FgWal);
-    let s = fresh(&cfg);
-    create_with(&s, "/a", &pattern(1, 9000));
-    create_with(&s, "/b", &pattern(2, 8192));
-    let (fa, fb) = (open_rw(&s, "/a"), open_rw(&s, "/b"));
+    let cfg = fg_wal();
+    let (s, fa, fb) = two_files(&cfg, &pattern(1, 9000), &pattern(2, 8192));
     let free_before = s.statfs().unwrap().blocks_free;
     let tx = overwrite_in_tx(&s, fa, fb);
     s.tx_commit(tx).unwrap();
@@ -102,12 +100,9 @@ fn fg_wal_commit_frees_its_entries_and_undo_blocks() {
 
 #[test]
 fn fg_wal_recovery_rolls_back_an_open_transaction_once() {
-    let cfg = PoolConfig::test_min().with_mode(Mode::FgWal);
-    let s = fresh(&cfg);
+    let cfg = fg_wal();
     let (a0, b0) = (pattern(1, 9000), pattern(2, 8192));
-    create_with(&s, "/a", &a0);
-    create_with(&s, "/b", &b0);
-    let (fa, fb) = (open_rw(&s, "/a"), open_rw(&s, "/b"));
+    let (s, fa, fb) = two_files(&cfg, &a0, &b0);
     let _open = overwrite_in_tx(&s, fa, fb);
     // Before recovery, fsck of the open store knows the entries and their undo blocks.
     assert!(s.fsck().unwrap().is_clean(), "{:?}", s.fsck());
@@ -136,7 +131,7 @@ fn fg_wal_recovery_rolls_back_an_open_transaction_once() {
 /// fsck of the image before recovery names it.
 #[test]
 fn fg_wal_entry_with_bad_saved_lines_is_torn() {
-    let cfg = PoolConfig::test_min().with_mode(Mode::FgWal);
+    let cfg = fg_wal();
     let s = fresh(&cfg);
     let a0 = pattern(1, 4096);
     create_with(&s, "/a", &a0);
@@ -172,7 +167,7 @@ fn fg_wal_entry_with_bad_saved_lines_is_torn() {
 fn fg_wal_log_full_inside_a_transaction_rolls_back_and_the_pool_stays_usable() {
     let cfg = PoolConfig {
         data_log_entries: 3,
-        ..PoolConfig::test_min().with_mode(Mode::FgWal)
+        ..fg_wal()
     };
     let s = fresh(&cfg);
     let a0 = pattern(1, 6 * 4096);
@@ -195,12 +190,8 @@ fn fg_wal_log_full_inside_a_transaction_rolls_back_and_the_pool_stays_usable() {
 
 #[test]
 fn nc_abort_restores_every_byte_and_name_without_a_log() {
-    let cfg = PoolConfig::test_min().with_mode(Mode::Nc);
-    let s = fresh(&cfg);
     let (a0, b0) = (pattern(10, 9000), pattern(11, 5000));
-    create_with(&s, "/a", &a0);
-    create_with(&s, "/b", &b0);
-    let (fa, fb) = (open_rw(&s, "/a"), open_rw(&s, "/b"));
+    let (s, fa, fb) = two_files(&PoolConfig::test_min().with_mode(Mode::Nc), &a0, &b0);
     let tx = s.tx_begin(&[fa, fb]).unwrap();
     s.write(fa, 100, &pattern(12, 5000)).unwrap();
     s.write(fa, 20_000, b"grow").unwrap();
@@ -252,4 +243,25 @@ fn nc_atomic_files_syncv_and_abortv() {
     assert_eq!(read_path(&s, "/a"), a1);
     assert_eq!(read_path(&s, "/b"), b1);
     assert!(s.fsck().unwrap().is_clean(), "{:?}", s.fsck());
+}
+
+/// A pool left with committed versions by FCFS (no checkpoint ran) and opened in a mode that
+/// writes under the block pointer: the versions are applied at open, so the mode's writes
+/// are not hidden behind them.
+#[test]
+fn in_place_modes_apply_versions_an_fcfs_run_left() {
+    let fcfs = PoolConfig::test_min();
+    let (s, fa, _) = two_files(&fcfs, &pattern(1, 8192), &pattern(2, 100));
+    s.write(fa, 64, &[7u8; 256]).unwrap();
+    assert!(!s.pending_lists(None).unwrap().is_empty());
+    for mode in [Mode::Nc, Mode::FgWal, Mode::Scsp] {
+        let other = crash_copy(&s, &fcfs.clone().with_mode(mode));
+        assert!(other.pending_lists(None).unwrap().is_empty(), "{mode:?}");
+        let f = open_rw(&other, "/a");
+        other.write(f, 0, &[9u8; 1024]).unwrap();
+        let mut want = pattern(1, 8192);
+        want[..1024].fill(9);
+        assert_eq!(read_path(&other, "/a"), want, "{mode:?}");
+        assert!(other.fsck().unwrap().is_clean(), "{:?}", other.fsck());
+    }
 }
