@@ -8,14 +8,6 @@ use common::*;
 use pool::PoolConfig;
 use store::{Error, OpenOptions, Store, ROOT_INO};
 
-fn open_rw(s: &dyn Store, path: &str) -> store::Fh {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(s, path, None)
-        .unwrap()
-}
-
 #[test]
 fn multi_file_commit_and_abort_restore_every_byte_and_name() {
     let cfg = PoolConfig::test_min();

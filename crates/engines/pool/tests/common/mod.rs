@@ -4,7 +4,7 @@
 use pmem::{DramRegion, Region};
 use pool::{PoolConfig, PoolStore};
 use std::sync::Arc;
-use store::{OpenFlags, Store};
+use store::{Fh, OpenFlags, OpenOptions, Store};
 
 pub const POOL_BYTES: u64 = 4 << 20;
 
@@ -32,6 +32,15 @@ pub fn rw() -> OpenFlags {
         write: true,
         ..OpenFlags::default()
     }
+}
+
+/// Open an existing file read-write by path.
+pub fn open_rw(s: &dyn Store, path: &str) -> Fh {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(s, path, None)
+        .expect(path)
 }
 
 pub fn read_path(s: &dyn Store, path: &str) -> Vec<u8> {
