@@ -192,14 +192,7 @@ fn fg_wal_log_full_inside_a_transaction_rolls_back_and_the_pool_stays_usable() {
 fn nc_abort_restores_every_byte_and_name_without_a_log() {
     let (a0, b0) = (pattern(10, 9000), pattern(11, 5000));
     let (s, fa, fb) = two_files(&PoolConfig::test_min().with_mode(Mode::Nc), &a0, &b0);
-    let tx = s.tx_begin(&[fa, fb]).unwrap();
-    s.write(fa, 100, &pattern(12, 5000)).unwrap();
-    s.write(fa, 20_000, b"grow").unwrap();
-    s.set_len(fb, 10).unwrap();
-    s.write(fb, 3, b"xyz").unwrap();
-    s.create(ROOT_INO, b"new", 0o644, Some(tx)).unwrap();
-    s.rename(ROOT_INO, b"b", ROOT_INO, b"b2", Some(tx)).unwrap();
-    s.unlink(ROOT_INO, b"a", Some(tx)).unwrap();
+    let tx = change_everything(&s, fa, fb);
     // NC writes in place and logs nothing.
     assert!(s.log_entries().is_empty(), "{:?}", s.log_entries());
     assert_eq!(

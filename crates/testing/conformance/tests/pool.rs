@@ -6,8 +6,8 @@
 //! cleanly instead, and everything else, aborts included, holds. Needs `--features pool`
 //! (see Cargo.toml).
 //!
-//! The ignored `large_file_1gib` case needs a region of more than 1 GiB: set
-//! ATOMFS_POOL_CONFORMANCE_MB=1400 (and use --release) to run it.
+//! The ignored long cases (`large_file_1gib`, `many_files_100k`) need a region of more than
+//! 1 GiB: set ATOMFS_POOL_CONFORMANCE_MB=1400 (and use --release) to run them.
 #![cfg(feature = "pool")]
 
 use conformance::Harness;
@@ -36,9 +36,11 @@ fn durable_copy(s: &dyn Store) -> Arc<SimRegion> {
     }
 }
 
+/// One inode per 8 KiB of region (at least 8,192): a region sized for the long cases
+/// (ATOMFS_POOL_CONFORMANCE_MB=1400) holds the 100,000 files of `many_files_100k`.
 fn config(mode: Mode) -> PoolConfig {
     PoolConfig {
-        inode_count: 8192,
+        inode_count: (region_len() / 8192).max(8192),
         ..PoolConfig::default()
     }
     .with_mode(mode)
