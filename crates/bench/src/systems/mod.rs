@@ -1,10 +1,10 @@
 //! The benchmarked systems, each an adapter over [`TwoFileUpdate`](crate::system::TwoFileUpdate).
 
 pub mod ext4;
+pub mod file_io;
 pub mod fileset;
 pub mod fio;
 pub mod floor;
-pub mod file_io;
 pub mod fuse_mount;
 pub mod mmio;
 pub mod pmdk;

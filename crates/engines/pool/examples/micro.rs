@@ -7,7 +7,8 @@
 //! costs a few hundred ns per call, which would weigh on the modes making many small calls.
 //! Every mode gets the same files, offsets and sizes (same seed). Besides the wall-clock mean
 //! it prints the benchmark thread's CPU time per transaction (background checkpoint threads
-//! excluded), which other processes on a shared machine do not inflate. The floor copies
+//! excluded), which other processes on a shared machine do not inflate, and the CPU time of
+//! all threads including the checkpoint after the run (FCFS's background work counted). The floor copies
 //! with the data path's own policy (`Core::copy_durable`: non-temporal whole lines).
 //!
 //! ```text
@@ -117,6 +118,9 @@ struct Run {
     /// CPU time of the benchmark thread per transaction (what the other processes on a
     /// shared machine do not inflate, unlike the wall-clock mean).
     cpu_us: f64,
+    /// CPU time of every thread of the process per transaction, from the start of the run
+    /// to the end of the checkpoint that follows it: the foreground plus all checkpointing.
+    all_cpu_us: f64,
     flushed_per_tx: f64,
     flushed_with_ckpt_per_tx: f64,
 }
@@ -128,7 +132,8 @@ fn run(s: &PoolStore<Reg>, fhs: &[Fh], a: &Args, max_write: u64, data: &[u8]) ->
     let flushed_at_start = region.stats().lines_flushed;
     perf_control(a, "enable");
     let start = Instant::now();
-    let cpu_start = thread_cpu_ns();
+    let cpu_start = cpu_ns(libc::CLOCK_THREAD_CPUTIME_ID);
+    let all_cpu_start = cpu_ns(libc::CLOCK_PROCESS_CPUTIME_ID);
     let mut parts = [std::time::Duration::ZERO; 3];
     for _ in 0..a.txs {
         let f1 = (rng.next() % a.files) as usize;
@@ -150,7 +155,7 @@ fn run(s: &PoolStore<Reg>, fhs: &[Fh], a: &Args, max_write: u64, data: &[u8]) ->
         }
     }
     let elapsed = start.elapsed();
-    let cpu = thread_cpu_ns() - cpu_start;
+    let cpu = cpu_ns(libc::CLOCK_THREAD_CPUTIME_ID) - cpu_start;
     perf_control(a, "disable");
     if a.breakdown {
         let stats = s.stats();
@@ -174,10 +179,12 @@ fn run(s: &PoolStore<Reg>, fhs: &[Fh], a: &Args, max_write: u64, data: &[u8]) ->
     }
     let foreground = (region.stats().lines_flushed - flushed_at_start) * 64;
     s.checkpoint_all().expect("checkpoint");
+    let all_cpu = cpu_ns(libc::CLOCK_PROCESS_CPUTIME_ID) - all_cpu_start;
     let total = (region.stats().lines_flushed - flushed_at_start) * 64;
     Run {
         mean_us: elapsed.as_secs_f64() * 1e6 / a.txs as f64,
         cpu_us: cpu as f64 / 1e3 / a.txs as f64,
+        all_cpu_us: all_cpu as f64 / 1e3 / a.txs as f64,
         flushed_per_tx: foreground as f64 / a.txs as f64,
         flushed_with_ckpt_per_tx: total as f64 / a.txs as f64,
     }
@@ -222,15 +229,16 @@ fn perf_control(a: &Args, command: &str) {
     }
 }
 
-/// CPU time consumed by the calling thread, in ns.
-fn thread_cpu_ns() -> u64 {
+/// CPU time consumed by the calling thread (`CLOCK_THREAD_CPUTIME_ID`) or by the whole
+/// process (`CLOCK_PROCESS_CPUTIME_ID`), in ns.
+fn cpu_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_THREAD_CPUTIME_ID exists on Linux.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    // SAFETY: `ts` is a valid, writable timespec; both CPU-time clocks exist on Linux.
+    let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime({clock})");
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
@@ -240,7 +248,7 @@ fn floor(region: &Reg, a: &Args, max_write: u64, data: &[u8], base: u64) -> (f64
     let span = region.len() - base - (64 << 10);
     let mut rng = Rng(a.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let start = Instant::now();
-    let cpu_start = thread_cpu_ns();
+    let cpu_start = cpu_ns(libc::CLOCK_THREAD_CPUTIME_ID);
     for _ in 0..a.txs {
         rng.next();
         rng.next();
@@ -253,7 +261,7 @@ fn floor(region: &Reg, a: &Args, max_write: u64, data: &[u8], base: u64) -> (f64
     }
     (
         start.elapsed().as_secs_f64() * 1e6 / a.txs as f64,
-        (thread_cpu_ns() - cpu_start) as f64 / 1e3 / a.txs as f64,
+        (cpu_ns(libc::CLOCK_THREAD_CPUTIME_ID) - cpu_start) as f64 / 1e3 / a.txs as f64,
     )
 }
 
@@ -415,6 +423,29 @@ fn main() {
             small.cpu_us,
             r4,
             small.cpu_us / floors.1 .1
+        );
+    }
+    // CPU time of all threads (background checkpointing included) and of the checkpoint
+    // after the run: the work each protocol does per transaction, wherever it runs.
+    let nc_all = rows
+        .iter()
+        .find(|r| r.0 == Mode::Nc)
+        .map(|r| (r.1.all_cpu_us, r.2.all_cpu_us));
+    println!(
+        "{:<8} {:>13} {:>8} {:>13} {:>8}",
+        "mode", "16K all cpu", "vs NC", "4K all cpu", "vs NC"
+    );
+    for (mode, big, small) in &rows {
+        let (r16, r4) = nc_all.map_or((f64::NAN, f64::NAN), |n| {
+            (big.all_cpu_us / n.0, small.all_cpu_us / n.1)
+        });
+        println!(
+            "{:<8} {:>13.2} {:>8.3} {:>13.2} {:>8.3}",
+            mode.name(),
+            big.all_cpu_us,
+            r16,
+            small.all_cpu_us,
+            r4
         );
     }
 }

@@ -132,12 +132,16 @@ impl<R: Region> Core<R> {
             blocks,
             pointer_writes: Vec::new(),
         };
+        if self.mode() == Mode::FgWal {
+            self.fg_wal_log_range(tx, ino, off, end)?;
+        }
         let mut pieces = self.resolve_pieces(tx, ino, off, end, &mut delta)?;
         // A pure overwrite (every block exists, neither the size nor the tree changes) in a
         // logging mode changes only the times: their undo entry is written now, so that its
         // log slot is taken (a lock) before the data's non-temporal stores are in flight (a
-        // locked instruction waits for them).
-        let pure = self.mode() != Mode::Nc
+        // locked instruction waits for them). FG-WAL has no need: fg_wal_log_range saved the
+        // old attributes under its fence, so finish_data_op writes the times in place at once.
+        let pure = !matches!(self.mode(), Mode::Nc | Mode::FgWal)
             && end <= size
             && delta.blocks == blocks
             && pieces.iter().all(|p| p.pbn != 0);
@@ -155,8 +159,8 @@ impl<R: Region> Core<R> {
                 continue;
             }
             match self.mode() {
-                Mode::Nc => self.write_in_place(p.pbn, p.boff, chunk),
-                Mode::FgWal => self.write_fg_wal(tx, p.pbn, p.boff, chunk)?,
+                Mode::Nc => self.write_nc(tx, p.pbn, p.boff, chunk),
+                Mode::FgWal => self.write_fg_wal(tx, ino, p.pbn, p.boff, chunk)?,
                 Mode::Scsp => self.write_shadow(st, tx, p.lbn, p.ptr, p.pbn, p.boff, chunk)?,
                 Mode::Fcfs | Mode::Soc | Mode::Sync => self.write_redo(st, tx, p, chunk),
             }
@@ -227,10 +231,11 @@ impl<R: Region> Core<R> {
     /// operation: one batch of undo entries, one fence. A pure overwrite in a logging mode
     /// changes only the times: their undo entry is written now (made durable by the fence
     /// that ends the operation, `PoolStore::data_op`, or by the commit's first fence) and the
-    /// new times are staged, written in place after that fence (`Core::apply_staged`).
+    /// new times are staged, written in place after that fence (`Core::fenced`). Not in
+    /// FG-WAL: its range log saved the old attributes under its own fence already.
     pub fn finish_data_op(&self, tx: &mut Tx, ino: u64, delta: &InodeDelta) -> Result<()> {
         let ioff = self.geo.inode(ino);
-        if self.mode() != Mode::Nc
+        if !matches!(self.mode(), Mode::Nc | Mode::FgWal)
             && delta.pointer_writes.is_empty()
             && delta.size == self.read_u64(ioff + I_SIZE)
             && delta.blocks == self.read_u64(ioff + I_BLOCKS)

@@ -11,6 +11,8 @@
 //!   links), each directory's parent field naming the directory that holds it, nlink counts;
 //! - log: torn entries, entries in the wrong area, undo addresses, data entries of
 //!   uncommitted transactions, data entries naming a bad inode, pointer or pending block;
+//!   FG-WAL line undo entries (lines.rs): blocks, checksum of the saved lines, none left on
+//!   a quiet store;
 //! - allocators: no used block, inode or log slot on a free list; on a quiet store (no open
 //!   transaction) every block, inode and log slot is either used or free (no leaks).
 //!
@@ -42,7 +44,11 @@ pub fn fsck<R: Region>(c: &Core<R>, quiet: bool) -> Result<FsckReport> {
     let inodes = check_inodes(c, &mut report);
     let links = check_tree(c, &inodes.live, &mut report);
     check_links(c, &inodes.live, &links, &mut report);
-    let pending = pending_blocks(c, &inodes.owner, &mut report);
+    let mut pending = pending_blocks(c, &inodes.owner, &mut report);
+    let pending_count = pending.len() as u64;
+    // FG-WAL undo blocks are in use like pending blocks while their entry is valid.
+    let undo_blocks = crate::lines::fsck_lines(c, &inodes.owner, quiet, &mut report);
+    pending.extend(undo_blocks);
     let (logs, valid_slots) = check_log(c, &inodes.owner, &mut report);
     check_block_allocator(c, &inodes.owner, &pending, quiet, &mut report);
     check_other_allocators(c, &inodes.live, &valid_slots, quiet, &mut report);
@@ -50,7 +56,7 @@ pub fn fsck<R: Region>(c: &Core<R>, quiet: bool) -> Result<FsckReport> {
     report.checked = vec![
         ("inodes".into(), inodes.live.len() as u64),
         ("blocks".into(), blocks),
-        ("pending blocks".into(), pending.len() as u64),
+        ("pending blocks".into(), pending_count),
         ("log entries".into(), logs),
     ];
     Ok(report)
@@ -316,6 +322,7 @@ fn check_log<R: Region>(
             }
             Entry::Torn => report.problem("torn entry in the metadata log", at()),
             Entry::Data(_) => report.problem("data entry in the metadata log", at()),
+            Entry::Lines(_) => report.problem("line undo entry in the metadata log", at()),
         }
         valid.insert((0, slot));
     }
@@ -351,6 +358,8 @@ fn check_log<R: Region>(
                     report.problem(format!("pending block {} is also a file block", d.pbn), at);
                 }
             }
+            // Checked by lines::fsck_lines.
+            Entry::Lines(_) => {}
             _ => report.problem("bad entry in the data log", at),
         }
         valid.insert((1, slot));

@@ -35,10 +35,10 @@ pub struct LogEntryInfo {
     pub slot: u64,
     pub kind: &'static str,
     pub txid: u64,
-    /// Undo: address; data: pointer address.
+    /// Undo: address; data: pointer address; lines: address of the target block.
     pub addr: u64,
     /// Undo: sequence and size; commit: commit sequence and data entries; data: ino, lbn,
-    /// pending pbn, bitmap.
+    /// pending pbn, bitmap; lines (FG-WAL): sequence, ino, target and undo pbn, bitmap, crc.
     pub fields: Vec<(String, u64)>,
 }
 
@@ -153,6 +153,19 @@ impl<R: Region> PoolStore<R> {
                             ("lbn", d.lbn),
                             ("pbn", d.pbn),
                             ("bitmap", d.bitmap),
+                        ],
+                    )),
+                    Entry::Lines(l) => out.push(info(
+                        "lines",
+                        l.txid,
+                        c.geo.block(l.target),
+                        vec![
+                            ("seq", l.seq.into()),
+                            ("ino", l.ino),
+                            ("target_pbn", l.target),
+                            ("undo_pbn", l.undo),
+                            ("bitmap", l.bitmap),
+                            ("crc", l.crc.into()),
                         ],
                     )),
                 }

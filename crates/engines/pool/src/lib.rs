@@ -8,6 +8,7 @@
 //! PoolStore (store_impl, txn)      Store trait, handles, transaction table, O_ATOMIC
 //!   ns, dir                        namespace operations, directory blocks + DRAM index
 //!   data, modes, tlvi              data path: redo into pending blocks, TLVI reads
+//!   nc, lines                      NC's DRAM undo, FG-WAL's cache-line undo log
 //!   tx, entry                      undo log, commit / abort, 64-byte log entries
 //!   checkpoint                     selective checkpointing, background threads
 //!   recovery, fsck, inspect        open/recover, check, read-only views
@@ -26,9 +27,11 @@ mod entry;
 mod fsck;
 mod inspect;
 mod layout;
+mod lines;
 mod logged;
 mod mapped;
 mod modes;
+mod nc;
 mod ns;
 mod orphan;
 mod radix;

@@ -1,32 +1,69 @@
 //! Data paths of the comparison protocols (seed §VI-C). Each is a correct implementation of
 //! its own protocol on the same layout, metadata undo log and commit entry:
-//! - NC writes in place (`Core::write_in_place`), with no log at all (`meta_update`).
-//! - FG-WAL undo-logs the old contents of every cache line it overwrites, persists the log,
-//!   then writes in place.
+//! - NC writes in place (`Core::write_in_place`) with no log at all (`meta_update`); a
+//!   transaction keeps the old bytes in DRAM only, for an abort (nc.rs).
+//! - FG-WAL saves the old contents of every cache line it overwrites whole in an undo block
+//!   under a line undo entry, persists them once per write call, then writes in place
+//!   (lines.rs).
 //! - SCSP copies a whole block to a shadow block on its first write in a transaction, writes
 //!   the shadow, and swaps the 8-byte block pointer under the undo log; the old block is
 //!   freed after the commit point.
 //! - SOC and SYNC use the FCFS data path and differ in checkpointing (checkpoint.rs,
 //!   txn.rs).
+//!
+//! The hooks below are what the shared transaction code (tx.rs) calls for them.
 
+use crate::config::Mode;
 use crate::core::{Core, InodeState};
 use crate::layout::*;
+use crate::lines::LineLog;
+use crate::nc::VolatileUndo;
 use crate::tx::Tx;
 use pmem::Region;
 use store::Result;
 
+/// What a transaction of a comparison mode keeps besides the shared undo log.
+#[derive(Default)]
+pub struct ModeLog {
+    /// NC: old bytes of everything written in place (DRAM only).
+    pub nc: VolatileUndo,
+    /// FG-WAL: the line undo entries and undo blocks.
+    pub lines: LineLog,
+}
+
+impl ModeLog {
+    /// Take over the state of a transaction merged into this one (syncv).
+    pub fn absorb(&mut self, other: ModeLog) {
+        self.nc.absorb(other.nc);
+        self.lines.absorb(other.lines);
+    }
+}
+
 impl<R: Region> Core<R> {
-    /// FG-WAL: log the old lines, persist the log, write in place.
-    pub fn write_fg_wal(&self, tx: &mut Tx, pbn: u64, boff: u64, chunk: &[u8]) -> Result<()> {
-        let first = boff / LINE * LINE;
-        let end = (boff + chunk.len() as u64).div_ceil(LINE) * LINE;
-        let addr = self.geo.block(pbn);
-        if self.log_old_bytes(tx, addr + first, (end - first) as usize)? {
-            // persist: the old lines are in the log before they are overwritten.
-            self.region.fence();
+    /// Right after the commit point.
+    pub fn modes_committed(&self, tx: &mut Tx) {
+        self.lines_committed(tx);
+    }
+
+    /// After the commit's last fence (`release_deferred`): reusable log slots go back.
+    pub fn modes_release(&self, tx: &mut Tx) {
+        self.lines_release(tx);
+        if self.mode() == Mode::Nc {
+            // NC writes no member entry: the slots merge_group reserved are simply unused.
+            for member in tx.members.iter_mut() {
+                if member.1 != u64::MAX {
+                    self.meta_slots.free(member.1);
+                    member.1 = u64::MAX;
+                }
+            }
         }
-        self.write_in_place(pbn, boff, chunk);
-        Ok(())
+    }
+
+    /// First step of an abort: NC's DRAM undo and FG-WAL's line undo are applied (before the
+    /// shared metadata undo entries).
+    pub fn modes_abort(&self, tx: &mut Tx) -> Result<()> {
+        self.nc_abort(tx);
+        self.lines_abort(tx)
     }
 
     /// SCSP: copy-on-write of the whole block into a shadow, pointer swapped under the undo

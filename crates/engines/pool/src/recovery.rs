@@ -7,7 +7,7 @@
 
 use crate::alloc::FreeList;
 use crate::checkpoint::CheckpointQueue;
-use crate::config::PoolConfig;
+use crate::config::{Mode, PoolConfig};
 use crate::core::{CommitRecord, Core, Counters};
 use crate::entry::*;
 use crate::layout::*;
@@ -29,6 +29,8 @@ pub struct RecoveryReport {
     pub undone_txs: u64,
     /// Undo entries applied.
     pub undo_entries_applied: u64,
+    /// FG-WAL line undo entries applied (their saved lines copied back).
+    pub line_records_applied: u64,
     /// Committed data entries kept (redone lazily through the TLVI and checkpointing).
     pub redo_entries_kept: u64,
     /// Uncommitted data entries dropped.
@@ -91,6 +93,7 @@ struct Scan {
     members: Vec<(u64, MemberEntry)>,
     undos: Vec<(u64, UndoEntry)>,
     data: Vec<(u64, DataEntry)>,
+    lines: Vec<(u64, LinesEntry)>,
     max_txid: u64,
     max_seq: u64,
 }
@@ -108,6 +111,7 @@ fn scan<R: Region>(core: &Core<R>, report: &mut RecoveryReport) -> Scan {
         members: vec![],
         undos: vec![],
         data: vec![],
+        lines: vec![],
         max_txid: 0,
         max_seq: 0,
     };
@@ -128,7 +132,7 @@ fn scan<R: Region>(core: &Core<R>, report: &mut RecoveryReport) -> Scan {
                 s.max_txid = s.max_txid.max(u.txid);
                 s.undos.push((slot, u));
             }
-            Entry::Torn | Entry::Data(_) => {
+            Entry::Torn | Entry::Data(_) | Entry::Lines(_) => {
                 core.clear_entry(addr);
                 report.torn_entries += 1;
             }
@@ -141,6 +145,10 @@ fn scan<R: Region>(core: &Core<R>, report: &mut RecoveryReport) -> Scan {
             Entry::Data(d) => {
                 s.max_txid = s.max_txid.max(d.txid);
                 s.data.push((slot, d));
+            }
+            Entry::Lines(l) => {
+                s.max_txid = s.max_txid.max(l.txid);
+                s.lines.push((slot, l));
             }
             _ => {
                 core.clear_entry(addr);
@@ -170,6 +178,8 @@ fn undo_uncommitted<R: Region>(
         }
     }
     let mut undone = std::collections::HashSet::new();
+    // FG-WAL's saved lines first, while the member entries still say who committed.
+    crate::lines::recover_lines(core, &s.lines, &committed, &mut undone, report);
     s.undos.sort_by_key(|(_, u)| (u.txid, u.seq));
     for (slot, u) in s.undos.iter().rev() {
         if committed.contains_key(&u.txid) {
@@ -416,6 +426,12 @@ pub fn open_core<R: Region>(region: Arc<R>, cfg: &PoolConfig) -> Result<(Core<R>
     // Both are bounded by Entry::decode (txid <= TXID_MAX, sequence < COMMIT_SEQ_LIMIT).
     core.next_txid = AtomicU64::new(s.max_txid + 1);
     core.commit_seq = AtomicU64::new(s.max_seq + 1);
+    if matches!(cfg.mode, Mode::Nc | Mode::FgWal | Mode::Scsp) {
+        // These modes write under the block pointer and never look for versions: committed
+        // versions a pool last run in FCFS, SOC or SYNC mode left are applied first, or
+        // reads would keep serving their lines over the newer bytes.
+        core.checkpoint_all()?;
+    }
     report.micros = started.elapsed().as_micros() as u64;
     Ok((core, report))
 }

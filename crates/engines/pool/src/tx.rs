@@ -67,6 +67,8 @@ pub struct Tx {
     /// (`Core::reflush_unfenced`): a fence orders only its own thread's flushes, and the
     /// transaction may be continued or committed by another thread.
     pub unfenced: Vec<(u64, u64)>,
+    /// NC and FG-WAL: their own undo state (modes.rs).
+    pub modes: crate::modes::ModeLog,
 }
 
 pub type TxCell = Mutex<Tx>;
@@ -115,6 +117,7 @@ impl<R: Region> Core<R> {
         tx.shadows.clear();
         tx.staged_times.clear();
         tx.unfenced.clear();
+        tx.modes = Default::default();
         let mut spare = self.spare_txs.lock();
         if spare.len() < SPARE_TXS_MAX {
             spare.push(tx);
@@ -202,6 +205,8 @@ impl<R: Region> Core<R> {
                 // protect is changed in place.
                 self.region.fence();
             }
+        } else {
+            self.nc_save_meta(tx, writes);
         }
         for (addr, bytes) in writes {
             self.region.write(*addr, bytes);
@@ -310,6 +315,7 @@ impl<R: Region> Core<R> {
         self.put_entry(commit_addr, &Entry::Commit(commit));
         // persist: COMMIT POINT. The transaction is durable from here on.
         self.region.fence();
+        self.modes_committed(tx);
         self.counters.commits.fetch_add(1, Ordering::Relaxed);
         let record = CommitRecord {
             data_remaining: data_entries,
@@ -402,6 +408,7 @@ impl<R: Region> Core<R> {
 
     /// Release what a committed transaction freed (after its commit point).
     pub fn release_deferred(&self, tx: &mut Tx) {
+        self.modes_release(tx);
         for pbn in tx.deferred_blocks.drain(..) {
             self.blocks.free(pbn);
         }
@@ -412,7 +419,7 @@ impl<R: Region> Core<R> {
     /// allocated. The caller fixes the DRAM state of the inodes involved.
     pub fn abort_persist(&self, tx: &mut Tx) -> Result<()> {
         tx.active = false;
-        let mut first_error = None;
+        let mut first_error = self.modes_abort(tx).err();
         for &slot in tx.undo_slots.iter().rev() {
             let addr = self.geo.meta_entry(slot);
             let mut line = [0u8; 64];

@@ -315,7 +315,9 @@ impl<R: Region> PoolStore<R> {
             };
             m.active = false;
             self.txs.lock().remove(&m.id);
-            self.core.meta_slots.free(m.commit_slot);
+            if m.commit_slot != u64::MAX {
+                self.core.meta_slots.free(m.commit_slot);
+            }
             let mid = m.id;
             group.members.push((mid, slot));
             let mm = std::mem::take(&mut m.members);
@@ -337,6 +339,7 @@ impl<R: Region> PoolStore<R> {
             );
             let logged = std::mem::take(&mut m.logged);
             group.logged.extend(&logged);
+            group.modes.absorb(std::mem::take(&mut m.modes));
             group.doomed |= m.doomed;
         }
         Ok(())

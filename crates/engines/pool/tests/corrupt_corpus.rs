@@ -1,6 +1,7 @@
-//! Deterministic corrupted-image corpus (issue 4 part 4): from five valid images (fresh,
+//! Deterministic corrupted-image corpus (issue 4 part 4): from six valid images (fresh,
 //! files, committed-not-checkpointed, an uncommitted transaction in the log, a crash in the
-//! middle of a checkpoint; tests/common/images.rs), systematically: every bit of the
+//! middle of a checkpoint, an open FG-WAL transaction; tests/common/images.rs),
+//! systematically: every bit of the
 //! superblock (with and without re-sealing its checksum), bits of every word of every log
 //! entry (torn, and re-sealed so that the fields themselves are hostile), inode fields,
 //! directory entries, a block shared by two files, out-of-range pointers, truncated files,
@@ -274,7 +275,11 @@ fn log_entry_bits() {
     let geo = geometry();
     let mut cases = Vec::new();
     let mut kinds_seen = std::collections::BTreeSet::new();
-    for kind in [ImageKind::Uncommitted, ImageKind::MidCheckpoint] {
+    for kind in [
+        ImageKind::Uncommitted,
+        ImageKind::MidCheckpoint,
+        ImageKind::FgWalUncommitted,
+    ] {
         let clean = build_image(kind);
         let entries = (0..geo.metadata_log_entries)
             .map(|s| geo.meta_entry(s))
@@ -299,9 +304,9 @@ fn log_entry_bits() {
             }
         }
     }
-    // Undo (1), commit (2) and data (4) entries were all covered.
+    // Undo (1), commit (2), data (4) and line undo (5) entries were all covered.
     assert!(
-        [1u8, 2, 4].iter().all(|k| kinds_seen.contains(k)),
+        [1u8, 2, 4, 5].iter().all(|k| kinds_seen.contains(k)),
         "entry kinds {kinds_seen:?}"
     );
     run_all(cases);
@@ -312,7 +317,16 @@ fn log_entry_bits() {
 #[test]
 fn log_entry_fields_resealed() {
     let geo = geometry();
-    let clean = build_image(ImageKind::Uncommitted);
+    let mut cases = Vec::new();
+    for kind in [ImageKind::Uncommitted, ImageKind::FgWalUncommitted] {
+        cases.extend(hostile_fields(&geo, kind));
+    }
+    assert!(cases.len() > 200);
+    run_all(cases);
+}
+
+fn hostile_fields(geo: &Geometry, kind: ImageKind) -> Vec<Case> {
+    let clean = build_image(kind);
     let hostile_words = [
         0,
         u64::MAX,
@@ -346,15 +360,79 @@ fn log_entry_fields_resealed() {
                 }
                 reseal(&mut img, entry);
                 cases.push(case(
-                    format!("entry at {entry:#x} word {w} := hostile value {i}"),
+                    format!("{kind:?}: entry at {entry:#x} word {w} := hostile value {i}"),
                     img,
                     Expect::Survive,
                 ));
             }
         }
     }
-    assert!(cases.len() > 100);
+    cases
+}
+
+/// FG-WAL line undo entries that pass both checksums (the entry's seal and the crc of the
+/// saved lines, both recomputed) but name hostile blocks and lines: recovery must copy
+/// lines only between blocks of the block area, and whatever it copies, never panic.
+#[test]
+fn line_undo_entries_resealed() {
+    let geo = geometry();
+    let clean = build_image(ImageKind::FgWalUncommitted);
+    let lines: Vec<u64> = (0..geo.data_log_entries)
+        .map(|s| geo.data_entry(s))
+        .filter(|&e| clean[e as usize] == 5 && word(&clean, e + 56) != 0)
+        .collect();
+    assert!(lines.len() >= 3, "the image has line undo entries");
+    let root_block = data_pointer(&clean, &geo, 1, 0).1;
+    let f1_index = word(&clean, geo.inode(ino_of(&clean, "/f1")) + 24);
+    // (label, word, value, recompute the crc of the saved lines)
+    let edits: Vec<(&str, u64, u64, bool)> = vec![
+        ("target := the root directory's block", 3, root_block, true),
+        ("target := an index block", 3, f1_index, true),
+        ("target := its own undo block", 3, u64::MAX, true),
+        ("target := block 0", 3, 0, true),
+        ("undo := out of range", 4, geo.block_count, false),
+        ("undo := the root directory's block", 4, root_block, true),
+        ("every line of the block", 5, u64::MAX, true),
+        ("lines changed, crc kept", 5, 0b1011, false),
+        ("txid := 0", 1, 0, false),
+    ];
+    let mut cases = Vec::new();
+    for (n, &entry) in lines.iter().enumerate() {
+        for (what, w, value, recrc) in &edits {
+            let mut img = clean.clone();
+            let value = if *value == u64::MAX && *w == 3 {
+                word(&clean, entry + 32)
+            } else {
+                *value
+            };
+            put(&mut img, entry + w * 8, &value.to_le_bytes());
+            if *recrc {
+                let crc = saved_lines_crc(&img, &geo, entry);
+                put(&mut img, entry + 48, &crc.to_le_bytes());
+            }
+            reseal(&mut img, entry);
+            cases.push(case(
+                format!("line undo entry {n}: {what}"),
+                img,
+                Expect::Survive,
+            ));
+        }
+    }
     run_all(cases);
+}
+
+/// The crc32c of the lines a line undo entry names, read from its undo block in `img`.
+fn saved_lines_crc(img: &[u8], geo: &Geometry, entry: u64) -> u32 {
+    let (undo, bitmap) = (word(img, entry + 32), word(img, entry + 40));
+    if undo == 0 || undo >= geo.block_count {
+        return 0;
+    }
+    let mut crc = 0;
+    for line in (0..64).filter(|l| bitmap & (1 << l) != 0) {
+        let at = (geo.block(undo) + line * 64) as usize;
+        crc = crc32c::crc32c_append(crc, &img[at..at + 64]);
+    }
+    crc
 }
 
 #[test]

@@ -32,12 +32,10 @@ struct Oracle {
 }
 
 fn cfg(mode: Mode) -> PoolConfig {
-    // FG-WAL logs every overwritten line in the metadata log: give it room.
-    let metadata_log_entries = if mode == Mode::FgWal { 1024 } else { 128 };
     PoolConfig {
         mode,
         inode_count: 32,
-        metadata_log_entries,
+        metadata_log_entries: 128,
         data_log_entries: 48,
         ..PoolConfig::test_min()
     }

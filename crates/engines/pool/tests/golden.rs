@@ -88,7 +88,14 @@ fn render() -> String {
     let mut text = String::from(
         "# mode operation: fences flushed-lines bytes-stored (tests/golden.rs; re-bless with POOL_GOLDEN_BLESS=1)\n",
     );
-    for mode in [Mode::Nc, Mode::Fcfs, Mode::Soc, Mode::Sync, Mode::Scsp] {
+    for mode in [
+        Mode::Nc,
+        Mode::Fcfs,
+        Mode::Soc,
+        Mode::Sync,
+        Mode::Scsp,
+        Mode::FgWal,
+    ] {
         for (name, (fences, lines, bytes)) in counts(mode) {
             text.push_str(&format!(
                 "{name}: fences {fences} lines {lines} bytes {bytes}\n"

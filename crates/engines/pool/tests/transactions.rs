@@ -8,14 +8,6 @@ use common::*;
 use pool::PoolConfig;
 use store::{Error, OpenOptions, Store, ROOT_INO};
 
-fn open_rw(s: &dyn Store, path: &str) -> store::Fh {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(s, path, None)
-        .unwrap()
-}
-
 #[test]
 fn multi_file_commit_and_abort_restore_every_byte_and_name() {
     let cfg = PoolConfig::test_min();
@@ -25,15 +17,7 @@ fn multi_file_commit_and_abort_restore_every_byte_and_name() {
     create_with(&s, "/b", &b0);
     let (fa, fb) = (open_rw(&s, "/a"), open_rw(&s, "/b"));
     // Abort: writes, extension, truncate, create, rename, unlink all vanish.
-    let tx = s.tx_begin(&[fa, fb]).unwrap();
-    s.write(fa, 100, &pattern(12, 5000)).unwrap();
-    s.write(fa, 20_000, b"grow").unwrap();
-    s.set_len(fb, 10).unwrap();
-    s.write(fb, 3, b"xyz").unwrap();
-    s.create(ROOT_INO, b"new", 0o644, Some(tx)).unwrap();
-    s.rename(ROOT_INO, b"b", ROOT_INO, b"b2", Some(tx)).unwrap();
-    s.unlink(ROOT_INO, b"a", Some(tx)).unwrap();
-    assert!(s.lookup(ROOT_INO, b"a").is_err());
+    let tx = change_everything(&s, fa, fb);
     s.tx_abort(tx).unwrap();
     assert_eq!(read_path(&s, "/a"), a0);
     assert_eq!(read_path(&s, "/b"), b0);

@@ -31,14 +31,19 @@ pub enum ImageKind {
     Uncommitted,
     /// A crash in the middle of a checkpoint (durable image at one of its fences).
     MidCheckpoint,
+    /// Files, then an open transaction of a pool running FG-WAL: line undo entries in the
+    /// data log, their undo blocks, lines overwritten in place, metadata undo entries.
+    /// Opened with `image_config()` (FCFS): recovery does not depend on the mode.
+    FgWalUncommitted,
 }
 
-pub const IMAGE_KINDS: [ImageKind; 5] = [
+pub const IMAGE_KINDS: [ImageKind; 6] = [
     ImageKind::Fresh,
     ImageKind::Files,
     ImageKind::Committed,
     ImageKind::Uncommitted,
     ImageKind::MidCheckpoint,
+    ImageKind::FgWalUncommitted,
 ];
 
 fn rw() -> OpenFlags {
@@ -100,11 +105,27 @@ fn leave_open_tx(s: &PoolStore<impl Region>) {
     let _still_open = tx;
 }
 
+/// Overwrites of two files (partial lines, across a block boundary, past the end) and a
+/// length change in a transaction that is never committed (FG-WAL: line undo entries).
+fn leave_open_overwrites(s: &PoolStore<impl Region>) {
+    let a = s.open(store::resolve(s, "/f2").unwrap().ino, rw()).unwrap();
+    let b = s.open(store::resolve(s, "/f3").unwrap().ino, rw()).unwrap();
+    let tx = s.tx_begin(&[a, b]).unwrap();
+    s.write(a, 70, &bytes_of(11, 900)).unwrap();
+    s.write(b, 4000, &bytes_of(12, 3000)).unwrap();
+    s.write(b, 9990, &bytes_of(13, 100)).unwrap();
+    s.set_len(a, 6000).unwrap();
+    let _still_open = tx;
+}
+
 /// The bytes of an image of `kind` (durable state: what a crash now would leave).
 pub fn build_image(kind: ImageKind) -> Vec<u8> {
-    let cfg = image_config();
+    let mut cfg = image_config();
     if kind == ImageKind::MidCheckpoint {
         return mid_checkpoint(&cfg);
+    }
+    if kind == ImageKind::FgWalUncommitted {
+        cfg = cfg.with_mode(pool::Mode::FgWal);
     }
     let s = PoolStore::format(Arc::new(DramRegion::new(IMAGE_BYTES)), &cfg).unwrap();
     if kind != ImageKind::Fresh {
@@ -116,6 +137,9 @@ pub fn build_image(kind: ImageKind) -> Vec<u8> {
     }
     if kind == ImageKind::Uncommitted {
         leave_open_tx(&s);
+    }
+    if kind == ImageKind::FgWalUncommitted {
+        leave_open_overwrites(&s);
     }
     let mut bytes = vec![0u8; IMAGE_BYTES as usize];
     s.region().read(0, &mut bytes);

@@ -4,7 +4,7 @@
 use pmem::{DramRegion, Region};
 use pool::{PoolConfig, PoolStore};
 use std::sync::Arc;
-use store::{OpenFlags, Store};
+use store::{Fh, OpenFlags, OpenOptions, Store, TxId, ROOT_INO};
 
 pub const POOL_BYTES: u64 = 4 << 20;
 
@@ -34,6 +34,15 @@ pub fn rw() -> OpenFlags {
     }
 }
 
+/// Open an existing file read-write by path.
+pub fn open_rw(s: &dyn Store, path: &str) -> Fh {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(s, path, None)
+        .expect(path)
+}
+
 pub fn read_path(s: &dyn Store, path: &str) -> Vec<u8> {
     store::path::read_file(s, path).expect(path)
 }
@@ -53,4 +62,19 @@ pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
             x as u8
         })
         .collect()
+}
+
+/// In one transaction on /a (9,000 bytes, open as `fa`) and /b (open as `fb`): an overwrite,
+/// an extension, a truncate and a write of /b, a create, /b renamed to /b2, /a unlinked.
+pub fn change_everything(s: &dyn Store, fa: Fh, fb: Fh) -> TxId {
+    let tx = s.tx_begin(&[fa, fb]).unwrap();
+    s.write(fa, 100, &pattern(12, 5000)).unwrap();
+    s.write(fa, 20_000, b"grow").unwrap();
+    s.set_len(fb, 10).unwrap();
+    s.write(fb, 3, b"xyz").unwrap();
+    s.create(ROOT_INO, b"new", 0o644, Some(tx)).unwrap();
+    s.rename(ROOT_INO, b"b", ROOT_INO, b"b2", Some(tx)).unwrap();
+    s.unlink(ROOT_INO, b"a", Some(tx)).unwrap();
+    assert!(s.lookup(ROOT_INO, b"a").is_err());
+    tx
 }
