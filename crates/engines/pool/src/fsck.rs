@@ -89,15 +89,15 @@ fn check_inodes<R: Region>(c: &Core<R>, report: &mut FsckReport) -> Inodes {
     for ino in 1..geo.inode_count {
         let off = geo.inode(ino);
         let kind = c.read_u8(off + I_KIND);
-        let at = format!("inode {ino} (offset {off:#x})");
+        let at = || format!("inode {ino} (offset {off:#x})");
         if ino == ROOT_INO && kind != KIND_DIR {
-            report.problem(format!("root inode has kind {kind}"), at.clone());
+            report.problem(format!("root inode has kind {kind}"), at());
         }
         if kind == KIND_FREE {
             continue;
         }
         if kind != KIND_FILE && kind != KIND_DIR {
-            report.problem(format!("inode {ino} has kind {kind}"), at);
+            report.problem(format!("inode {ino} has kind {kind}"), at());
             continue;
         }
         live.push((ino, kind));
@@ -117,20 +117,20 @@ fn check_inodes<R: Region>(c: &Core<R>, report: &mut FsckReport) -> Inodes {
             Ok(())
         });
         if let Err(e) = walked {
-            report.problem(format!("inode {ino} block tree: {e}"), at);
+            report.problem(format!("inode {ino} block tree: {e}"), at());
             continue;
         }
         let size = match c.inode_size(ino) {
             Ok(size) => size,
             Err(e) => {
-                report.problem(format!("{e}"), at);
+                report.problem(format!("{e}"), at());
                 continue;
             }
         };
         if let Some(lbn) = last_data.filter(|&l| l >= size.div_ceil(BLOCK_SIZE)) {
             report.problem(
                 format!("inode {ino} has block {lbn} past its size {size}"),
-                at.clone(),
+                at(),
             );
         }
         let recorded = c.read_u64(off + I_BLOCKS);
@@ -157,10 +157,10 @@ fn check_tree<R: Region>(c: &Core<R>, live: &[(u64, u8)], report: &mut FsckRepor
             continue;
         }
         for (name, slot, ino, kind) in dir_entries(c, dir, report) {
-            let at = format!("directory {dir} slot {slot}");
+            let at = || format!("directory {dir} slot {slot}");
             let shown = String::from_utf8_lossy(&name).into_owned();
             if name.contains(&b'/') || name.contains(&0) || name == b"." || name == b".." {
-                report.problem(format!("entry name {shown:?} is not allowed"), at.clone());
+                report.problem(format!("entry name {shown:?} is not allowed"), at());
             }
             let target = c.read_u8(geo.inode(ino) + I_KIND);
             if target != kind {
@@ -168,12 +168,12 @@ fn check_tree<R: Region>(c: &Core<R>, live: &[(u64, u8)], report: &mut FsckRepor
                     format!(
                         "entry {shown:?} names inode {ino} of kind {target}, entry says {kind}"
                     ),
-                    at.clone(),
+                    at(),
                 );
             }
             links[ino as usize] += 1;
             if ino == ROOT_INO {
-                report.problem(format!("entry {shown:?} names the root directory"), at);
+                report.problem(format!("entry {shown:?} names the root directory"), at());
                 continue;
             }
             if target != KIND_DIR {
@@ -183,7 +183,7 @@ fn check_tree<R: Region>(c: &Core<R>, live: &[(u64, u8)], report: &mut FsckRepor
             if std::mem::replace(&mut reached[ino as usize], true) {
                 report.problem(
                     format!("directory {ino} reached twice (a cycle or a second link)"),
-                    at,
+                    at(),
                 );
                 continue;
             }
@@ -327,14 +327,15 @@ fn check_log<R: Region>(
         valid.insert((0, slot));
     }
     for slot in 0..geo.data_log_entries {
-        let at = format!("data log slot {slot} (offset {:#x})", geo.data_entry(slot));
+        // Built only when a problem is found (formatting per slot dominated fsck's time).
+        let at = || format!("data log slot {slot} (offset {:#x})", geo.data_entry(slot));
         match read(geo.data_entry(slot)) {
             Entry::Free => continue,
             Entry::Data(d) => {
                 if !commits.contains(&d.txid) {
                     report.problem(
                         format!("data entry of uncommitted transaction {}", d.txid),
-                        at.clone(),
+                        at(),
                     );
                 }
                 let file =
@@ -342,25 +343,25 @@ fn check_log<R: Region>(
                 if !file {
                     report.problem(
                         format!("data entry names inode {} which is not a file", d.ino),
-                        at,
+                        at(),
                     );
                 } else if c.pointer_addr(d.ino, d.lbn).ok().flatten() != Some(d.ptr_addr) {
                     report.problem(
                         format!("data entry pointer address {:#x} is not where inode {} block {} points from", d.ptr_addr, d.ino, d.lbn),
-                        at,
+                        at(),
                     );
                 } else if !geo.valid_pbn(d.pbn) {
                     report.problem(
                         format!("data entry pending block {} out of range", d.pbn),
-                        at,
+                        at(),
                     );
                 } else if owner[d.pbn as usize] != 0 && c.read_u64(d.ptr_addr) != d.pbn {
-                    report.problem(format!("pending block {} is also a file block", d.pbn), at);
+                    report.problem(format!("pending block {} is also a file block", d.pbn), at());
                 }
             }
             // Checked by lines::fsck_lines.
             Entry::Lines(_) => {}
-            _ => report.problem("bad entry in the data log", at),
+            _ => report.problem("bad entry in the data log", at()),
         }
         valid.insert((1, slot));
     }
@@ -384,22 +385,23 @@ fn check_block_allocator<R: Region>(
             );
             continue;
         };
-        let at = format!("block {pbn} (offset {:#x})", c.geo.block(pbn));
+        // Built only when a problem is found (formatting per free block dominated fsck).
+        let at = || format!("block {pbn} (offset {:#x})", c.geo.block(pbn));
         if std::mem::replace(seen, true) {
-            report.problem(format!("block {pbn} is on the free list twice"), at.clone());
+            report.problem(format!("block {pbn} is on the free list twice"), at());
         }
         if pbn == 0 {
-            report.problem("block 0 is on the free list", at);
+            report.problem("block 0 is on the free list", at());
         } else if owner[pbn as usize] != 0 {
             report.problem(
                 format!(
                     "block {pbn} of inode {} is on the free list",
                     owner[pbn as usize]
                 ),
-                at,
+                at(),
             );
         } else if pending.contains(&pbn) {
-            report.problem(format!("pending block {pbn} is on the free list"), at);
+            report.problem(format!("pending block {pbn} is on the free list"), at());
         }
     }
     if !quiet {
