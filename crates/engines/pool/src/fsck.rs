@@ -356,7 +356,10 @@ fn check_log<R: Region>(
                         at(),
                     );
                 } else if owner[d.pbn as usize] != 0 && c.read_u64(d.ptr_addr) != d.pbn {
-                    report.problem(format!("pending block {} is also a file block", d.pbn), at());
+                    report.problem(
+                        format!("pending block {} is also a file block", d.pbn),
+                        at(),
+                    );
                 }
             }
             // Checked by lines::fsck_lines.

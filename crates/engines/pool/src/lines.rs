@@ -47,6 +47,14 @@ impl LineLog {
         self.slots.extend(other.slots);
         self.undo_blocks.extend(other.undo_blocks);
     }
+
+    /// Empty, keeping the allocations for the next transaction.
+    pub fn clear(&mut self) {
+        self.targets.clear();
+        self.slots.clear();
+        self.undo_blocks.clear();
+        self.next_seq = 0;
+    }
 }
 
 /// The runs of set bits of a line bitmap: (first line, number of lines).

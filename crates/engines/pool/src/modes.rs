@@ -37,6 +37,12 @@ impl ModeLog {
         self.nc.absorb(other.nc);
         self.lines.absorb(other.lines);
     }
+
+    /// Empty, keeping the allocations (a recycled transaction).
+    pub fn clear(&mut self) {
+        self.nc.clear();
+        self.lines.clear();
+    }
 }
 
 impl<R: Region> Core<R> {

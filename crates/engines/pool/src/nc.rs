@@ -9,12 +9,18 @@ use crate::core::Core;
 use crate::tx::Tx;
 use pmem::Region;
 
+/// Bytes of saved ranges a cleared `VolatileUndo` keeps allocated for reuse.
+const KEEP_MAX: usize = 1 << 20;
+
 /// The old bytes of every range a transaction wrote in place, in the order written.
 #[derive(Default)]
 pub struct VolatileUndo {
     /// (region address, length) of each saved range; its bytes follow in `bytes`.
     ranges: Vec<(u64, usize)>,
+    /// Saved bytes in `bytes[..used]`. The vector keeps its length (zeroed once, when it
+    /// grows) across transactions, so that saving a range is one copy, not a fill and a copy.
     bytes: Vec<u8>,
+    used: usize,
 }
 
 impl VolatileUndo {
@@ -23,16 +29,21 @@ impl VolatileUndo {
         if len == 0 {
             return;
         }
-        let at = self.bytes.len();
-        self.bytes.resize(at + len, 0);
-        region.read(addr, &mut self.bytes[at..]);
+        let at = self.used;
+        if self.bytes.len() < at + len {
+            self.bytes.resize(at + len, 0);
+        }
+        region.read(addr, &mut self.bytes[at..at + len]);
+        self.used = at + len;
         self.ranges.push((addr, len));
     }
 
     /// Append the ranges of a transaction merged into this one (syncv).
     pub fn absorb(&mut self, other: VolatileUndo) {
         self.ranges.extend(other.ranges);
-        self.bytes.extend(other.bytes);
+        self.bytes.truncate(self.used);
+        self.bytes.extend_from_slice(&other.bytes[..other.used]);
+        self.used = self.bytes.len();
     }
 
     pub fn is_empty(&self) -> bool {
@@ -42,7 +53,7 @@ impl VolatileUndo {
     /// Write every saved range back, newest first (so a range saved twice ends with its
     /// oldest contents), and flush it. Returns the bytes written back.
     pub fn restore<R: Region>(&mut self, region: &R) -> u64 {
-        let mut end = self.bytes.len();
+        let mut end = self.used;
         let mut restored = 0;
         for &(addr, len) in self.ranges.iter().rev() {
             let old = &self.bytes[end - len..end];
@@ -57,7 +68,11 @@ impl VolatileUndo {
 
     pub fn clear(&mut self) {
         self.ranges.clear();
-        self.bytes.clear();
+        self.used = 0;
+        if self.bytes.len() > KEEP_MAX {
+            // A large transaction's buffer is not kept for the next one.
+            self.bytes = Vec::new();
+        }
     }
 }
 
@@ -113,5 +128,42 @@ mod tests {
         region.read(100, &mut tail);
         assert_eq!(tail, [0, 0, 0]);
         assert!(undo.is_empty());
+    }
+
+    #[test]
+    fn a_cleared_undo_is_reused_without_old_bytes_leaking() {
+        let region = DramRegion::new(4096);
+        region.write(0, b"0123456789");
+        let mut undo = VolatileUndo::default();
+        undo.save(&region, 0, 10);
+        undo.clear();
+        assert!(undo.is_empty());
+        // A second transaction saves less than the first: only its own bytes come back.
+        region.write(20, b"ab");
+        undo.save(&region, 20, 2);
+        region.write(20, b"XY");
+        assert_eq!(undo.restore(&region), 2);
+        let mut back = [0u8; 2];
+        region.read(20, &mut back);
+        assert_eq!(&back, b"ab");
+        let mut first = [0u8; 10];
+        region.read(0, &mut first);
+        assert_eq!(
+            &first, b"0123456789",
+            "a cleared range is never written back"
+        );
+        // Absorbing a reused undo takes only its saved bytes.
+        let mut a = VolatileUndo::default();
+        a.save(&region, 0, 4);
+        a.clear();
+        a.save(&region, 4, 2);
+        let mut b = VolatileUndo::default();
+        b.save(&region, 6, 2);
+        a.absorb(b);
+        region.write(4, b"zzzz");
+        assert_eq!(a.restore(&region), 4);
+        let mut mid = [0u8; 4];
+        region.read(4, &mut mid);
+        assert_eq!(&mid, b"4567");
     }
 }

@@ -117,7 +117,7 @@ impl<R: Region> Core<R> {
         tx.shadows.clear();
         tx.staged_times.clear();
         tx.unfenced.clear();
-        tx.modes = Default::default();
+        tx.modes.clear();
         let mut spare = self.spare_txs.lock();
         if spare.len() < SPARE_TXS_MAX {
             spare.push(tx);
