@@ -17,10 +17,18 @@ pub struct PoolTarget {
 }
 
 impl PoolTarget {
-    /// `PoolConfig::test_min()` on a 4 MiB region: small limits, small crash images.
+    /// `PoolConfig::test_min()` on a 4 MiB region: small logs and block counts (so that
+    /// workloads reach full logs and pools), small crash images. Open files and open
+    /// transactions are raised to what the workloads can hold at once: every thread may
+    /// keep all its files open, each with an O_ATOMIC implicit transaction (3 threads × 6
+    /// files overran test_min's 4 transactions, a limit the model does not have).
     pub fn test_min() -> Self {
         PoolTarget {
-            config: PoolConfig::test_min(),
+            config: PoolConfig {
+                open_transactions_max: 64,
+                open_files_max: 64,
+                ..PoolConfig::test_min()
+            },
             region_len: 4 << 20,
         }
     }

@@ -79,6 +79,36 @@ fn pool_crash_threads() {
     );
 }
 
+/// Three threads, each holding O_ATOMIC implicit transactions on its six files: seeds 57 and
+/// 95 of `atomfs crashtest --long` (3 threads × 8 units) ran into test_min's limit of 4 open
+/// transactions, which the model does not have (7 violations). The harness's pool target
+/// now allows what the workloads can hold.
+#[test]
+fn pool_crash_three_threads_many_open_transactions() {
+    let cfg = DriverConfig {
+        images_per_fence: 8,
+        images_per_workload: 300,
+        ..Default::default()
+    };
+    let report = run_seeds(
+        Arc::new(PoolTarget::test_min()),
+        [57, 95],
+        WorkloadConfig {
+            seed: 0,
+            units: 8,
+            threads: 3,
+        },
+        &cfg,
+    );
+    eprintln!("{}", report.summary());
+    assert!(
+        report.violations.is_empty(),
+        "{} violations, first: {}",
+        report.violations.len(),
+        report.violations[0]
+    );
+}
+
 /// The torture child (does nothing unless started by `pool_torture`).
 #[test]
 fn pool_torture_child_entry() {
