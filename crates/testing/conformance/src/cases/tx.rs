@@ -127,7 +127,31 @@ pub fn tx_file_in_two_transactions(h: &dyn Harness) {
     ok(s.tx_abort(t2), "abort t2");
     assert_eq!(contents(s, f), b"one");
     assert_eq!(contents(s, g), b"");
-    ok(s.release(f), "release");
+    // Releasing the handle that bound a file does not take the file out of its transaction
+    // (found by the pool_ops fuzz target: the model had let a second handle bind it).
+    let f2 = open_rw(s, "/f");
+    let t3 = ok(s.tx_begin(&[f]), "tx_begin");
+    put(s, f, 0, b"ONE");
+    ok(s.release(f), "release the bound handle");
+    assert_err!(s.tx_begin(&[f2]), Error::FileInTransaction(_));
+    let t4 = ok(s.tx_begin(&[g]), "tx_begin");
+    assert_err!(s.tx_add(t4, f2), Error::FileInTransaction(_));
+    ok(s.tx_commit(t3), "commit t3");
+    ok(s.tx_add(t4, f2), "tx_add after t3 finished");
+    ok(s.tx_commit(t4), "commit t4");
+    assert_eq!(contents(s, f2), b"ONE");
+    // A write through another handle of a bound file belongs to the file's transaction.
+    let f3 = open_rw(s, "/f");
+    let t5 = ok(s.tx_begin(&[f2]), "tx_begin");
+    put(s, f3, 0, b"two");
+    ok(s.tx_abort(t5), "abort t5");
+    assert_eq!(
+        contents(s, f3),
+        b"ONE",
+        "the other handle's write was aborted with t5"
+    );
+    ok(s.release(f3), "release");
+    ok(s.release(f2), "release");
     ok(s.release(g), "release");
     finish(store);
 }

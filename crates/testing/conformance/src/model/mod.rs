@@ -422,9 +422,10 @@ impl Store for ModelStore {
                 return Err(Error::FileInTransaction(other));
             }
             if let Some((&other, _)) = st.txs.iter().find(|(_, t)| {
-                t.handles
-                    .iter()
-                    .any(|f| st.handles.get(f).is_some_and(|o| o.ino == h.ino))
+                t.files.contains(&h.ino)
+                    || t.handles
+                        .iter()
+                        .any(|f| st.handles.get(f).is_some_and(|o| o.ino == h.ino))
             }) {
                 return Err(Error::FileInTransaction(other));
             }
@@ -450,9 +451,10 @@ impl Store for ModelStore {
             .iter()
             .find(|(&id, t)| {
                 id != tx.0
-                    && t.handles
-                        .iter()
-                        .any(|f| st.handles.get(f).is_some_and(|o| o.ino == h.ino))
+                    && (t.files.contains(&h.ino)
+                        || t.handles
+                            .iter()
+                            .any(|f| st.handles.get(f).is_some_and(|o| o.ino == h.ino)))
             })
             .map(|(&id, _)| id);
         if let Some(other) = bound_elsewhere {

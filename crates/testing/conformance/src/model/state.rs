@@ -123,6 +123,10 @@ pub(crate) struct Tx {
     /// Pre-images of every inode the transaction touched (`None`: created by it).
     pub(crate) undo: HashMap<Ino, Option<Inode>>,
     pub(crate) handles: HashSet<u64>,
+    /// Files bound to the transaction. A file stays bound when the handle that bound it is
+    /// released (the transaction still owns its changes), so no other open transaction can
+    /// take it until this one ends (a file is bound to one open transaction at a time).
+    pub(crate) files: HashSet<Ino>,
 }
 
 #[derive(Clone, Debug)]
@@ -436,9 +440,21 @@ impl State {
         Ok((h.ino, h))
     }
 
+    /// The open transaction a file is bound to, if any (bound through any handle).
+    pub(crate) fn tx_of_file(&self, ino: Ino) -> Option<u64> {
+        self.txs
+            .iter()
+            .find(|(_, t)| t.files.contains(&ino))
+            .map(|(&id, _)| id)
+    }
+
+    /// A data change of `ino` through handle `h`: it belongs to the transaction the file is
+    /// bound to, whichever of the file's handles bound it (a file, not a handle, joins a
+    /// transaction); else an O_ATOMIC handle's change waits for its fsync.
     pub(crate) fn record_change(&mut self, ino: Ino, h: &Handle) {
-        if h.tx.is_some() {
-            self.save(h.tx, ino);
+        let tx = h.tx.or_else(|| self.tx_of_file(ino));
+        if tx.is_some() {
+            self.save(tx, ino);
         } else if h.flags.atomic && !self.atomic_base.contains_key(&ino) {
             if let Some(i) = self.inodes.get(&ino) {
                 let base = i.clone();
@@ -509,10 +525,12 @@ impl State {
 }
 
 pub(crate) fn bind(st: &mut State, tx: u64, fh: Fh) {
-    if let Some(h) = st.handles.get_mut(&fh.0) {
+    let ino = st.handles.get_mut(&fh.0).map(|h| {
         h.tx = Some(tx);
-    }
+        h.ino
+    });
     if let Some(t) = st.txs.get_mut(&tx) {
         t.handles.insert(fh.0);
+        t.files.extend(ino);
     }
 }
