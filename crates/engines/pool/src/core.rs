@@ -33,6 +33,10 @@ pub struct InodeState {
     pub bound_id: u64,
     /// Open handles on the inode.
     pub open_handles: u32,
+    /// The file was created by a transaction that aborted while handles were open on it:
+    /// the inode is free on the media, its number is held back from the allocator until
+    /// the last handle is released, and every handle operation fails with NotFound.
+    pub gone: bool,
 }
 
 pub type InodeCell = Mutex<InodeState>;

@@ -96,11 +96,17 @@ impl<R: Region> PoolStore<R> {
 
     pub(crate) fn handle(&self, fh: Fh) -> Result<Arc<Handle>> {
         self.core.check_open()?;
-        self.handles
+        let h = self
+            .handles
             .read()
             .get(&fh.0)
             .cloned()
-            .ok_or(Error::BadHandle(fh.0))
+            .ok_or(Error::BadHandle(fh.0))?;
+        if h.cell.lock().gone {
+            // Its file was created by a transaction that aborted (tx.rs abort_persist).
+            return Err(Error::NotFound(format!("inode {}", h.ino)));
+        }
+        Ok(h)
     }
 
     fn stop_threads(&self) {

@@ -463,7 +463,22 @@ impl<R: Region> Core<R> {
             self.blocks.free(pbn);
         }
         for ino in tx.allocated_inodes.drain(..) {
-            self.inodes_free.free(ino);
+            // A file this transaction created may still have open handles: its number must
+            // not go to another file while they exist (they share the inode's DRAM state).
+            // It is freed when the last of them is released (`PoolStore::reap`).
+            let cell = self.cells.read().get(&ino).cloned();
+            let held = cell.is_some_and(|cell| {
+                let mut st = cell.lock();
+                if st.open_handles > 0 {
+                    st.gone = true;
+                    true
+                } else {
+                    false
+                }
+            });
+            if !held {
+                self.inodes_free.free(ino);
+            }
         }
         tx.deferred_blocks.clear();
         tx.staged_times.clear();

@@ -275,6 +275,20 @@ impl<R: Region> PoolStore<R> {
     /// Free inode `ino` if it has no link, no open handle, and no open transaction may
     /// still give it its link back. The caller holds the namespace lock.
     pub(crate) fn reap(&self, ino: u64) -> Result<()> {
+        let cell = self.core.cells.read().get(&ino).cloned();
+        if let Some(cell) = cell {
+            let st = cell.lock();
+            if st.gone {
+                if st.open_handles == 0 {
+                    // Created by an aborted transaction: free on the media already, its
+                    // number was held back for the handles (tx.rs abort_persist).
+                    drop(st);
+                    self.core.cells.write().remove(&ino);
+                    self.core.inodes_free.free(ino);
+                }
+                return Ok(());
+            }
+        }
         let kind = self.core.read_u8(self.core.geo.inode(ino) + I_KIND);
         if kind == KIND_FREE || self.core.read_u32(self.core.geo.inode(ino) + I_NLINK) != 0 {
             return Ok(());

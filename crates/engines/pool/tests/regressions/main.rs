@@ -10,6 +10,7 @@ mod images;
 #[path = "../common/mutate.rs"]
 mod mutate;
 
+mod aborted_create_with_open_handle;
 mod auto_commit_beside_open_tx;
 mod block_count_overflow_getattr;
 mod block_count_overflow_write;
