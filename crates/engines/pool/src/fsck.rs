@@ -439,8 +439,16 @@ fn check_other_allocators<R: Region>(
         }
     }
     if quiet {
+        // Numbers held back for open handles on a file whose create was aborted.
+        let held: HashSet<u64> = c
+            .cells
+            .read()
+            .iter()
+            .filter(|(_, cell)| cell.try_lock().is_none_or(|st| st.gone))
+            .map(|(&ino, _)| ino)
+            .collect();
         for ino in ROOT_INO + 1..c.geo.inode_count {
-            if !in_use.contains(&ino) && !free_inodes.contains(&ino) {
+            if !in_use.contains(&ino) && !free_inodes.contains(&ino) && !held.contains(&ino) {
                 report.problem(
                     format!("inode {ino} is neither used nor free (leaked)"),
                     "inode allocator",
