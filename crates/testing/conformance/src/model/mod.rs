@@ -418,6 +418,8 @@ impl Store for ModelStore {
         let mut st = self.live()?;
         for &fh in files {
             let h = st.handle(fh)?;
+            // A handle on a file whose create was aborted has no file to bind.
+            st.inode(h.ino)?;
             if let Some(other) = h.tx {
                 return Err(Error::FileInTransaction(other));
             }
@@ -443,6 +445,7 @@ impl Store for ModelStore {
         let mut st = self.live()?;
         st.tx_check(Some(tx))?;
         let h = st.handle(fh)?;
+        st.inode(h.ino)?;
         if let Some(other) = h.tx {
             return Err(Error::FileInTransaction(other));
         }
