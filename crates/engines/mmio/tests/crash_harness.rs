@@ -9,55 +9,10 @@
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
-use crash::{run_seeds, CrashTarget, DriverConfig, WorkloadConfig};
-use mmio::{MmioConfig, MmioStore, PolicyMode, SimMedia, Window};
-use pmem::SimRegion;
+use crash::mmio_target::MmioTarget;
+use crash::{run_seeds, DriverConfig, WorkloadConfig};
+use mmio::PolicyMode;
 use std::sync::Arc;
-use store::{Error, Result, Store};
-
-const FILE_CAPACITY: u64 = 128 << 10;
-const EXTENTS: u32 = 32;
-
-struct MmioTarget {
-    config: MmioConfig,
-}
-
-impl MmioTarget {
-    fn new(mode: PolicyMode) -> Self {
-        MmioTarget {
-            config: MmioConfig {
-                policy_mode: mode,
-                files_max: 32,
-                index_entries_max: 256,
-                intents_max: 64,
-                tx_files_max: mmio::layout::TX_FILES_MAX,
-                ..MmioConfig::test_min()
-            },
-        }
-    }
-}
-
-impl CrashTarget for MmioTarget {
-    fn name(&self) -> String {
-        format!("mmio-{:?}", self.config.policy_mode).to_lowercase()
-    }
-    fn region_len(&self) -> u64 {
-        self.config.log_pool_len + SimMedia::area_len(FILE_CAPACITY, EXTENTS)
-    }
-    fn format(&self, region: Arc<SimRegion>) -> Result<Box<dyn Store>> {
-        let len = self.config.log_pool_len;
-        let media = SimMedia::new(region.clone(), len, FILE_CAPACITY, EXTENTS);
-        let pool = Window::new(region, 0, len);
-        Ok(Box::new(MmioStore::create_on(pool, media, &self.config)?))
-    }
-    fn recover(&self, region: Arc<SimRegion>) -> Result<Box<dyn Store>> {
-        let len = self.config.log_pool_len;
-        let media = SimMedia::open(region.clone(), len, FILE_CAPACITY, EXTENTS)
-            .map_err(|e| Error::corrupt(format!("simulated namespace: {e}"), len))?;
-        let pool = Window::new(region, 0, len);
-        Ok(Box::new(MmioStore::open_on(pool, media, &self.config)?))
-    }
-}
 
 fn run(mode: PolicyMode, seeds: std::ops::RangeInclusive<u64>, threads: usize) {
     let extra: u64 = std::env::var("ATOMFS_MMIO_CRASH_WORKLOADS")

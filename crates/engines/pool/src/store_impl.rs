@@ -95,18 +95,20 @@ impl<R: Region> PoolStore<R> {
     }
 
     pub(crate) fn handle(&self, fh: Fh) -> Result<Arc<Handle>> {
+        let h = self.open_handle(fh)?;
+        check_live(&h.cell.lock(), h.ino)?;
+        Ok(h)
+    }
+
+    /// `handle` without the check that its file still exists, for the read and write paths,
+    /// which check it under the inode lock they take anyway (`check_live`).
+    fn open_handle(&self, fh: Fh) -> Result<Arc<Handle>> {
         self.core.check_open()?;
-        let h = self
-            .handles
+        self.handles
             .read()
             .get(&fh.0)
             .cloned()
-            .ok_or(Error::BadHandle(fh.0))?;
-        if h.cell.lock().gone {
-            // Its file was created by a transaction that aborted (tx.rs abort_persist).
-            return Err(Error::NotFound(format!("inode {}", h.ino)));
-        }
-        Ok(h)
+            .ok_or(Error::BadHandle(fh.0))
     }
 
     fn stop_threads(&self) {
@@ -158,7 +160,11 @@ impl<R: Region> PoolStore<R> {
         self.make_room(blocks);
         if h.atomic.load(Ordering::Acquire) {
             let mut implicit = h.implicit.lock();
-            let unbound = h.cell.lock().bound_id == 0;
+            let unbound = {
+                let st = h.cell.lock();
+                check_live(&st, h.ino)?;
+                st.bound_id == 0
+            };
             if implicit.as_ref().is_none_or(|t| !t.lock().active) && unbound {
                 let cell = self.begin_tx()?;
                 let id = cell.lock().id;
@@ -167,6 +173,7 @@ impl<R: Region> PoolStore<R> {
             }
         }
         let mut st = h.cell.lock();
+        check_live(&st, h.ino)?;
         if let Some(cell) = st.bound.clone() {
             let mut tx = cell.lock();
             if tx.active {
@@ -374,17 +381,19 @@ impl<R: Region> Store for PoolStore<R> {
     }
 
     fn read(&self, fh: Fh, off: u64, buf: &mut [u8]) -> Result<usize> {
-        let h = self.handle(fh)?;
+        let h = self.open_handle(fh)?;
         if !h.flags.read {
             return Err(Error::BadMode(fh.0, "reading"));
         }
         let st = h.cell.lock();
+        check_live(&st, h.ino)?;
         self.core.read_data(&st, off, buf)
     }
 
     fn write(&self, fh: Fh, off: u64, data: &[u8]) -> Result<usize> {
-        let h = self.handle(fh)?;
+        let h = self.open_handle(fh)?;
         if data.is_empty() {
+            check_live(&h.cell.lock(), h.ino)?;
             return Ok(0);
         }
         let append = h.flags.append;
@@ -401,7 +410,7 @@ impl<R: Region> Store for PoolStore<R> {
     }
 
     fn set_len(&self, fh: Fh, len: u64) -> Result<()> {
-        let h = self.handle(fh)?;
+        let h = self.open_handle(fh)?;
         self.data_op(&h, fh, 2, |core, st, tx| core.set_len_data(st, tx, len))
     }
 
@@ -530,4 +539,13 @@ impl<R: Region> Store for PoolStore<R> {
     fn as_any(&self) -> &dyn Any {
         self
     }
+}
+
+/// A handle's file is gone when the transaction that created it aborted while the handle was
+/// open (tx.rs `abort_persist`): every operation through it is NotFound.
+fn check_live(st: &crate::core::InodeState, ino: u64) -> Result<()> {
+    if st.gone {
+        return Err(Error::NotFound(format!("inode {ino}")));
+    }
+    Ok(())
 }
