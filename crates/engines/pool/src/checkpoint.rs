@@ -372,10 +372,15 @@ impl CheckpointQueue {
         self.wake.notify_one();
     }
 
-    /// Ask for everything to be checkpointed (low space).
+    /// Ask for everything to be checkpointed (low space). Every data operation asks while
+    /// space is low: the flag is written (and the threads woken) only when it is not set
+    /// already, so that the line the checkpoint threads poll is not taken from them on
+    /// every call.
     pub fn push_all(&self) {
-        self.everything.store(true, Ordering::Release);
-        self.wake.notify_all();
+        if !self.everything.load(Ordering::Acquire) {
+            self.everything.store(true, Ordering::Release);
+            self.wake.notify_all();
+        }
     }
 }
 

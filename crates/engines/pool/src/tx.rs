@@ -359,15 +359,16 @@ impl<R: Region> Core<R> {
             // persist: member entries are freed before the commit entries.
             self.region.fence();
         }
+        // The slots go back in one batch (one update of the shared free count).
+        let mut freed: smallvec::SmallVec<[u64; 16]> = smallvec::SmallVec::new();
         for record in records {
             // The commit entry's free needs no fence: a commit entry left valid by a crash
             // names no remaining entry and recovery frees it.
             self.clear_entry(self.geo.meta_entry(record.commit_slot));
             let slots = record.undo_slots.into_iter().chain(record.member_slots);
-            for slot in slots.chain([record.commit_slot]) {
-                self.meta_slots.free(slot);
-            }
+            freed.extend(slots.chain([record.commit_slot]));
         }
+        self.meta_slots.free_many(&freed);
     }
 
     /// One data entry of committed transaction `txid` has been freed durably; returns its
