@@ -1,4 +1,4 @@
-//! Found while fixing `uncommitted_create_changed_from_outside` (25 Nov 2026): `tx_begin;
+//! Found while fixing `uncommitted_create_changed_from_outside` (24 Nov 2026): `tx_begin;
 //! mkdir /d in tx; create /d/f in tx; tx_abort; fsck` reported the directory's block as
 //! leaked. A directory grows in a small transaction of its own that commits at once
 //! (docs/engines/pool.md "Decisions beyond the seed"), so the abort that freed the new

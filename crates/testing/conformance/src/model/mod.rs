@@ -376,7 +376,7 @@ impl Store for ModelStore {
 
     fn fsync(&self, fh: Fh, _datasync: bool) -> Result<()> {
         let mut st = self.live()?;
-        let h = st.handle(fh)?;
+        let h = st.live_handle(fh)?;
         st.atomic_base.remove(&h.ino);
         Ok(())
     }
@@ -389,7 +389,7 @@ impl Store for ModelStore {
 
     fn set_atomic(&self, fh: Fh, atomic: bool) -> Result<()> {
         let mut st = self.live()?;
-        let h = st.handle(fh)?;
+        let h = st.live_handle(fh)?;
         if !atomic {
             st.atomic_base.remove(&h.ino);
         }
@@ -403,7 +403,7 @@ impl Store for ModelStore {
         let mut st = self.live()?;
         let inos = fhs
             .iter()
-            .map(|&fh| st.handle(fh).map(|h| h.ino))
+            .map(|&fh| st.live_handle(fh).map(|h| h.ino))
             .collect::<Result<Vec<_>>>()?;
         for ino in inos {
             st.atomic_base.remove(&ino);
@@ -415,7 +415,7 @@ impl Store for ModelStore {
         let mut st = self.live()?;
         let inos = fhs
             .iter()
-            .map(|&fh| st.handle(fh).map(|h| h.ino))
+            .map(|&fh| st.live_handle(fh).map(|h| h.ino))
             .collect::<Result<Vec<_>>>()?;
         for ino in inos {
             if let Some(base) = st.atomic_base.remove(&ino) {

@@ -203,6 +203,15 @@ impl State {
             .ok_or(Error::BadHandle(fh.0))
     }
 
+    /// `handle`, for calls that need the file: a handle on a file whose create was aborted
+    /// has none, and every call through it but `release` fails with NotFound (as in the
+    /// pool; `fsync` on such a handle was Ok here: pool_ops fuzz finding, 24 Nov).
+    pub(crate) fn live_handle(&self, fh: Fh) -> Result<Handle> {
+        let h = self.handle(fh)?;
+        self.inode(h.ino)?;
+        Ok(h)
+    }
+
     pub(crate) fn open_count(&self, ino: Ino) -> usize {
         self.handles.values().filter(|h| h.ino == ino).count()
     }
