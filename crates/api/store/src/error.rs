@@ -26,7 +26,9 @@ pub enum Error {
     NoSpace(String),
     #[error("log full: {0}")]
     LogFull(String),
-    #[error("file is bound to transaction {0} already")]
+    /// The file belongs to another open transaction: it is bound to it, or that transaction
+    /// created it and has not committed (see the crate documentation, "Transactions").
+    #[error("file belongs to open transaction {0} (bound to it, or created by it)")]
     FileInTransaction(u64),
     #[error("no such transaction {0} (never begun, or already committed or aborted)")]
     NoSuchTransaction(u64),

@@ -15,6 +15,18 @@
 //! Calls outside any transaction are each their own transaction: durable and atomic when they
 //! return. Isolation between transactions is the application's (AD-transactions, as in FCFS).
 //!
+//! A file or directory created by an open transaction belongs to it until it commits or
+//! aborts (an abort removes it). From outside that transaction — a call outside any
+//! transaction, another transaction, an O_ATOMIC file's implicit one — every change to it
+//! fails with [`Error::FileInTransaction`] naming the creator (EBUSY): `write` (of at least
+//! one byte) and `set_len` through a handle whose file is not bound to the creator, binding
+//! it to another transaction (`tx_begin`, `tx_add`), `unlink`, `rmdir`, `rename` of it or
+//! over it, `link` to it, `setattr`, and adding, removing or moving entries of such a
+//! directory. The check comes after the call's own errors (`NotFound`, `Exists`, ...).
+//! Looking it up, opening and reading it are allowed (a reader sees the transaction's
+//! uncommitted data: isolation is the application's). Once the creator has bound the file,
+//! every handle's writes belong to the creator; after the commit the file is everyone's.
+//!
 //! # O_ATOMIC
 //! A file opened with [`OpenFlags::atomic`] (or switched by `set_atomic`) collects its writes
 //! since the last `fsync`; `fsync` commits them atomically, `syncv` commits several such files

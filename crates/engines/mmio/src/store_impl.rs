@@ -71,6 +71,9 @@ struct Tables<R: Region, M: FileMedia> {
     open: IdMap<Ino, (Arc<MmioFile<R, M>>, FileUse)>,
     handles: IdMap<u64, Handle<R, M>>,
     txs: IdMap<u64, TxState>,
+    /// Files and directories created by open transactions: ino -> creating transaction.
+    /// Such an inode is its creator's until that ends (`check_owner`).
+    created: IdMap<Ino, u64>,
 }
 
 #[derive(Default)]
@@ -240,6 +243,7 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
                 open: IdMap::default(),
                 handles: IdMap::default(),
                 txs: IdMap::default(),
+                created: IdMap::default(),
             }),
             next_fh: AtomicU64::new(1),
             next_tx: AtomicU64::new(1),
@@ -413,6 +417,41 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
             .get(&fh.0)
             .map(|h| h.file.clone())
             .ok_or(Error::BadHandle(fh.0))
+    }
+
+    /// A file or directory created by an open transaction is that transaction's until it
+    /// ends (its abort removes it): a change to it made in `tx` (None: outside any
+    /// transaction, or O_ATOMIC) fails with FileInTransaction(creator) — the rule of the
+    /// Store API (store/src/lib.rs "Transactions").
+    fn check_owner(t: &Tables<R, M>, inos: &[Ino], tx: Option<u64>) -> Result<()> {
+        for ino in inos {
+            match t.created.get(ino) {
+                Some(&owner) if tx != Some(owner) => return Err(Error::FileInTransaction(owner)),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// `check_owner` of the directory a new entry `path` goes into, after the call's own
+    /// error (the name exists).
+    fn check_new_entry(
+        &self,
+        t: &Tables<R, M>,
+        parent: Ino,
+        path: &Path,
+        tx: Option<TxId>,
+    ) -> Result<()> {
+        let busy = Self::check_owner(t, &[parent], tx.map(|t| t.0));
+        if busy.is_err() && self.shared.media.stat(path).is_ok() {
+            return Err(Error::Exists(path.display().to_string()));
+        }
+        busy
+    }
+
+    /// The transaction the writes of file `ino` belong to (the one it is bound to).
+    fn bound_tx(t: &Tables<R, M>, ino: Ino) -> Option<u64> {
+        t.open.get(&ino).and_then(|(_, u)| u.tx)
     }
 
     /// Writes of this file are deferred to a commit (transaction or O_ATOMIC).
@@ -810,6 +849,7 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
         if attr.uid.is_some() || attr.gid.is_some() {
             return Err(Error::Unsupported("chown on the mmio engine".into()));
         }
+        Self::check_owner(&t, &[ino], tx.map(|t| t.0))?;
         if let Some(tx) = tx {
             let old = self.stat_path(&path)?;
             let it = Intent::Attr {
@@ -840,8 +880,12 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
         self.check()?;
         let mut t = self.tables.lock();
         let path = self.child_path(&mut t, parent, name)?;
+        self.check_new_entry(&t, parent, &path, tx)?;
         let st = self.created_in_tx(&mut t, tx, &path, |m| m.create(&path, perm), "create")?;
         t.names.insert(self.ino_of(st.id), (parent, name.to_vec()));
+        if let Some(tx) = tx {
+            t.created.insert(self.ino_of(st.id), tx.0);
+        }
         Ok(self.meta_of(&t, &st))
     }
 
@@ -849,8 +893,12 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
         self.check()?;
         let mut t = self.tables.lock();
         let path = self.child_path(&mut t, parent, name)?;
+        self.check_new_entry(&t, parent, &path, tx)?;
         let st = self.created_in_tx(&mut t, tx, &path, |m| m.mkdir(&path, perm), "mkdir")?;
         t.names.insert(self.ino_of(st.id), (parent, name.to_vec()));
+        if let Some(tx) = tx {
+            t.created.insert(self.ino_of(st.id), tx.0);
+        }
         Ok(self.meta_of(&t, &st))
     }
 
@@ -862,6 +910,7 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
         if st.kind == FileKind::Dir {
             return Err(Error::IsDir(path.display().to_string()));
         }
+        Self::check_owner(&t, &[parent, self.ino_of(st.id)], tx.map(|t| t.0))?;
         if let Some(tx) = tx {
             // In a transaction the name moves to the trash (an open file keeps working).
             self.remove_in_tx(&mut t, tx, &path)?;
@@ -903,19 +952,20 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
         let mut t = self.tables.lock();
         let path = self.child_path(&mut t, parent, name)?;
         let st = self.stat_path(&path)?;
+        if st.kind != FileKind::Dir {
+            return Err(Error::NotDir(path.display().to_string()));
+        }
+        if !self
+            .shared
+            .media
+            .read_dir(&path)
+            .map_err(|e| io_err(&path, "readdir", e))?
+            .is_empty()
+        {
+            return Err(Error::NotEmpty(path.display().to_string()));
+        }
+        Self::check_owner(&t, &[parent, self.ino_of(st.id)], tx.map(|t| t.0))?;
         if let Some(tx) = tx {
-            if st.kind != FileKind::Dir {
-                return Err(Error::NotDir(path.display().to_string()));
-            }
-            if !self
-                .shared
-                .media
-                .read_dir(&path)
-                .map_err(|e| io_err(&path, "readdir", e))?
-                .is_empty()
-            {
-                return Err(Error::NotEmpty(path.display().to_string()));
-            }
             self.remove_in_tx(&mut t, tx, &path)?;
             return Ok(());
         }
@@ -940,6 +990,14 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
         let from = self.child_path(&mut t, parent, name)?;
         let to = self.child_path(&mut t, new_parent, new_name)?;
         let moved = self.stat_path(&from)?;
+        let mut changed = vec![parent, new_parent, self.ino_of(moved.id)];
+        if let Ok(target) = self.stat_path(&to) {
+            if target.id == moved.id {
+                return Ok(()); // rename onto itself changes nothing
+            }
+            changed.push(self.ino_of(target.id));
+        }
+        Self::check_owner(&t, &changed, tx.map(|t| t.0))?;
         if let Some(tx) = tx {
             return self.rename_in_tx(
                 &mut t,
@@ -1078,6 +1136,10 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
         let (file, flags, deferred) = {
             let t = self.tables.lock();
             let h = t.handles.get(&fh.0).ok_or(Error::BadHandle(fh.0))?;
+            if h.flags.write && !data.is_empty() {
+                let ino = h.file.ino;
+                Self::check_owner(&t, &[ino], Self::bound_tx(&t, ino))?;
+            }
             (h.file.clone(), h.flags, Self::deferred(&t, h.file.ino))
         };
         if !flags.write {
@@ -1107,6 +1169,10 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
         let (file, flags, deferred) = {
             let t = self.tables.lock();
             let h = t.handles.get(&fh.0).ok_or(Error::BadHandle(fh.0))?;
+            if h.flags.write {
+                let ino = h.file.ino;
+                Self::check_owner(&t, &[ino], Self::bound_tx(&t, ino))?;
+            }
             (h.file.clone(), h.flags, Self::deferred(&t, h.file.ino))
         };
         if !flags.write {
@@ -1252,19 +1318,22 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
             .file
             .clone();
         let len = t.txs.get(&tx.0).map_or(0, |st| st.inos.len());
-        let u = &mut t.open.get_mut(&file.ino).ok_or(Error::BadHandle(fh.0))?.1;
-        match u.tx {
+        let bound = t.open.get(&file.ino).ok_or(Error::BadHandle(fh.0))?.1.tx;
+        match bound {
             Some(other) if other == tx.0 => return Ok(()),
             Some(other) => return Err(Error::FileInTransaction(other)),
             None => {}
         }
+        Self::check_owner(&t, &[file.ino], Some(tx.0))?;
         if len >= self.shared.config.tx_files_max {
             return Err(Error::TooMany {
                 what: "files in one transaction",
                 max: self.shared.config.tx_files_max as u64,
             });
         }
-        u.tx = Some(tx.0);
+        if let Some((_, u)) = t.open.get_mut(&file.ino) {
+            u.tx = Some(tx.0);
+        }
         // Writes made before the binding are not part of the transaction.
         if file.needs_commit()
             && t.open
@@ -1416,6 +1485,7 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
     fn end_tx(&self, tx: TxId) -> Result<()> {
         let mut t = self.tables.lock();
         let state = t.txs.remove(&tx.0).unwrap_or_default();
+        t.created.retain(|_, owner| *owner != tx.0);
         for ino in state.inos {
             if let Some((_, u)) = t.open.get_mut(&ino) {
                 u.tx = None;

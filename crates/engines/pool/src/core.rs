@@ -4,6 +4,7 @@
 use crate::alloc::{FreeList, U64Map};
 use crate::checkpoint::CheckpointQueue;
 use crate::config::{Mode, PoolConfig};
+use crate::creates::Creates;
 use crate::dir::DirIndex;
 use crate::layout::*;
 use crate::radix::PendingIndex;
@@ -78,6 +79,8 @@ pub struct Core<R: Region> {
     pub cells: RwLock<U64Map<Arc<InodeCell>>>,
     /// Serialises namespace operations and aborts (never taken on the data path).
     pub ns: Mutex<()>,
+    /// Inodes whose create has not committed, by creating transaction (creates.rs).
+    pub creates: Creates,
     pub next_txid: AtomicU64,
     pub commit_seq: AtomicU64,
     pub committed: Mutex<U64Map<CommitRecord>>,

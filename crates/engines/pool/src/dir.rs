@@ -196,6 +196,28 @@ impl<R: Region> Core<R> {
         self.meta_update(tx, &[(self.geo.inode(dir) + I_MTIME, &times)])
     }
 
+    /// Blocks of the directories among `inos` (inodes a transaction created, read before its
+    /// abort frees them): their growth committed on its own (`dir_grow`), so the abort's
+    /// undo does not free them; the caller does, once the inodes are free on the media. A
+    /// tree that does not walk keeps its blocks (leaked until reopen, never freed twice).
+    pub fn grown_dir_blocks(&self, inos: &[u64]) -> Vec<u64> {
+        let mut blocks = Vec::new();
+        for &ino in inos {
+            if self.read_u8(self.geo.inode(ino) + I_KIND) != KIND_DIR {
+                continue;
+            }
+            let mut tree = Vec::new();
+            let walked = self.walk_tree(ino, &mut |pbn, _, _| {
+                tree.push(pbn);
+                Ok(())
+            });
+            if walked.is_ok() {
+                blocks.extend(tree);
+            }
+        }
+        blocks
+    }
+
     /// Add one zeroed block of free slots to a directory, in its own committed transaction.
     fn dir_grow(&self, st: &mut InodeState) -> Result<()> {
         let dir = st.ino;

@@ -7,6 +7,7 @@
 //! ```text
 //! PoolStore (store_impl, txn)      Store trait, handles, transaction table, O_ATOMIC
 //!   ns, dir                        namespace operations, directory blocks + DRAM index
+//!   creates                        uncommitted creates: kept to their transaction
 //!   data, modes, tlvi              data path: redo into pending blocks, TLVI reads
 //!   nc, lines                      NC's DRAM undo, FG-WAL's cache-line undo log
 //!   tx, entry                      undo log, commit / abort, 64-byte log entries
@@ -21,6 +22,7 @@ mod alloc;
 mod checkpoint;
 mod config;
 mod core;
+mod creates;
 mod data;
 mod dir;
 mod entry;

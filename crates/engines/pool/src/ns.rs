@@ -86,11 +86,14 @@ impl<R: Region> Core<R> {
         if self.lookup_slot(parent, name).is_ok() {
             return Err(Error::Exists(String::from_utf8_lossy(name).into_owned()));
         }
+        self.creates.check(parent, tx.id)?;
         let ino = self
             .inodes_free
             .alloc()
             .ok_or_else(|| Error::NoSpace("no free inode".into()))?;
         tx.allocated_inodes.push(ino);
+        // Recorded before the inode has a kind or a name: nobody can change it meanwhile.
+        self.creates.record(ino, tx.id);
         let off = self.geo.inode(ino);
         let now = store::now_ns();
         let mut inode = [0u8; INODE_SIZE as usize];
@@ -143,6 +146,7 @@ impl<R: Region> Core<R> {
             (true, true) => self.check_empty(found.ino)?,
             _ => {}
         }
+        self.creates.check_all(&[parent, found.ino], tx.id)?;
         {
             let cell = self.cell(parent);
             let mut st = cell.lock();
@@ -217,7 +221,7 @@ impl<R: Region> Core<R> {
                 "cannot move a directory into itself".into(),
             ));
         }
-        match self.lookup_slot(new_parent, new_name) {
+        let replaced = match self.lookup_slot(new_parent, new_name) {
             // Two links to one file: rename(2) does nothing.
             Ok(dst) if dst.ino == src.ino => return Ok(()),
             Ok(dst) => match (src.kind == KIND_DIR, dst.kind == KIND_DIR) {
@@ -229,10 +233,22 @@ impl<R: Region> Core<R> {
                         String::from_utf8_lossy(new_name).into_owned(),
                     ))
                 }
-                (is_dir, _) => self.remove_entry(tx, new_parent, new_name, is_dir)?,
+                (true, true) => {
+                    self.check_empty(dst.ino)?;
+                    Some(dst)
+                }
+                (false, false) => Some(dst),
             },
-            Err(Error::NotFound(_)) => {}
+            Err(Error::NotFound(_)) => None,
             Err(e) => return Err(e),
+        };
+        // Every refusal before the first change (an error inside a transaction keeps the
+        // changes made so far).
+        let replaced_ino = replaced.map_or(parent, |dst| dst.ino);
+        self.creates
+            .check_all(&[parent, new_parent, src.ino, replaced_ino], tx.id)?;
+        if let Some(dst) = replaced {
+            self.remove_entry(tx, new_parent, new_name, dst.kind == KIND_DIR)?;
         }
         {
             let cell = self.cell(parent);
@@ -272,6 +288,7 @@ impl<R: Region> Core<R> {
                 String::from_utf8_lossy(new_name).into_owned(),
             ));
         }
+        self.creates.check_all(&[ino, new_parent], tx.id)?;
         {
             let cell = self.cell(new_parent);
             let mut st = cell.lock();
@@ -283,6 +300,7 @@ impl<R: Region> Core<R> {
     /// Change permissions, owner or times.
     pub fn set_attr(&self, tx: &mut Tx, ino: u64, attr: &SetAttr) -> Result<()> {
         self.inode_kind(ino)?;
+        self.creates.check(ino, tx.id)?;
         let off = self.geo.inode(ino);
         let now = store::now_ns().to_le_bytes();
         let perm = attr.perm.map(|p| (p & 0o7777).to_le_bytes());

@@ -358,6 +358,7 @@ pub fn open_core<R: Region>(region: Arc<R>, cfg: &PoolConfig) -> Result<(Core<R>
         inodes_free: FreeList::new(0, |_| false),
         cells: RwLock::new(Default::default()),
         ns: Mutex::new(()),
+        creates: Default::default(),
         next_txid: AtomicU64::new(1),
         commit_seq: AtomicU64::new(1),
         committed: Mutex::new(Default::default()),

@@ -166,9 +166,14 @@ impl<R: Region> PoolStore<R> {
                 st.bound_id == 0
             };
             if implicit.as_ref().is_none_or(|t| !t.lock().active) && unbound {
+                // An implicit transaction is never the one that created the file.
+                self.core.creates.check(h.ino, 0)?;
                 let cell = self.begin_tx()?;
                 let id = cell.lock().id;
-                self.bind(&cell, id, h)?;
+                if let Err(e) = self.bind(&cell, id, h) {
+                    let _ = self.abort_id(id);
+                    return Err(e);
+                }
                 *implicit = Some(cell);
             }
         }
@@ -192,6 +197,8 @@ impl<R: Region> PoolStore<R> {
                 return result;
             }
         }
+        // Nor is an automatic one (creates.rs: the file would outlive an aborted create).
+        self.core.creates.check(h.ino, 0)?;
         let core = &self.core;
         self.auto_tx(&mut st, |st, tx| op(core, st, tx))
     }

@@ -60,6 +60,8 @@ impl<R: Region> PoolStore<R> {
         if st.bound_id != 0 {
             return Err(Error::FileInTransaction(st.bound_id));
         }
+        // A file whose create has not committed joins no transaction but its creator's.
+        self.core.creates.check(st.ino, id)?;
         let mut tx = cell.lock();
         if !tx.active {
             return Err(Error::NoSuchTransaction(id));
@@ -97,6 +99,7 @@ impl<R: Region> PoolStore<R> {
             }
             self.core.commit_persist(&mut tx)?;
             self.core.release_deferred(&mut tx);
+            self.core.creates.ended(&tx.allocated_inodes);
             self.txs.lock().remove(&tx.id);
             committed_info(&tx)
         };
@@ -211,7 +214,17 @@ impl<R: Region> PoolStore<R> {
             }
         }
         let mut tx = cell.lock();
+        let created: SmallVec<[u64; 4]> = tx.allocated_inodes.iter().copied().collect();
+        let grown = self.core.grown_dir_blocks(&created);
         let result = self.core.abort_persist(&mut tx);
+        if result.is_ok() {
+            // The new directories are free on the media (abort_persist fenced the undo).
+            for pbn in grown {
+                self.core.blocks.free(pbn);
+            }
+        }
+        // After the inodes are freed or marked gone: no write slips in between.
+        self.core.creates.ended(&created);
         for &ino in &tx.inodes {
             let c = self.core.cell(ino);
             let mut st = c.lock();

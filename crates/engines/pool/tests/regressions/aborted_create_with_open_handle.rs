@@ -23,10 +23,8 @@ fn a_handle_on_a_file_whose_create_aborted_is_stale_and_its_inode_is_not_reused(
     let tx = s.tx_begin(&[]).unwrap();
     let created = s.create(ROOT_INO, b"n", 0o644, Some(tx)).unwrap();
     let stale = s.open(created.ino, rw).unwrap();
-    // Bound to the transaction: the write is undone with it. (An auto-committed write to a
-    // file whose create is still uncommitted leaks its blocks until the pool is reopened
-    // when that create aborts — isolation between transactions is the application's, and
-    // recovery rebuilds the allocators; docs/engines/pool.md "Known limits".)
+    // Bound to the transaction: the write is undone with it. (Unbound, the write would be
+    // refused: the file is the transaction's until it ends — uncommitted_create_changed_from_outside.rs.)
     s.tx_add(tx, stale).unwrap();
     s.write(stale, 0, b"inside the transaction").unwrap();
     s.tx_abort(tx).unwrap();
@@ -39,6 +37,8 @@ fn a_handle_on_a_file_whose_create_aborted_is_stale_and_its_inode_is_not_reused(
         s.read(stale, 0, &mut buf),
         Err(Error::NotFound(_))
     ));
+    // fsync too (the model said Ok: a later pool_ops finding, 24 Nov 2026, model fixed).
+    assert!(matches!(s.fsync(stale, false), Err(Error::NotFound(_))));
 
     // A new file gets another inode while the stale handle is open.
     let other = s.create(ROOT_INO, b"m", 0o644, None).unwrap();

@@ -11,11 +11,13 @@ mod images;
 mod mutate;
 
 mod aborted_create_with_open_handle;
+mod aborted_mkdir_with_entries;
 mod auto_commit_beside_open_tx;
 mod block_count_overflow_getattr;
 mod block_count_overflow_write;
 mod hostile_txid_in_sealed_entry;
 mod overlapping_undo_ranges;
+mod uncommitted_create_changed_from_outside;
 mod zero_length_write;
 
 /// Replay a `pool_open` fuzz input (same decoding as fuzz/fuzz_targets/pool_open.rs).

@@ -2,7 +2,8 @@
 
 use super::*;
 use crate::assert_err;
-use store::{resolve, SetAttr, ROOT_INO};
+use crate::Tree;
+use store::{resolve, OpenFlags, SetAttr, ROOT_INO};
 
 /// Writes to several files in one transaction are all visible after commit and survive a
 /// crash.
@@ -153,6 +154,127 @@ pub fn tx_file_in_two_transactions(h: &dyn Harness) {
     ok(s.release(f3), "release");
     ok(s.release(f2), "release");
     ok(s.release(g), "release");
+    finish(store);
+}
+
+/// `r` failed with FileInTransaction naming `tx`.
+fn assert_busy<T: std::fmt::Debug>(r: store::Result<T>, tx: TxId, what: &str) {
+    match r {
+        Err(Error::FileInTransaction(id)) if id == tx.0 => {}
+        other => panic!(
+            "{what}: expected FileInTransaction({}), got {other:?}",
+            tx.0
+        ),
+    }
+}
+
+const RW: OpenFlags = OpenFlags {
+    read: true,
+    write: true,
+    append: false,
+    atomic: false,
+};
+
+/// Every change `t` (None: outside any transaction) may not make to the file `x` and the
+/// directory `d` that transaction `owner` created and has not committed.
+fn assert_refused(s: &dyn Store, owner: TxId, t: Option<TxId>, x: store::Ino, d: store::Ino) {
+    let chmod = SetAttr {
+        perm: Some(0o600),
+        ..SetAttr::default()
+    };
+    assert_busy(s.unlink(ROOT_INO, b"x", t), owner, "unlink");
+    assert_busy(s.rename(ROOT_INO, b"x", ROOT_INO, b"z", t), owner, "rename");
+    assert_busy(s.setattr(x, &chmod, t), owner, "setattr");
+    match s.link(x, ROOT_INO, b"z", t) {
+        Err(Error::Unsupported(_)) => {}
+        r => assert_busy(r, owner, "link"),
+    }
+    assert_busy(
+        s.create(d, b"f", 0o644, t),
+        owner,
+        "create in the new directory",
+    );
+    assert_busy(
+        s.mkdir(d, b"e", 0o755, t),
+        owner,
+        "mkdir in the new directory",
+    );
+    assert_busy(s.rmdir(ROOT_INO, b"d", t), owner, "rmdir");
+}
+
+/// A file or directory created by an open transaction belongs to it until it ends: from
+/// outside it (a call outside any transaction, another transaction, an O_ATOMIC file's
+/// implicit one) a write, set_len, binding the file, unlink, rename, link or setattr, and a
+/// new entry in such a directory fail with FileInTransaction (EBUSY), so that its abort
+/// cannot pull the inode from under a committed change. Reading is allowed; the creating
+/// transaction changes it freely; after the abort the file is gone and fsck is clean.
+pub fn tx_created_file_refuses_changes_from_outside(h: &dyn Harness) {
+    let store = h.fresh();
+    let s = store.as_ref();
+    let t = ok(s.tx_begin(&[]), "tx_begin");
+    let x = ok(s.create(ROOT_INO, b"x", 0o644, Some(t)), "create in t").ino;
+    let d = ok(s.mkdir(ROOT_INO, b"d", 0o755, Some(t)), "mkdir in t").ino;
+    let fo = ok(s.open(x, RW), "open, not bound");
+    assert_busy(s.write(fo, 0, b"outside"), t, "write");
+    assert_busy(s.set_len(fo, 100), t, "set_len");
+    let mut buf = [0u8; 4];
+    assert_eq!(ok(s.read(fo, 0, &mut buf), "read"), 0, "reading is allowed");
+    assert_busy(s.tx_begin(&[fo]), t, "tx_begin with the file");
+    let other = ok(s.tx_begin(&[]), "tx_begin");
+    assert_busy(s.tx_add(other, fo), t, "tx_add to another transaction");
+    let fa = ok(s.open(x, OpenFlags { atomic: true, ..RW }), "open O_ATOMIC");
+    assert_busy(s.write(fa, 0, b"implicit"), t, "O_ATOMIC write");
+    ok(s.release(fa), "release");
+    assert_refused(s, t, None, x, d);
+    assert_refused(s, t, Some(other), x, d);
+    ok(s.tx_commit(other), "commit the other transaction");
+    // Inside the creating transaction everything works; the binding covers every handle.
+    let fb = ok(s.open(x, RW), "open");
+    ok(s.tx_add(t, fb), "tx_add to the creating transaction");
+    put(s, fb, 0, &pattern(1, 5000));
+    put(s, fo, 5000, b"bound");
+    ok(s.set_len(fo, 5003), "set_len in t");
+    assert_eq!(contents(s, fo), [&pattern(1, 5000)[..], b"bou"].concat());
+    ok(
+        s.create(d, b"f", 0o644, Some(t)),
+        "create in the new directory, in t",
+    );
+    ok(s.tx_abort(t), "abort");
+    assert_err!(s.lookup(ROOT_INO, b"x"), Error::NotFound(_));
+    assert_err!(s.lookup(ROOT_INO, b"d"), Error::NotFound(_));
+    // Handles on a file whose create was aborted may fail; releasing them must not.
+    let _ = (s.release(fo), s.release(fb));
+    check_fsck(s, "the aborted create");
+    assert_eq!(tree(s), Tree::new(), "nothing left");
+    finish(store);
+}
+
+/// Once the transaction that created a file commits, the file is everyone's: a handle that
+/// was refused before writes, truncates and binds it to another transaction.
+pub fn tx_created_file_free_after_commit(h: &dyn Harness) {
+    let store = h.fresh();
+    let s = store.as_ref();
+    let t = ok(s.tx_begin(&[]), "tx_begin");
+    let y = ok(s.create(ROOT_INO, b"y", 0o644, Some(t)), "create in t").ino;
+    let fo = ok(s.open(y, RW), "open, not bound");
+    assert_busy(s.write(fo, 0, b"early"), t, "write before the commit");
+    let fb = open_in(s, "/y", t);
+    put(s, fb, 0, b"inside");
+    ok(s.tx_commit(t), "commit");
+    put(s, fo, 6, b"+after");
+    ok(s.set_len(fo, 10), "set_len");
+    let t2 = ok(s.tx_begin(&[fo]), "tx_begin with the file");
+    put(s, fo, 10, b"+t2");
+    ok(s.tx_commit(t2), "commit t2");
+    ok(
+        s.rename(ROOT_INO, b"y", ROOT_INO, b"y2", None),
+        "rename after the commit",
+    );
+    assert_eq!(contents(s, fb), b"inside+aft+t2");
+    ok(s.release(fo), "release");
+    ok(s.release(fb), "release");
+    let store = crash_or_reopen(h, store);
+    assert_eq!(file(store.as_ref(), "/y2"), b"inside+aft+t2");
     finish(store);
 }
 

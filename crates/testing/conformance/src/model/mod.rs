@@ -4,8 +4,10 @@
 //! sparse map of 4 KiB blocks, directories a sorted map of names), a map of open handles and a
 //! map of open transactions. A transaction keeps, for every inode it touched, a snapshot of the
 //! inode as it was before its first change (`None` when the transaction created it); abort puts
-//! the snapshots back. O_ATOMIC files keep a snapshot of the file at their first pending write;
-//! `fsync`/`syncv` drop it, `abortv`/`release`/a crash put it back.
+//! the snapshots back. An inode a transaction created is that transaction's until it ends: a
+//! change to it from outside fails with FileInTransaction (`State::check_owner`). O_ATOMIC
+//! files keep a snapshot of the file at their first pending write; `fsync`/`syncv` drop it,
+//! `abortv`/`release`/a crash put it back.
 //!
 //! "Durable" in the model means: every transaction that returned from `tx_commit`, every
 //! auto-committed call, every fsynced O_ATOMIC write. [`ModelStore::crash`] builds the store a
@@ -147,6 +149,7 @@ impl Store for ModelStore {
         let mut st = self.live()?;
         st.tx_check(tx)?;
         st.inode(ino)?;
+        st.check_owner(&[ino], tx.map(|t| t.0))?;
         st.save(tx.map(|t| t.0), ino);
         let inode = st
             .inodes
@@ -194,6 +197,7 @@ impl Store for ModelStore {
         if st.inode(ino)?.meta.kind == FileKind::Dir {
             return Err(Error::IsDir(name_str(name)));
         }
+        st.check_owner(&[parent, ino], tx.map(|t| t.0))?;
         st.drop_entry(parent, name, tx.map(|t| t.0));
         Ok(())
     }
@@ -214,6 +218,7 @@ impl Store for ModelStore {
         if !inode.entries.is_empty() {
             return Err(Error::NotEmpty(name_str(name)));
         }
+        st.check_owner(&[parent, ino], tx.map(|t| t.0))?;
         st.drop_entry(parent, name, tx.map(|t| t.0));
         Ok(())
     }
@@ -246,6 +251,7 @@ impl Store for ModelStore {
             return Err(Error::Exists(name_str(new_name)));
         }
         let tx = tx.map(|t| t.0);
+        st.check_owner(&[ino, new_parent], tx)?;
         st.save(tx, new_parent);
         st.save(tx, ino);
         let now = now_ns();
@@ -325,6 +331,10 @@ impl Store for ModelStore {
     fn write(&self, fh: Fh, off: u64, data: &[u8]) -> Result<usize> {
         let mut st = self.live()?;
         let (ino, h) = st.begin_data_change(fh)?;
+        if !data.is_empty() {
+            // (A write of no bytes changes nothing: the pool answers it without looking.)
+            st.check_owner(&[ino], st.data_tx(ino, &h))?;
+        }
         let off = if h.flags.append {
             st.inode(ino)?.meta.size
         } else {
@@ -350,6 +360,7 @@ impl Store for ModelStore {
     fn set_len(&self, fh: Fh, len: u64) -> Result<()> {
         let mut st = self.live()?;
         let (ino, h) = st.begin_data_change(fh)?;
+        st.check_owner(&[ino], st.data_tx(ino, &h))?;
         if len > MODEL_FILE_SIZE_MAX {
             return Err(Error::FileTooLarge(format!("inode {ino}")));
         }
@@ -365,7 +376,7 @@ impl Store for ModelStore {
 
     fn fsync(&self, fh: Fh, _datasync: bool) -> Result<()> {
         let mut st = self.live()?;
-        let h = st.handle(fh)?;
+        let h = st.live_handle(fh)?;
         st.atomic_base.remove(&h.ino);
         Ok(())
     }
@@ -378,7 +389,7 @@ impl Store for ModelStore {
 
     fn set_atomic(&self, fh: Fh, atomic: bool) -> Result<()> {
         let mut st = self.live()?;
-        let h = st.handle(fh)?;
+        let h = st.live_handle(fh)?;
         if !atomic {
             st.atomic_base.remove(&h.ino);
         }
@@ -392,7 +403,7 @@ impl Store for ModelStore {
         let mut st = self.live()?;
         let inos = fhs
             .iter()
-            .map(|&fh| st.handle(fh).map(|h| h.ino))
+            .map(|&fh| st.live_handle(fh).map(|h| h.ino))
             .collect::<Result<Vec<_>>>()?;
         for ino in inos {
             st.atomic_base.remove(&ino);
@@ -404,7 +415,7 @@ impl Store for ModelStore {
         let mut st = self.live()?;
         let inos = fhs
             .iter()
-            .map(|&fh| st.handle(fh).map(|h| h.ino))
+            .map(|&fh| st.live_handle(fh).map(|h| h.ino))
             .collect::<Result<Vec<_>>>()?;
         for ino in inos {
             if let Some(base) = st.atomic_base.remove(&ino) {
@@ -431,6 +442,7 @@ impl Store for ModelStore {
             }) {
                 return Err(Error::FileInTransaction(other));
             }
+            st.check_owner(&[h.ino], None)?;
         }
         let id = st.next_tx;
         st.next_tx += 1;
@@ -463,6 +475,7 @@ impl Store for ModelStore {
         if let Some(other) = bound_elsewhere {
             return Err(Error::FileInTransaction(other));
         }
+        st.check_owner(&[h.ino], Some(tx.0))?;
         bind(&mut st, tx.0, fh);
         Ok(())
     }

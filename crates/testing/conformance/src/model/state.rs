@@ -203,6 +203,15 @@ impl State {
             .ok_or(Error::BadHandle(fh.0))
     }
 
+    /// `handle`, for calls that need the file: a handle on a file whose create was aborted
+    /// has none, and every call through it but `release` fails with NotFound (as in the
+    /// pool; `fsync` on such a handle was Ok here: pool_ops fuzz finding, 24 Nov).
+    pub(crate) fn live_handle(&self, fh: Fh) -> Result<Handle> {
+        let h = self.handle(fh)?;
+        self.inode(h.ino)?;
+        Ok(h)
+    }
+
     pub(crate) fn open_count(&self, ino: Ino) -> usize {
         self.handles.values().filter(|h| h.ino == ino).count()
     }
@@ -289,6 +298,7 @@ impl State {
             return Err(Error::Exists(name_str(name)));
         }
         let tx = tx.map(|t| t.0);
+        self.check_owner(&[parent], tx)?;
         let ino = self.next_ino;
         self.next_ino += 1;
         self.save(tx, parent);
@@ -394,6 +404,9 @@ impl State {
             }
         }
         let tx = tx.map(|t| t.0);
+        let mut changed = vec![parent, new_parent, src];
+        changed.extend(dst);
+        self.check_owner(&changed, tx)?;
         if dst.is_some() {
             self.drop_entry(new_parent, new_name, tx);
         }
@@ -440,6 +453,33 @@ impl State {
         Ok((h.ino, h))
     }
 
+    /// The open transaction that created `ino`, while it has not ended.
+    pub(crate) fn creator(&self, ino: Ino) -> Option<u64> {
+        self.txs
+            .iter()
+            .find(|(_, t)| matches!(t.undo.get(&ino), Some(None)))
+            .map(|(&id, _)| id)
+    }
+
+    /// A file or directory whose create has not committed belongs to the creating
+    /// transaction: a change to it made in `tx` (None: outside any transaction, or in an
+    /// O_ATOMIC file's implicit one) fails with FileInTransaction(creator) — its abort would
+    /// take the inode away under the change. Checked after the operation's own errors.
+    pub(crate) fn check_owner(&self, inos: &[Ino], tx: Option<u64>) -> Result<()> {
+        for &ino in inos {
+            match self.creator(ino) {
+                Some(owner) if tx != Some(owner) => return Err(Error::FileInTransaction(owner)),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The transaction a data change through `h` belongs to: the one its file is bound to.
+    pub(crate) fn data_tx(&self, ino: Ino, h: &Handle) -> Option<u64> {
+        h.tx.or_else(|| self.tx_of_file(ino))
+    }
+
     /// The open transaction a file is bound to, if any (bound through any handle).
     pub(crate) fn tx_of_file(&self, ino: Ino) -> Option<u64> {
         self.txs
@@ -452,7 +492,7 @@ impl State {
     /// bound to, whichever of the file's handles bound it (a file, not a handle, joins a
     /// transaction); else an O_ATOMIC handle's change waits for its fsync.
     pub(crate) fn record_change(&mut self, ino: Ino, h: &Handle) {
-        let tx = h.tx.or_else(|| self.tx_of_file(ino));
+        let tx = self.data_tx(ino, h);
         if tx.is_some() {
             self.save(tx, ino);
         } else if h.flags.atomic && !self.atomic_base.contains_key(&ino) {
