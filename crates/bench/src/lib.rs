@@ -47,7 +47,12 @@ pub fn install_interrupt_handler() {
     }
 }
 
-fn scratch_base() -> PathBuf {
+/// Where pools, mappings and images go: `ATOMFS_BENCH_DIR` if set (e.g. a tmpfs mounted with
+/// 2 MiB pages by `scripts/nvmm-hugepages.sh`), else /dev/shm, else the temp dir.
+pub fn scratch_base() -> PathBuf {
+    if let Some(dir) = std::env::var_os("ATOMFS_BENCH_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
     let shm = PathBuf::from("/dev/shm");
     if shm.is_dir() {
         shm
@@ -56,7 +61,8 @@ fn scratch_base() -> PathBuf {
     }
 }
 
-/// A fresh, unique path in /dev/shm (the emulated NVMM) for a pool, mapping or image.
+/// A fresh, unique path in the scratch directory (the emulated NVMM: /dev/shm unless
+/// `ATOMFS_BENCH_DIR` says otherwise) for a pool, mapping or image.
 pub fn scratch_path(what: &str) -> PathBuf {
     let n = SCRATCH_SEQ.fetch_add(1, Ordering::Relaxed);
     scratch_base().join(format!("atomfs-bench-{}-{n}-{what}", std::process::id()))

@@ -27,7 +27,38 @@ fn kernel() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-/// `"machine"` of results.json: cpu model, cores, memory, kernel, flush instruction.
+/// The emulated NVMM: the scratch directory, its file system and its page size (a tmpfs
+/// mounted `huge=always` or `huge=within_size` maps its files with 2 MiB pages, like NVMM
+/// mapped with DAX or the kernel's direct map; plain tmpfs uses 4 KiB pages).
+pub fn nvmm() -> Value {
+    let dir = crate::scratch_base();
+    let canonical = std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    // The longest mount point that contains the directory.
+    let mount = mounts
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 4).then(|| (f[1].to_string(), f[2].to_string(), f[3].to_string()))
+        })
+        .filter(|(point, _, _)| canonical.starts_with(point))
+        .max_by_key(|(point, _, _)| point.len());
+    let (fs, options) = mount
+        .map(|(_, fs, options)| (fs, options))
+        .unwrap_or_else(|| ("unknown".into(), String::new()));
+    let huge = fs == "tmpfs"
+        && options
+            .split(',')
+            .any(|o| o == "huge=always" || o == "huge=within_size");
+    json!({
+        "dir": dir.display().to_string(),
+        "fs": fs,
+        "pages": if huge { "2M" } else { "4K" },
+    })
+}
+
+/// `"machine"` of results.json: cpu model, cores, memory, kernel, flush instruction, and
+/// where the emulated NVMM lives.
 pub fn describe() -> Value {
     json!({
         "cpu": cpu_model(),
@@ -35,6 +66,7 @@ pub fn describe() -> Value {
         "memory_bytes": memory_bytes(),
         "kernel": kernel(),
         "flush": crate::flush::FlushKind::detect().as_str(),
+        "nvmm": nvmm(),
     })
 }
 

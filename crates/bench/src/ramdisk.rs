@@ -105,7 +105,7 @@ impl Ext4Disk {
         match &self.fallback {
             Some(f) => f.clone(),
             None => format!(
-                "ext4 on /dev/shm-backed loop device {} ({})",
+                "ext4 on loop device {} (image {})",
                 self.device.as_deref().unwrap_or("?"),
                 self.image
                     .as_ref()

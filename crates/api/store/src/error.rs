@@ -38,6 +38,9 @@ pub enum Error {
     FileTooLarge(String),
     #[error("permission denied: {0}")]
     PermissionDenied(String),
+    /// The operation is never allowed on this object (a hard link to a directory).
+    #[error("operation not permitted: {0}")]
+    NotPermitted(String),
     #[error("resource busy: {0}")]
     Busy(String),
     #[error("cross-device or cross-store operation: {0}")]
@@ -87,6 +90,7 @@ impl Error {
             TooMany { .. } => libc::EMFILE,
             FileTooLarge(_) => libc::EFBIG,
             PermissionDenied(_) => libc::EACCES,
+            NotPermitted(_) => libc::EPERM,
             CrossStore(_) => libc::EXDEV,
             Unsupported(_) => libc::EOPNOTSUPP,
             Closed => libc::EBADF,
@@ -100,6 +104,31 @@ impl Error {
         Error::Corrupt {
             what: what.into(),
             offset,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+
+    #[test]
+    fn errors_map_to_the_posix_errno() {
+        let cases = [
+            (Error::NotFound("x".into()), libc::ENOENT),
+            (Error::IsDir("x".into()), libc::EISDIR),
+            (Error::BadMode(1, "writing"), libc::EBADF),
+            (Error::FileInTransaction(7), libc::EBUSY),
+            (Error::LogFull("x".into()), libc::ENOSPC),
+            (Error::PermissionDenied("x".into()), libc::EACCES),
+            (
+                Error::NotPermitted("hard link to a directory".into()),
+                libc::EPERM,
+            ),
+            (Error::corrupt("x", 0), libc::EUCLEAN),
+        ];
+        for (error, errno) in cases {
+            assert_eq!(error.errno(), errno, "{error}");
         }
     }
 }

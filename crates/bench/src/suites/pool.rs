@@ -406,7 +406,11 @@ fn floor_bandwidth(mode: Mode, cfg: &RunConfig) -> Result<(Figure, FigureResult)
     for (name, _) in &paths {
         res.systems.push((
             name.to_string(),
-            format!("/dev/shm mapping of {} MB ({flush})", span >> 20),
+            format!(
+                "{} mapping of {} MB ({flush})",
+                crate::scratch_base().display(),
+                span >> 20
+            ),
             "none (durable copy only)".into(),
         ));
     }
@@ -841,7 +845,10 @@ fn recovery(
     bar.finish_and_clear();
     res.systems.push((
         "fcfs".into(),
-        "crash image in /dev/shm: open = scan the log, rebuild the TLVI, allocators".into(),
+        format!(
+            "crash image in {}: open = scan the log, rebuild the TLVI, allocators",
+            crate::scratch_base().display()
+        ),
         "atomic".into(),
     ));
     res.systems.push((

@@ -152,7 +152,10 @@ impl FileIo for PwriteFile {
 
     fn medium(&self) -> String {
         match &self.medium {
-            PwriteMedium::Tmpfs => "pread/pwrite + fdatasync, file in /dev/shm (tmpfs)".into(),
+            PwriteMedium::Tmpfs => format!(
+                "pread/pwrite + fdatasync, file in {} (tmpfs)",
+                crate::scratch_base().display()
+            ),
             PwriteMedium::Ext4(disk) => {
                 format!("pread/pwrite + fdatasync, file on {}", disk.label())
             }

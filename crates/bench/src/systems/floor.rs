@@ -68,7 +68,11 @@ impl TwoFileUpdate for Floor {
     }
 
     fn medium(&self) -> String {
-        format!("/dev/shm mapping, memcpy + {} + sfence", self.kind.as_str())
+        format!(
+            "{} mapping, memcpy + {} + sfence",
+            crate::scratch_base().display(),
+            self.kind.as_str()
+        )
     }
 
     fn setup(&mut self, files: u32, file_size: u64) -> Result<()> {

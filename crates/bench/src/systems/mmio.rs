@@ -121,7 +121,10 @@ impl FileIo for MmioSystem {
 
     fn medium(&self) -> String {
         let files = match &self.medium {
-            MmioMedium::Tmpfs => "host file in /dev/shm (tmpfs page cache as NVMM)".to_string(),
+            MmioMedium::Tmpfs => format!(
+                "host file in {} (tmpfs page cache as NVMM)",
+                crate::scratch_base().display()
+            ),
             MmioMedium::Ext4(disk) => format!("host file on {} (msync)", disk.label()),
         };
         format!(

@@ -276,7 +276,9 @@ impl<R: Region> Core<R> {
         new_name: &[u8],
     ) -> Result<()> {
         if self.inode_kind(ino)? == KIND_DIR {
-            return Err(Error::IsDir(format!("inode {ino}")));
+            return Err(Error::NotPermitted(format!(
+                "hard link to directory inode {ino}"
+            )));
         }
         if self.read_u32(self.geo.inode(ino) + I_NLINK) == 0 {
             return Err(Error::NotFound(format!("inode {ino} has no links")));

@@ -400,6 +400,10 @@ impl<R: Region> Store for PoolStore<R> {
     fn write(&self, fh: Fh, off: u64, data: &[u8]) -> Result<usize> {
         let h = self.open_handle(fh)?;
         if data.is_empty() {
+            // As write(2) with no bytes: EBADF on a handle not open for writing.
+            if !h.flags.write {
+                return Err(Error::BadMode(fh.0, "writing"));
+            }
             check_live(&h.cell.lock(), h.ino)?;
             return Ok(0);
         }

@@ -605,7 +605,7 @@ impl Store for MemStore {
         s.check_open()?;
         check_name(new_name)?;
         if s.node(ino)?.meta.is_dir() {
-            return Err(Error::PermissionDenied("hard link to a directory".into()));
+            return Err(Error::NotPermitted("hard link to a directory".into()));
         }
         if s.entries(new_parent)?.contains_key(new_name) {
             return Err(Error::Exists(name_str(new_name)));

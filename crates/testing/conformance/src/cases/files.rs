@@ -118,6 +118,15 @@ pub fn read_only_handle_rejects_writes(h: &dyn Harness) {
         .write(fh, 0, b"XX")
         .expect_err("write through a read-only handle succeeded");
     assert_eq!(e.errno(), libc_ebadf(), "write on read-only handle: {e:?}");
+    // Even a write of no bytes (write(2) answers EBADF before looking at the count).
+    let e = s_ref
+        .write(fh, 0, b"")
+        .expect_err("empty write through a read-only handle succeeded");
+    assert_eq!(
+        e.errno(),
+        libc_ebadf(),
+        "empty write on read-only handle: {e:?}"
+    );
     let e = s_ref
         .set_len(fh, 0)
         .expect_err("set_len through a read-only handle succeeded");

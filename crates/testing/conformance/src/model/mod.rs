@@ -245,7 +245,7 @@ impl Store for ModelStore {
         check_name(new_name)?;
         st.tx_check(tx)?;
         if st.inode(ino)?.meta.kind == FileKind::Dir {
-            return Err(Error::PermissionDenied("hard link to a directory".into()));
+            return Err(Error::NotPermitted("hard link to a directory".into()));
         }
         if st.dir(new_parent)?.entries.contains_key(new_name) {
             return Err(Error::Exists(name_str(new_name)));
