@@ -22,6 +22,16 @@ fn external_suite_tiny_run_writes_well_formed_results() {
         assert!(!doc[key].is_null(), "missing {key}");
     }
     assert!(doc["machine"]["flush"].is_string() && doc["machine"]["cores"].is_u64());
+    // Where the emulated NVMM lived and its page size (docs/bench.md).
+    let nvmm = &doc["machine"]["nvmm"];
+    assert!(
+        nvmm["dir"].is_string() && nvmm["fs"].is_string(),
+        "machine.nvmm: {nvmm}"
+    );
+    assert!(
+        nvmm["pages"] == "4K" || nvmm["pages"] == "2M",
+        "machine.nvmm.pages: {nvmm}"
+    );
     let rows = doc["rows"].as_array().expect("rows");
     let mut expected = vec![
         "floor",
