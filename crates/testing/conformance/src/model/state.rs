@@ -443,7 +443,9 @@ impl State {
     /// pre-image (transaction) or the O_ATOMIC base before the first change.
     pub(crate) fn begin_data_change(&mut self, fh: Fh) -> Result<(Ino, Handle)> {
         let h = self.handle(fh)?;
-        if !h.flags.write && !h.flags.append {
+        // Append without write access (raw flags; `OpenOptions` grants write with append)
+        // is not writable, as O_APPEND | O_RDONLY in write(2) and in every engine.
+        if !h.flags.write {
             return Err(Error::BadMode(fh.0, "writing"));
         }
         let inode = self.inode(h.ino)?;
