@@ -276,16 +276,9 @@ fn build(
     let mut cfg = cfg.clone().with_mode(mode);
     cfg.inode_count = cfg.inode_count.max(files as u64 + 64);
     let s = Arc::new(PoolStore::format(Arc::new(region), &cfg)?);
-    // Fault every page of the pool in (logs, inode table and blocks), so that no mode pays
-    // tmpfs page faults and page zeroing for the blocks and log slots it first uses during
-    // the timed runs (real NVMM mapped with DAX has no such cost). Where the kernel cannot
-    // populate, touch the block area instead (through the inner mapping: not an NVMM write
-    // of the benchmark).
-    let mapped = s.region().inner().inner();
-    if mapped.populate().is_err() {
-        let geo = s.superblock().geometry;
-        mapped.fill(geo.blocks_offset, geo.block_count * pool::BLOCK_SIZE, 0);
-    }
+    // No mode pays tmpfs page faults for the blocks and log slots it first uses in the timed
+    // runs. Through the inner mapping: not an NVMM write of the benchmark.
+    pool::prefault(s.region().inner().inner(), &s.superblock().geometry);
     let chunk = vec![0x5Au8; (1 << 20).min(file_size as usize).max(1)];
     let rw = OpenFlags {
         read: true,

@@ -11,7 +11,7 @@
 use super::file_io::FileIo;
 use super::pool::{bench_config, pool_bytes};
 use crate::error::{BenchError, Result};
-use pmem::{MappedRegion, Region};
+use pmem::MappedRegion;
 use pool::{Mode, PoolStore};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -60,13 +60,8 @@ impl PoolFile {
                 source: std::io::Error::other(e.to_string()),
             })?;
         let s = PoolStore::format(Arc::new(region), &bench_config(Mode::Fcfs, 1))?;
-        // Fault every page in once (logs included; not a write of the benchmark: before any
-        // run); where the kernel cannot populate, touch the block area.
-        if s.region().populate().is_err() {
-            let geo = s.superblock().geometry;
-            s.region()
-                .fill(geo.blocks_offset, geo.block_count * pool::BLOCK_SIZE, 0);
-        }
+        // Every page faulted in once (not a write of the benchmark: before any run).
+        pool::prefault(s.region(), &s.superblock().geometry);
         let meta = s.create(ROOT_INO, b"fio.dat", 0o644, None)?;
         let fh = s.open(
             meta.ino,

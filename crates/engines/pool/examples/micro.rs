@@ -288,15 +288,9 @@ fn setup(mode: Mode, a: &Args, path: &std::path::Path) -> (PoolStore<Reg>, Vec<F
         cfg.data_log_entries = a.log_entries;
     }
     let s = PoolStore::format(Arc::new(region), &cfg).expect("format");
-    // Fault every page of the pool in (logs, inode table and blocks), so that no mode pays
-    // tmpfs page faults and page zeroing for the blocks and log slots it first uses during
-    // the timed runs (real NVMM mapped with DAX has no such cost); where the kernel cannot
-    // populate, touch the block area instead.
-    if s.region().inner().populate().is_err() {
-        let geo = s.superblock().geometry;
-        s.region()
-            .fill(geo.blocks_offset, geo.block_count * pool::BLOCK_SIZE, 0);
-    }
+    // No mode pays tmpfs page faults for the blocks and log slots it first uses in the
+    // timed runs.
+    pool::prefault(s.region().inner(), &s.superblock().geometry);
     let chunk = vec![0x5Au8; 1 << 20];
     let mut fhs = Vec::new();
     for i in 0..a.files {

@@ -49,6 +49,6 @@ pub use inspect::{
     BlockMapInfo, LogEntryInfo, LogOccupancy, PendingListInfo, SuperblockInfo, VersionInfo,
 };
 pub use layout::{Geometry, BLOCK_SIZE, FORMAT_VERSION};
-pub use mapped::{create, open};
+pub use mapped::{create, open, prefault};
 pub use recovery::RecoveryReport;
 pub use store_impl::PoolStore;

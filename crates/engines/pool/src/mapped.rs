@@ -2,8 +2,9 @@
 //! the emulated NVMM; on DAX it is real persistent memory).
 
 use crate::config::PoolConfig;
+use crate::layout::{Geometry, BLOCK_SIZE};
 use crate::store_impl::PoolStore;
-use pmem::{MappedRegion, PmError};
+use pmem::{MappedRegion, PmError, Region};
 use std::path::Path;
 use std::sync::Arc;
 use store::{Error, Result, Store};
@@ -31,4 +32,15 @@ pub fn create(path: impl AsRef<Path>, size_bytes: u64, cfg: &PoolConfig) -> Resu
 pub fn open(path: impl AsRef<Path>, cfg: &PoolConfig) -> Result<Arc<dyn Store>> {
     let region = MappedRegion::open(path).map_err(pm_error)?;
     Ok(Arc::new(PoolStore::open(Arc::new(region), cfg)?))
+}
+
+/// Fault every page of a freshly formatted pool in before a benchmark times anything (logs,
+/// inode table, blocks: `MappedRegion::populate`), so that no first use of a block or log
+/// slot pays a tmpfs page fault and page zeroing (NVMM mapped with DAX has no such cost).
+/// Where the kernel cannot populate, the block area is touched instead by writing zeros
+/// over it, which only a pool without data may get.
+pub fn prefault(mapped: &MappedRegion, geo: &Geometry) {
+    if mapped.populate().is_err() {
+        mapped.fill(geo.blocks_offset, geo.block_count * BLOCK_SIZE, 0);
+    }
 }
