@@ -26,6 +26,9 @@
 //! Looking it up, opening and reading it are allowed (a reader sees the transaction's
 //! uncommitted data: isolation is the application's). Once the creator has bound the file,
 //! every handle's writes belong to the creator; after the commit the file is everyone's.
+//! After an abort the file is gone: a handle still open on it, bound or not, answers
+//! [`Error::NotFound`] to every call but `release`, which succeeds (conformance case
+//! `tx_aborted_create_handles_not_found`).
 //!
 //! # O_ATOMIC
 //! A file opened with [`OpenFlags::atomic`] (or switched by `set_atomic`) collects its writes

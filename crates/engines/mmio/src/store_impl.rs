@@ -32,6 +32,9 @@ type TxParts<R, M> = (Vec<Arc<MmioFile<R, M>>>, Vec<(u32, Intent)>);
 struct Handle<R: Region, M: FileMedia> {
     file: Arc<MmioFile<R, M>>,
     flags: OpenFlags,
+    /// The file's create was aborted while this handle was open: the file is gone, and every
+    /// call through the handle but `release` is NotFound (`Tables::live`).
+    gone: bool,
 }
 
 #[derive(Default)]
@@ -74,6 +77,32 @@ struct Tables<R: Region, M: FileMedia> {
     /// Files and directories created by open transactions: ino -> creating transaction.
     /// Such an inode is its creator's until that ends (`check_owner`).
     created: IdMap<Ino, u64>,
+}
+
+impl<R: Region, M: FileMedia> Tables<R, M> {
+    /// The handle `fh`, if it names a file that still exists.
+    fn live(&self, fh: Fh) -> Result<&Handle<R, M>> {
+        match self.handles.get(&fh.0) {
+            None => Err(Error::BadHandle(fh.0)),
+            Some(h) if h.gone => Err(Error::NotFound(format!(
+                "inode {} (its create was aborted)",
+                h.file.ino
+            ))),
+            Some(h) => Ok(h),
+        }
+    }
+
+    /// [`Tables::live`], mutable.
+    fn live_mut(&mut self, fh: Fh) -> Result<&mut Handle<R, M>> {
+        match self.handles.get_mut(&fh.0) {
+            None => Err(Error::BadHandle(fh.0)),
+            Some(h) if h.gone => Err(Error::NotFound(format!(
+                "inode {} (its create was aborted)",
+                h.file.ino
+            ))),
+            Some(h) => Ok(h),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -413,10 +442,7 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
 
     fn handle_file(&self, fh: Fh) -> Result<Arc<MmioFile<R, M>>> {
         let t = self.tables.lock();
-        t.handles
-            .get(&fh.0)
-            .map(|h| h.file.clone())
-            .ok_or(Error::BadHandle(fh.0))
+        t.live(fh).map(|h| h.file.clone())
     }
 
     /// A file or directory created by an open transaction is that transaction's until it
@@ -615,6 +641,16 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
                     if let Err(e) = self.detach_open(t, ino) {
                         first_err.get_or_insert(e);
                     }
+                    // The file is gone: its handles answer NotFound from now on, and its
+                    // entry leaves the open table, so that a new file given the same host
+                    // inode number later is never reached through them.
+                    if let Some((f, _)) = t.open.remove(&ino) {
+                        for h in t.handles.values_mut() {
+                            if Arc::ptr_eq(&h.file, &f) {
+                                h.gone = true;
+                            }
+                        }
+                    }
                     t.names.remove(&ino);
                 }
             }
@@ -740,12 +776,7 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
     fn files_of_handles(&self, fhs: &[Fh]) -> Result<Vec<Arc<MmioFile<R, M>>>> {
         let t = self.tables.lock();
         fhs.iter()
-            .map(|fh| {
-                t.handles
-                    .get(&fh.0)
-                    .map(|h| h.file.clone())
-                    .ok_or(Error::BadHandle(fh.0))
-            })
+            .map(|&fh| t.live(fh).map(|h| h.file.clone()))
             .collect()
     }
 
@@ -1094,7 +1125,14 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
             }
         }
         let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
-        t.handles.insert(fh, Handle { file, flags });
+        t.handles.insert(
+            fh,
+            Handle {
+                file,
+                flags,
+                gone: false,
+            },
+        );
         Ok(Fh(fh))
     }
 
@@ -1102,6 +1140,10 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
         self.check()?;
         let mut t = self.tables.lock();
         let h = t.handles.remove(&fh.0).ok_or(Error::BadHandle(fh.0))?;
+        if h.gone {
+            // Its file was closed and forgotten when the create was undone.
+            return Ok(());
+        }
         let ino = h.file.ino;
         let mut drop_pending = false;
         if let Some((_, u)) = t.open.get_mut(&ino) {
@@ -1122,7 +1164,7 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
         self.check()?;
         let (file, flags) = {
             let t = self.tables.lock();
-            let h = t.handles.get(&fh.0).ok_or(Error::BadHandle(fh.0))?;
+            let h = t.live(fh)?;
             (h.file.clone(), h.flags)
         };
         if !flags.read {
@@ -1135,7 +1177,7 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
         self.check()?;
         let (file, flags, deferred) = {
             let t = self.tables.lock();
-            let h = t.handles.get(&fh.0).ok_or(Error::BadHandle(fh.0))?;
+            let h = t.live(fh)?;
             if h.flags.write && !data.is_empty() {
                 let ino = h.file.ino;
                 Self::check_owner(&t, &[ino], Self::bound_tx(&t, ino))?;
@@ -1168,7 +1210,7 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
         self.check()?;
         let (file, flags, deferred) = {
             let t = self.tables.lock();
-            let h = t.handles.get(&fh.0).ok_or(Error::BadHandle(fh.0))?;
+            let h = t.live(fh)?;
             if h.flags.write {
                 let ino = h.file.ino;
                 Self::check_owner(&t, &[ino], Self::bound_tx(&t, ino))?;
@@ -1196,7 +1238,7 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
         self.check()?;
         let (file, in_tx) = {
             let t = self.tables.lock();
-            let h = t.handles.get(&fh.0).ok_or(Error::BadHandle(fh.0))?;
+            let h = t.live(fh)?;
             let in_tx = t.open.get(&h.file.ino).is_some_and(|(_, u)| u.tx.is_some());
             (h.file.clone(), in_tx)
         };
@@ -1209,11 +1251,7 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
     fn fstat(&self, fh: Fh) -> Result<Metadata> {
         self.check()?;
         let t = self.tables.lock();
-        let file = t
-            .handles
-            .get(&fh.0)
-            .map(|h| h.file.clone())
-            .ok_or(Error::BadHandle(fh.0))?;
+        let file = t.live(fh)?.file.clone();
         let unlinked = t
             .open
             .get(&file.ino)
@@ -1248,7 +1286,7 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
         self.check()?;
         let file = {
             let mut t = self.tables.lock();
-            let h = t.handles.get_mut(&fh.0).ok_or(Error::BadHandle(fh.0))?;
+            let h = t.live_mut(fh)?;
             if h.flags.atomic == atomic {
                 return Ok(());
             }
@@ -1311,12 +1349,7 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
         if !t.txs.contains_key(&tx.0) {
             return Err(Error::NoSuchTransaction(tx.0));
         }
-        let file = t
-            .handles
-            .get(&fh.0)
-            .ok_or(Error::BadHandle(fh.0))?
-            .file
-            .clone();
+        let file = t.live(fh)?.file.clone();
         let len = t.txs.get(&tx.0).map_or(0, |st| st.inos.len());
         let bound = t.open.get(&file.ino).ok_or(Error::BadHandle(fh.0))?.1.tx;
         match bound {

@@ -96,6 +96,7 @@ macro_rules! conformance_tests {
             rename_errors, unlink_keeps_open_file, hard_links, stat_fields, paths,
             tx_multi_file_commit, tx_abort_restores_everything, tx_file_in_two_transactions,
             tx_created_file_refuses_changes_from_outside, tx_created_file_free_after_commit,
+            tx_aborted_create_handles_not_found,
             tx_finished_transaction, released_handle, tx_uncommitted_lost_on_crash,
             tx_namespace_commit_survives_crash, atomic_invisible_until_fsync, atomic_syncv,
             atomic_abortv, concurrent_transactions, reopen_preserves_committed,
