@@ -184,6 +184,15 @@ impl Inner {
         self.handles.get(&fh.0).ok_or(Error::BadHandle(fh.0))
     }
 
+    /// A call made in `tx` needs it open: checked before the call's own errors, as in the
+    /// model and the pool.
+    fn tx_check(&self, tx: Option<TxId>) -> Result<()> {
+        match tx {
+            Some(tx) if !self.txs.contains_key(&tx.0) => Err(Error::NoSuchTransaction(tx.0)),
+            _ => Ok(()),
+        }
+    }
+
     fn tx_mut(&mut self, tx: TxId) -> Result<&mut Tx> {
         self.txs
             .get_mut(&tx.0)
@@ -259,6 +268,7 @@ impl Inner {
         inodes_max: u64,
     ) -> Result<Metadata> {
         check_name(name)?;
+        self.tx_check(tx)?;
         if self.entries(parent)?.contains_key(name) {
             return Err(Error::Exists(name_str(name)));
         }
@@ -332,6 +342,7 @@ impl Inner {
         tx: Option<TxId>,
     ) -> Result<()> {
         check_name(new_name)?;
+        self.tx_check(tx)?;
         let ino = *self
             .entries(parent)?
             .get(name)
@@ -476,6 +487,7 @@ impl Store for MemStore {
     fn setattr(&self, ino: Ino, attr: &SetAttr, tx: Option<TxId>) -> Result<Metadata> {
         let mut s = self.inner.lock();
         s.check_open()?;
+        s.tx_check(tx)?;
         s.node(ino)?;
         s.save(tx, ino)?;
         let n = s.node_mut(ino)?;
@@ -555,6 +567,7 @@ impl Store for MemStore {
     fn unlink(&self, parent: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
         let mut s = self.inner.lock();
         s.check_open()?;
+        s.tx_check(tx)?;
         let ino = *s
             .entries(parent)?
             .get(name)
@@ -568,6 +581,7 @@ impl Store for MemStore {
     fn rmdir(&self, parent: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
         let mut s = self.inner.lock();
         s.check_open()?;
+        s.tx_check(tx)?;
         let ino = *s
             .entries(parent)?
             .get(name)
@@ -604,6 +618,7 @@ impl Store for MemStore {
         let mut s = self.inner.lock();
         s.check_open()?;
         check_name(new_name)?;
+        s.tx_check(tx)?;
         if s.node(ino)?.meta.is_dir() {
             return Err(Error::NotPermitted("hard link to a directory".into()));
         }
@@ -943,6 +958,38 @@ mod tests {
 
     fn libc_enospc() -> i32 {
         Error::NoSpace(String::new()).errno()
+    }
+
+    /// A namespace call in a transaction that is not open fails with NoSuchTransaction
+    /// before its own errors (the model's and the pool's order); a rename over itself, which
+    /// changes nothing, too.
+    #[test]
+    fn finished_transaction_is_refused_first() -> Result<()> {
+        let st = MemStore::new();
+        write_file(&st, "/a", b"a", None)?;
+        let a = st.lookup(ROOT_INO, b"a")?.ino;
+        let t = st.tx_begin(&[])?;
+        st.tx_commit(t)?;
+        let finished = |r: Result<()>, what: &str| {
+            assert!(
+                matches!(r, Err(Error::NoSuchTransaction(id)) if id == t.0),
+                "{what}: expected NoSuchTransaction({}), got {r:?}",
+                t.0
+            );
+        };
+        finished(
+            st.create(ROOT_INO, b"a", 0o644, Some(t)).map(drop),
+            "create",
+        );
+        finished(st.mkdir(a, b"d", 0o755, Some(t)).map(drop), "mkdir");
+        finished(st.unlink(ROOT_INO, b"missing", Some(t)), "unlink");
+        finished(st.rmdir(ROOT_INO, b"a", Some(t)), "rmdir");
+        finished(st.rename(ROOT_INO, b"a", ROOT_INO, b"a", Some(t)), "rename");
+        finished(st.link(a, ROOT_INO, b"a", Some(t)).map(drop), "link");
+        let attr = SetAttr::default();
+        finished(st.setattr(999, &attr, Some(t)).map(drop), "setattr");
+        assert!(st.fsck()?.is_clean());
+        Ok(())
     }
 
     #[test]
