@@ -4,10 +4,13 @@
 //! persistent engine is needed: plain maps behind one mutex, transactions by per-inode undo
 //! copies, O_ATOMIC by a per-handle shadow copy of the file. It has a byte capacity so that
 //! "no space" paths can be reached. Nothing survives the process: it is not an engine.
+//!
+//! A transaction binds files, not handles: once one handle binds a file, the data changes
+//! through every handle of that file belong to the transaction, until it ends.
 
 use parking_lot::Mutex;
 use std::any::Any;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use store::{
     now_ns, path::check_name, DirEntry, Error, Fh, FileKind, FsckReport, Ino, Metadata, OpenFlags,
     Result, SetAttr, StatFs, Store, TxId, NAME_MAX, ROOT_INO,
@@ -56,6 +59,9 @@ struct Tx {
     /// Saved images of every inode the transaction changed, first change first
     /// (`None`: the inode did not exist).
     undo: Vec<(Ino, Option<Node>)>,
+    /// Files bound to the transaction, through any handle (released or not): every data
+    /// change of such a file belongs to it.
+    files: HashSet<Ino>,
 }
 
 #[derive(Debug)]
@@ -182,6 +188,40 @@ impl Inner {
 
     fn handle(&self, fh: Fh) -> Result<&Handle> {
         self.handles.get(&fh.0).ok_or(Error::BadHandle(fh.0))
+    }
+
+    /// The open transaction a file is bound to, if any (through any of its handles).
+    fn tx_of_file(&self, ino: Ino) -> Option<TxId> {
+        self.txs
+            .iter()
+            .find(|(_, t)| t.files.contains(&ino))
+            .map(|(&id, _)| TxId(id))
+    }
+
+    /// The transaction a data change through `h` belongs to: the one its file is bound to.
+    fn data_tx(&self, h: &Handle) -> Option<TxId> {
+        h.tx.or_else(|| self.tx_of_file(h.ino))
+    }
+
+    /// Whether the file of `fh` may join transaction `tx` (None: one about to begin):
+    /// neither the handle nor its file is bound to another open transaction.
+    fn check_bind(&self, fh: Fh, tx: Option<TxId>) -> Result<()> {
+        let h = self.handle(fh)?;
+        if let Some(bound) = h.tx {
+            return Err(Error::FileInTransaction(bound.0));
+        }
+        if let Some(other) = self.tx_of_file(h.ino).filter(|&t| Some(t) != tx) {
+            return Err(Error::FileInTransaction(other.0));
+        }
+        Ok(())
+    }
+
+    fn bind(&mut self, tx: TxId, fh: Fh) -> Result<()> {
+        let h = self.handles.get_mut(&fh.0).ok_or(Error::BadHandle(fh.0))?;
+        h.tx = Some(tx);
+        let ino = h.ino;
+        self.tx_mut(tx)?.files.insert(ino);
+        Ok(())
     }
 
     /// A call made in `tx` needs it open: checked before the call's own errors, as in the
@@ -420,6 +460,9 @@ impl Inner {
 }
 
 impl MemStore {
+    /// Change the data of the file of `fh` by `change` (given the file as the handle sees it
+    /// and whether the handle appends). The change belongs to the transaction the file is
+    /// bound to, else to the handle's O_ATOMIC shadow, else it is its own.
     fn modify_data(&self, fh: Fh, change: impl FnOnce(&mut Vec<u8>, bool)) -> Result<()> {
         let mut s = self.inner.lock();
         s.check_open()?;
@@ -427,7 +470,8 @@ impl MemStore {
         if !h.flags.write {
             return Err(Error::BadMode(fh.0, "writing"));
         }
-        let (ino, atomic, tx, append) = (h.ino, h.atomic, h.tx, h.flags.append);
+        let (ino, atomic, append) = (h.ino, h.atomic, h.flags.append);
+        let tx = s.data_tx(h);
         if atomic && tx.is_none() {
             let mut data = s.view(fh)?.clone();
             change(&mut data, append);
@@ -772,17 +816,13 @@ impl Store for MemStore {
         let mut s = self.inner.lock();
         s.check_open()?;
         for fh in files {
-            if let Some(bound) = s.handle(*fh)?.tx {
-                return Err(Error::FileInTransaction(bound.0));
-            }
+            s.check_bind(*fh, None)?;
         }
         let tx = TxId(s.next_tx);
         s.next_tx += 1;
         s.txs.insert(tx.0, Tx::default());
         for fh in files {
-            if let Some(h) = s.handles.get_mut(&fh.0) {
-                h.tx = Some(tx);
-            }
+            s.bind(tx, *fh)?;
         }
         Ok(tx)
     }
@@ -791,12 +831,8 @@ impl Store for MemStore {
         let mut s = self.inner.lock();
         s.check_open()?;
         s.tx_mut(tx)?;
-        let h = s.handles.get_mut(&fh.0).ok_or(Error::BadHandle(fh.0))?;
-        if let Some(bound) = h.tx {
-            return Err(Error::FileInTransaction(bound.0));
-        }
-        h.tx = Some(tx);
-        Ok(())
+        s.check_bind(fh, Some(tx))?;
+        s.bind(tx, fh)
     }
 
     fn tx_commit(&self, tx: TxId) -> Result<()> {
@@ -1007,5 +1043,34 @@ mod tests {
         assert_eq!(st.read_dir(ROOT_INO)?.len(), 1);
         assert!(st.fsck()?.is_clean());
         Ok(())
+    }
+}
+
+/// Conformance cases that never reopen their store, run against MemStore as they are.
+#[cfg(test)]
+mod conformance_cases {
+    use super::MemStore;
+    use conformance::{cases, Harness};
+    use store::Store;
+
+    /// A MemStore cannot be reopened (nothing survives it): only cases that do not reopen
+    /// run here, and a reopen fails the test.
+    struct MemHarness;
+
+    impl Harness for MemHarness {
+        fn fresh(&self) -> Box<dyn Store> {
+            Box::new(MemStore::new())
+        }
+        fn reopen_clean(&self, _store: Box<dyn Store>) -> Box<dyn Store> {
+            panic!("a MemStore cannot be reopened: this case does not belong here")
+        }
+        fn reopen_unclean(&self, _store: Box<dyn Store>) -> Box<dyn Store> {
+            panic!("a MemStore cannot be reopened: this case does not belong here")
+        }
+    }
+
+    #[test]
+    fn tx_file_in_two_transactions() {
+        cases::tx_file_in_two_transactions(&MemHarness);
     }
 }
