@@ -6,7 +6,11 @@
 //! "no space" paths can be reached. Nothing survives the process: it is not an engine.
 //!
 //! A transaction binds files, not handles: once one handle binds a file, the data changes
-//! through every handle of that file belong to the transaction, until it ends.
+//! through every handle of that file belong to the transaction, until it ends. A file or
+//! directory a transaction created belongs to it until it ends (the Store API's
+//! "Transactions"; `State::check_owner` in the conformance model): a change to it from
+//! outside fails with FileInTransaction(creator); after an abort, a handle on it fails with
+//! NotFound for every call but `release`.
 
 use parking_lot::Mutex;
 use std::any::Any;
@@ -62,6 +66,8 @@ struct Tx {
     /// Files bound to the transaction, through any handle (released or not): every data
     /// change of such a file belongs to it.
     files: HashSet<Ino>,
+    /// Files and directories the transaction created: they are its own until it ends.
+    created: HashSet<Ino>,
 }
 
 #[derive(Debug)]
@@ -190,6 +196,14 @@ impl Inner {
         self.handles.get(&fh.0).ok_or(Error::BadHandle(fh.0))
     }
 
+    /// `handle`, for calls that need the file: a handle on a file whose create was aborted
+    /// has none, and every call through it but `release` fails with NotFound.
+    fn live_handle(&self, fh: Fh) -> Result<&Handle> {
+        let h = self.handle(fh)?;
+        self.node(h.ino)?;
+        Ok(h)
+    }
+
     /// The open transaction a file is bound to, if any (through any of its handles).
     fn tx_of_file(&self, ino: Ino) -> Option<TxId> {
         self.txs
@@ -203,17 +217,43 @@ impl Inner {
         h.tx.or_else(|| self.tx_of_file(h.ino))
     }
 
-    /// Whether the file of `fh` may join transaction `tx` (None: one about to begin):
-    /// neither the handle nor its file is bound to another open transaction.
-    fn check_bind(&self, fh: Fh, tx: Option<TxId>) -> Result<()> {
-        let h = self.handle(fh)?;
+    /// The open transaction that created `ino`, while it has not ended.
+    fn creator(&self, ino: Ino) -> Option<TxId> {
+        self.txs
+            .iter()
+            .find(|(_, t)| t.created.contains(&ino))
+            .map(|(&id, _)| TxId(id))
+    }
+
+    /// A file or directory whose create has not committed belongs to the creating
+    /// transaction: a change to one of `inos` made in `tx` (None: outside any transaction,
+    /// or in an O_ATOMIC file's implicit one) fails with FileInTransaction(creator), after
+    /// NoSuchTransaction for a `tx` that is not open. Called after the operation's own
+    /// errors, as the model's `State::check_owner`.
+    fn check_owner(&self, inos: &[Ino], tx: Option<TxId>) -> Result<()> {
+        self.tx_check(tx)?;
+        for &ino in inos {
+            match self.creator(ino) {
+                Some(owner) if tx != Some(owner) => return Err(Error::FileInTransaction(owner.0)),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the file of `fh` may join transaction `tx` (None: one about to begin): the
+    /// handle and its file exist, neither is bound to another open transaction, and no
+    /// other transaction created the file. Returns the file.
+    fn check_bind(&self, fh: Fh, tx: Option<TxId>) -> Result<Ino> {
+        let h = self.live_handle(fh)?;
         if let Some(bound) = h.tx {
             return Err(Error::FileInTransaction(bound.0));
         }
         if let Some(other) = self.tx_of_file(h.ino).filter(|&t| Some(t) != tx) {
             return Err(Error::FileInTransaction(other.0));
         }
-        Ok(())
+        self.check_owner(&[h.ino], tx)?;
+        Ok(h.ino)
     }
 
     fn bind(&mut self, tx: TxId, fh: Fh) -> Result<()> {
@@ -312,6 +352,7 @@ impl Inner {
         if self.entries(parent)?.contains_key(name) {
             return Err(Error::Exists(name_str(name)));
         }
+        self.check_owner(&[parent], tx)?;
         if self.nodes.len() as u64 >= inodes_max {
             return Err(Error::NoSpace("no free inode".into()));
         }
@@ -319,6 +360,9 @@ impl Inner {
         self.next_ino += 1;
         self.save(tx, parent)?;
         self.save(tx, ino)?;
+        if let Some(tx) = tx {
+            self.tx_mut(tx)?.created.insert(ino);
+        }
         let node = node_of(ino);
         let is_dir = node.meta.is_dir();
         let meta = node.meta;
@@ -395,7 +439,8 @@ impl Inner {
                 name_str(name)
             )));
         }
-        if let Some(&target) = self.entries(new_parent)?.get(new_name) {
+        let target = self.entries(new_parent)?.get(new_name).copied();
+        if let Some(target) = target {
             if target == ino {
                 return Ok(());
             }
@@ -408,6 +453,11 @@ impl Inner {
                 }
                 _ => {}
             }
+        }
+        let mut changed = vec![parent, new_parent, ino];
+        changed.extend(target);
+        self.check_owner(&changed, tx)?;
+        if target.is_some() {
             self.remove_entry(new_parent, new_name, tx)?;
         }
         self.save(tx, parent)?;
@@ -434,7 +484,7 @@ impl Inner {
 
     /// The file as a handle sees it: its shadow when it has one, else the inode's data.
     fn view(&self, fh: Fh) -> Result<&Vec<u8>> {
-        let h = self.handle(fh)?;
+        let h = self.live_handle(fh)?;
         match &h.shadow {
             Some(shadow) => Ok(shadow),
             None => self.file_data(h.ino),
@@ -442,6 +492,7 @@ impl Inner {
     }
 
     fn install_shadow(&mut self, fh: Fh, capacity: u64) -> Result<()> {
+        self.live_handle(fh)?;
         let h = self.handles.get_mut(&fh.0).ok_or(Error::BadHandle(fh.0))?;
         let (ino, shadow) = (h.ino, h.shadow.take());
         if let Some(data) = shadow {
@@ -459,11 +510,21 @@ impl Inner {
     }
 }
 
+/// Largest file MemStore holds.
+const FILE_SIZE_MAX: u64 = 1 << 40;
+
 impl MemStore {
     /// Change the data of the file of `fh` by `change` (given the file as the handle sees it
     /// and whether the handle appends). The change belongs to the transaction the file is
-    /// bound to, else to the handle's O_ATOMIC shadow, else it is its own.
-    fn modify_data(&self, fh: Fh, change: impl FnOnce(&mut Vec<u8>, bool)) -> Result<()> {
+    /// bound to, else to the handle's O_ATOMIC shadow, else it is its own. `bytes`: whether
+    /// it may change bytes, so that a file another transaction created refuses it (a write
+    /// of no bytes changes nothing).
+    fn modify_data(
+        &self,
+        fh: Fh,
+        bytes: bool,
+        change: impl FnOnce(&mut Vec<u8>, bool) -> Result<()>,
+    ) -> Result<()> {
         let mut s = self.inner.lock();
         s.check_open()?;
         let h = s.handle(fh)?;
@@ -471,10 +532,14 @@ impl MemStore {
             return Err(Error::BadMode(fh.0, "writing"));
         }
         let (ino, atomic, append) = (h.ino, h.atomic, h.flags.append);
+        s.file_data(ino)?;
         let tx = s.data_tx(h);
+        if bytes {
+            s.check_owner(&[ino], tx)?;
+        }
         if atomic && tx.is_none() {
             let mut data = s.view(fh)?.clone();
-            change(&mut data, append);
+            change(&mut data, append)?;
             let new_blocks = (data.len() as u64).div_ceil(BLOCK_SIZE);
             let old_blocks = s.node(ino)?.blocks();
             if new_blocks > old_blocks
@@ -488,7 +553,7 @@ impl MemStore {
             return Ok(());
         }
         let mut data = s.file_data(ino)?.clone();
-        change(&mut data, append);
+        change(&mut data, append)?;
         s.save(tx, ino)?;
         s.set_data(ino, data, self.capacity_blocks)
     }
@@ -533,6 +598,7 @@ impl Store for MemStore {
         s.check_open()?;
         s.tx_check(tx)?;
         s.node(ino)?;
+        s.check_owner(&[ino], tx)?;
         s.save(tx, ino)?;
         let n = s.node_mut(ino)?;
         if let Some(perm) = attr.perm {
@@ -619,6 +685,7 @@ impl Store for MemStore {
         if s.node(ino)?.meta.is_dir() {
             return Err(Error::IsDir(name_str(name)));
         }
+        s.check_owner(&[parent, ino], tx)?;
         s.remove_entry(parent, name, tx)
     }
 
@@ -636,6 +703,7 @@ impl Store for MemStore {
         if !s.entries(ino)?.is_empty() {
             return Err(Error::NotEmpty(name_str(name)));
         }
+        s.check_owner(&[parent, ino], tx)?;
         s.remove_entry(parent, name, tx)
     }
 
@@ -669,6 +737,7 @@ impl Store for MemStore {
         if s.entries(new_parent)?.contains_key(new_name) {
             return Err(Error::Exists(name_str(new_name)));
         }
+        s.check_owner(&[ino, new_parent], tx)?;
         s.save(tx, new_parent)?;
         s.save(tx, ino)?;
         s.entries_mut(new_parent)?.insert(new_name.to_vec(), ino);
@@ -732,18 +801,23 @@ impl Store for MemStore {
     }
 
     fn write(&self, fh: Fh, off: u64, data: &[u8]) -> Result<usize> {
-        let end = off
-            .checked_add(data.len() as u64)
-            .ok_or_else(|| Error::FileTooLarge(format!("offset {off}")))?;
-        if end > (1 << 40) {
-            return Err(Error::FileTooLarge(format!("write ending at {end}")));
-        }
-        self.modify_data(fh, |file, append| {
-            let start = if append { file.len() } else { off as usize };
-            if file.len() < start + data.len() {
-                file.resize(start + data.len(), 0);
+        self.modify_data(fh, !data.is_empty(), |file, append| {
+            let off = if append { file.len() as u64 } else { off };
+            let end = off
+                .checked_add(data.len() as u64)
+                .ok_or_else(|| Error::FileTooLarge(format!("offset {off}")))?;
+            if end > FILE_SIZE_MAX {
+                return Err(Error::FileTooLarge(format!("write ending at {end}")));
             }
-            file[start..start + data.len()].copy_from_slice(data);
+            if data.is_empty() {
+                return Ok(()); // pwrite(2) of no bytes: not even the size changes
+            }
+            let (start, end) = (off as usize, end as usize);
+            if file.len() < end {
+                file.resize(end, 0);
+            }
+            file[start..end].copy_from_slice(data);
+            Ok(())
         })?;
         let mut s = self.inner.lock();
         s.writes += 1;
@@ -752,10 +826,13 @@ impl Store for MemStore {
     }
 
     fn set_len(&self, fh: Fh, len: u64) -> Result<()> {
-        if len > (1 << 40) {
-            return Err(Error::FileTooLarge(format!("length {len}")));
-        }
-        self.modify_data(fh, |file, _| file.resize(len as usize, 0))
+        self.modify_data(fh, true, |file, _| {
+            if len > FILE_SIZE_MAX {
+                return Err(Error::FileTooLarge(format!("length {len}")));
+            }
+            file.resize(len as usize, 0);
+            Ok(())
+        })
     }
 
     fn fsync(&self, fh: Fh, _datasync: bool) -> Result<()> {
@@ -778,6 +855,7 @@ impl Store for MemStore {
     fn set_atomic(&self, fh: Fh, atomic: bool) -> Result<()> {
         let mut s = self.inner.lock();
         s.check_open()?;
+        s.live_handle(fh)?;
         if !atomic {
             s.install_shadow(fh, self.capacity_blocks)?;
         }
@@ -792,7 +870,7 @@ impl Store for MemStore {
         let mut s = self.inner.lock();
         s.check_open()?;
         for fh in fhs {
-            s.handle(*fh)?;
+            s.live_handle(*fh)?;
         }
         for fh in fhs {
             s.install_shadow(*fh, self.capacity_blocks)?;
@@ -804,10 +882,12 @@ impl Store for MemStore {
         let mut s = self.inner.lock();
         s.check_open()?;
         for fh in fhs {
-            s.handles
-                .get_mut(&fh.0)
-                .ok_or(Error::BadHandle(fh.0))?
-                .shadow = None;
+            s.live_handle(*fh)?;
+        }
+        for fh in fhs {
+            if let Some(h) = s.handles.get_mut(&fh.0) {
+                h.shadow = None;
+            }
         }
         Ok(())
     }
@@ -942,7 +1022,7 @@ impl Store for MemStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use store::path::{read_file, write_file};
+    use store::path::{read_all, read_file, write_file};
     use store::OpenOptions;
 
     #[test]
@@ -994,6 +1074,139 @@ mod tests {
 
     fn libc_enospc() -> i32 {
         Error::NoSpace(String::new()).errno()
+    }
+
+    const RW: OpenFlags = OpenFlags {
+        read: true,
+        write: true,
+        append: false,
+        atomic: false,
+    };
+
+    /// `r` failed with FileInTransaction naming `owner`.
+    fn busy<T: std::fmt::Debug>(r: Result<T>, owner: TxId, what: &str) {
+        match r {
+            Err(Error::FileInTransaction(id)) if id == owner.0 => {}
+            other => panic!(
+                "{what}: expected FileInTransaction({}), got {other:?}",
+                owner.0
+            ),
+        }
+    }
+
+    /// The conformance case `tx_created_file_free_after_commit`, which ends by reopening its
+    /// store (a MemStore cannot be): once the creating transaction commits, a handle that was
+    /// refused writes, truncates and binds the file to another transaction.
+    #[test]
+    fn tx_created_file_free_after_commit() -> Result<()> {
+        let st = MemStore::new();
+        let t = st.tx_begin(&[])?;
+        let y = st.create(ROOT_INO, b"y", 0o644, Some(t))?.ino;
+        let fo = st.open(y, RW)?;
+        busy(st.write(fo, 0, b"early"), t, "write before the commit");
+        let fb = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .open(&st, "/y", Some(t))?;
+        st.write(fb, 0, b"inside")?;
+        st.tx_commit(t)?;
+        st.write(fo, 6, b"+after")?;
+        st.set_len(fo, 10)?;
+        let t2 = st.tx_begin(&[fo])?;
+        st.write(fo, 10, b"+t2")?;
+        st.tx_commit(t2)?;
+        st.rename(ROOT_INO, b"y", ROOT_INO, b"y2", None)?;
+        let chmod = SetAttr {
+            perm: Some(0o600),
+            ..SetAttr::default()
+        };
+        st.setattr(y, &chmod, None)?;
+        assert_eq!(read_all(&st, fb)?, b"inside+aft+t2");
+        st.release(fo)?;
+        st.release(fb)?;
+        assert_eq!(read_file(&st, "/y2")?, b"inside+aft+t2");
+        assert!(st.fsck()?.is_clean());
+        Ok(())
+    }
+
+    /// `r` failed with NotFound.
+    fn gone<T: std::fmt::Debug>(r: Result<T>, what: &str) {
+        assert!(
+            matches!(r, Err(Error::NotFound(_))),
+            "{what}: expected NotFound, got {r:?}"
+        );
+    }
+
+    /// After the abort of a create, every call through a handle on the file fails with
+    /// NotFound (bound to the transaction, not bound, O_ATOMIC alike), but `release`.
+    #[test]
+    fn handles_on_an_aborted_create_find_nothing_but_release() -> Result<()> {
+        let st = MemStore::new();
+        let t = st.tx_begin(&[])?;
+        let x = st.create(ROOT_INO, b"x", 0o644, Some(t))?.ino;
+        let fb = st.open(x, RW)?;
+        st.tx_add(t, fb)?;
+        st.write(fb, 0, b"in t")?;
+        let fo = st.open(x, RW)?;
+        let fa = st.open(x, OpenFlags { atomic: true, ..RW })?;
+        st.write(fa, 4, b"+atomic")?; // the file is bound to t: the write is t's
+        st.tx_abort(t)?;
+        let other = st.tx_begin(&[])?;
+        for fh in [fb, fo, fa] {
+            let mut buf = [0u8; 4];
+            gone(st.read(fh, 0, &mut buf), "read");
+            gone(st.write(fh, 0, b"x"), "write");
+            gone(st.write(fh, 0, b""), "write of no bytes");
+            gone(st.set_len(fh, 0), "set_len");
+            gone(st.fsync(fh, false), "fsync");
+            gone(st.fstat(fh), "fstat");
+            gone(st.set_atomic(fh, true), "set_atomic on");
+            gone(st.set_atomic(fh, false), "set_atomic off");
+            gone(st.syncv(&[fh]), "syncv");
+            gone(st.abortv(&[fh]), "abortv");
+            gone(st.tx_begin(&[fh]), "tx_begin");
+            gone(st.tx_add(other, fh), "tx_add");
+            st.release(fh)?;
+            assert!(matches!(st.fstat(fh), Err(Error::BadHandle(_))));
+        }
+        st.tx_commit(other)?;
+        gone(st.getattr(x), "getattr");
+        assert!(st.read_dir(ROOT_INO)?.is_empty());
+        assert!(st.fsck()?.is_clean());
+        Ok(())
+    }
+
+    /// Symlinks (which the model does not have) follow the rule as files do.
+    #[test]
+    fn tx_created_symlink_and_directory_refuse_changes_from_outside() -> Result<()> {
+        let st = MemStore::new();
+        let t = st.tx_begin(&[])?;
+        let d = st.mkdir(ROOT_INO, b"d", 0o755, Some(t))?.ino;
+        busy(
+            st.symlink(d, b"l", b"/x", None),
+            t,
+            "symlink in the new dir",
+        );
+        let l = st.symlink(ROOT_INO, b"l", b"/x", Some(t))?.ino;
+        busy(
+            st.unlink(ROOT_INO, b"l", None),
+            t,
+            "unlink of the new symlink",
+        );
+        busy(
+            st.rename(ROOT_INO, b"l", ROOT_INO, b"m", None),
+            t,
+            "rename of the new symlink",
+        );
+        assert_eq!(st.readlink(l)?, b"/x", "reading is allowed");
+        st.symlink(d, b"l", b"/x", Some(t))?;
+        st.tx_commit(t)?;
+        st.symlink(d, b"l2", b"/y", None)?;
+        st.unlink(ROOT_INO, b"l", None)?;
+        assert_eq!(st.read_dir(d)?.len(), 2);
+        assert!(st.fsck()?.is_clean());
+        Ok(())
     }
 
     /// A namespace call in a transaction that is not open fails with NoSuchTransaction
@@ -1050,8 +1263,9 @@ mod tests {
 #[cfg(test)]
 mod conformance_cases {
     use super::MemStore;
-    use conformance::{cases, Harness};
-    use store::Store;
+    use conformance::{cases, Harness, ModelStore};
+    use store::path::write_file;
+    use store::{Error, Fh, Ino, OpenFlags, Result, SetAttr, Store, TxId, ROOT_INO};
 
     /// A MemStore cannot be reopened (nothing survives it): only cases that do not reopen
     /// run here, and a reopen fails the test.
@@ -1070,7 +1284,222 @@ mod conformance_cases {
     }
 
     #[test]
+    fn tx_created_file_refuses_changes_from_outside() {
+        cases::tx_created_file_refuses_changes_from_outside(&MemHarness);
+    }
+
+    #[test]
     fn tx_file_in_two_transactions() {
         cases::tx_file_in_two_transactions(&MemHarness);
+    }
+
+    fn must<T>(r: Result<T>, what: &str) -> T {
+        match r {
+            Ok(v) => v,
+            Err(e) => panic!("{what}: {e}"),
+        }
+    }
+
+    /// What a call returned, for comparing two stores: `ok`, or the error's kind (with the
+    /// transaction or handle it names).
+    fn outcome<T>(r: Result<T>) -> String {
+        match r {
+            Ok(_) => "ok".into(),
+            Err(e @ (Error::FileInTransaction(_) | Error::NoSuchTransaction(_))) => {
+                format!("{e:?}")
+            }
+            Err(e @ Error::BadHandle(_)) => format!("{e:?}"),
+            Err(e) => format!("{e:?}")
+                .split(['(', ' ', '{'])
+                .next()
+                .unwrap_or_default()
+                .to_owned(),
+        }
+    }
+
+    /// Changes from outside (no transaction, another one, a transaction that is not open,
+    /// O_ATOMIC) to a file and directories an open transaction created, with the errors that
+    /// come before the refusal; then the same file bound by its creator; then handles on it
+    /// after the abort. Returns every call's outcome and the final tree.
+    fn created_by_open_tx(s: &dyn Store) -> (Vec<String>, conformance::Tree) {
+        let mut out = Vec::new();
+        let mut note = |what: &str, r: String| out.push(format!("{what}: {r}"));
+        let chmod = SetAttr {
+            perm: Some(0o600),
+            ..SetAttr::default()
+        };
+        let ro = OpenFlags {
+            read: true,
+            ..OpenFlags::default()
+        };
+        let rw = OpenFlags { write: true, ..ro };
+        let setup = || -> Result<_> {
+            write_file(s, "/a", b"committed", None)?;
+            let e = s.mkdir(ROOT_INO, b"e", 0o755, None)?.ino;
+            s.create(e, b"c", 0o644, None)?;
+            let t = s.tx_begin(&[])?;
+            let x = s.create(ROOT_INO, b"x", 0o644, Some(t))?.ino;
+            let d = s.mkdir(ROOT_INO, b"d", 0o755, Some(t))?.ino;
+            s.create(d, b"inner", 0o644, Some(t))?;
+            s.mkdir(ROOT_INO, b"d2", 0o755, Some(t))?;
+            Ok((t, x, d, s.lookup(ROOT_INO, b"a")?.ino))
+        };
+        let (t, x, d, a) = must(setup(), "setup");
+        let u = must(s.tx_begin(&[]), "tx_begin");
+        for tx in [None, Some(u), Some(TxId(99))] {
+            let n = |what: &str| format!("{what} in {tx:?}");
+            note(
+                &n("create existing"),
+                outcome(s.create(d, b"inner", 0o644, tx)),
+            );
+            note(&n("create in d"), outcome(s.create(d, b"new", 0o644, tx)));
+            note(&n("create in x"), outcome(s.create(x, b"new", 0o644, tx)));
+            note(&n("mkdir in d"), outcome(s.mkdir(d, b"new", 0o755, tx)));
+            note(&n("unlink missing"), outcome(s.unlink(d, b"missing", tx)));
+            note(&n("unlink in d"), outcome(s.unlink(d, b"inner", tx)));
+            note(&n("unlink x"), outcome(s.unlink(ROOT_INO, b"x", tx)));
+            note(&n("unlink d"), outcome(s.unlink(ROOT_INO, b"d", tx)));
+            note(&n("rmdir full d"), outcome(s.rmdir(ROOT_INO, b"d", tx)));
+            note(&n("rmdir x"), outcome(s.rmdir(ROOT_INO, b"x", tx)));
+            note(&n("rmdir d2"), outcome(s.rmdir(ROOT_INO, b"d2", tx)));
+            let mv = |from: Ino, name: &[u8], to: Ino, new: &[u8]| {
+                outcome(s.rename(from, name, to, new, tx))
+            };
+            note(&n("rename x"), mv(ROOT_INO, b"x", ROOT_INO, b"y"));
+            note(&n("rename over x"), mv(ROOT_INO, b"a", ROOT_INO, b"x"));
+            note(&n("rename into d"), mv(ROOT_INO, b"a", d, b"a"));
+            note(&n("rename out of d"), mv(d, b"inner", ROOT_INO, b"i"));
+            note(&n("rename within d"), mv(d, b"inner", d, b"i"));
+            note(&n("rename x onto x"), mv(ROOT_INO, b"x", ROOT_INO, b"x"));
+            note(&n("rename file onto d"), mv(ROOT_INO, b"a", ROOT_INO, b"d"));
+            note(
+                &n("rename dir onto full d"),
+                mv(ROOT_INO, b"e", ROOT_INO, b"d"),
+            );
+            note(
+                &n("rename dir onto d2"),
+                mv(ROOT_INO, b"e", ROOT_INO, b"d2"),
+            );
+            note(
+                &n("rename missing"),
+                mv(ROOT_INO, b"missing", ROOT_INO, b"x"),
+            );
+            note(&n("link x"), outcome(s.link(x, ROOT_INO, b"x2", tx)));
+            note(&n("link into d"), outcome(s.link(a, d, b"a2", tx)));
+            note(&n("link onto x"), outcome(s.link(a, ROOT_INO, b"x", tx)));
+            note(&n("link d"), outcome(s.link(d, ROOT_INO, b"d3", tx)));
+            note(&n("setattr x"), outcome(s.setattr(x, &chmod, tx)));
+            note(&n("setattr d"), outcome(s.setattr(d, &chmod, tx)));
+            note(&n("setattr missing"), outcome(s.setattr(999, &chmod, tx)));
+        }
+        // Reading is allowed.
+        note("lookup x", outcome(s.lookup(ROOT_INO, b"x")));
+        note("getattr d", outcome(s.getattr(d)));
+        note("read_dir d", outcome(s.read_dir(d)));
+        // (A failed open is noted, and the calls through it fail with BadHandle.)
+        let mut open = |what: &str, flags: OpenFlags| match s.open(x, flags) {
+            Ok(fh) => {
+                note(what, "ok".into());
+                fh
+            }
+            Err(e) => {
+                note(what, outcome::<()>(Err(e)));
+                Fh(u64::MAX)
+            }
+        };
+        let fo = open("open", rw);
+        let fr = open("open read-only", ro);
+        let fa = open("open O_ATOMIC", OpenFlags { atomic: true, ..rw });
+        let fb = open("open another", rw);
+        let mut buf = [0u8; 8];
+        note("read", outcome(s.read(fo, 0, &mut buf)));
+        note("fstat", outcome(s.fstat(fo)));
+        note("write", outcome(s.write(fo, 0, b"z")));
+        note("write of no bytes", outcome(s.write(fo, 5, b"")));
+        note("size", format!("{:?}", s.fstat(fo).map(|m| m.size).ok()));
+        note("write far", outcome(s.write(fo, 1 << 50, b"z")));
+        note("set_len", outcome(s.set_len(fo, 0)));
+        note("set_len far", outcome(s.set_len(fo, 1 << 50)));
+        note("write read-only", outcome(s.write(fr, 0, b"z")));
+        note("O_ATOMIC write", outcome(s.write(fa, 0, b"z")));
+        note("O_ATOMIC set_len", outcome(s.set_len(fa, 3)));
+        note("fsync", outcome(s.fsync(fa, false)));
+        note("tx_begin", outcome(s.tx_begin(&[fo])));
+        note("tx_add other", outcome(s.tx_add(u, fo)));
+        note("tx_add none", outcome(s.tx_add(TxId(99), fo)));
+        // The creator binds the file: every handle's writes are its own.
+        note("tx_add creator", outcome(s.tx_add(t, fb)));
+        note("tx_add other, bound", outcome(s.tx_add(u, fo)));
+        note("tx_add creator again", outcome(s.tx_add(t, fo)));
+        note("write, bound", outcome(s.write(fb, 0, b"in t")));
+        note("write other handle", outcome(s.write(fo, 4, b"+fo")));
+        note("O_ATOMIC write, bound", outcome(s.write(fa, 7, b"+fa")));
+        note("set_len other handle", outcome(s.set_len(fo, 9)));
+        note("contents", format!("{:?}", store::path::read_all(s, fr)));
+        note(
+            "create in d in t",
+            outcome(s.create(d, b"f", 0o644, Some(t))),
+        );
+        note(
+            "rename a into d in t",
+            outcome(s.rename(ROOT_INO, b"a", d, b"a", Some(t))),
+        );
+        note("commit the other", outcome(s.tx_commit(u)));
+        note("abort", outcome(s.tx_abort(t)));
+        // The create was aborted: its handles find nothing, but release.
+        let other = must(s.tx_begin(&[]), "tx_begin");
+        for fh in [fo, fr, fa, fb] {
+            let n = |what: &str| format!("{what} through {fh:?} after abort");
+            note(&n("read"), outcome(s.read(fh, 0, &mut buf)));
+            note(&n("write"), outcome(s.write(fh, 0, b"z")));
+            note(&n("write of no bytes"), outcome(s.write(fh, 0, b"")));
+            note(&n("set_len"), outcome(s.set_len(fh, 0)));
+            note(&n("fsync"), outcome(s.fsync(fh, true)));
+            note(&n("fstat"), outcome(s.fstat(fh)));
+            note(&n("set_atomic"), outcome(s.set_atomic(fh, false)));
+            note(&n("syncv"), outcome(s.syncv(&[fh])));
+            note(&n("abortv"), outcome(s.abortv(&[fh])));
+            note(&n("tx_begin"), outcome(s.tx_begin(&[fh])));
+            note(&n("tx_add"), outcome(s.tx_add(other, fh)));
+            note(&n("release"), outcome(s.release(fh)));
+        }
+        note("commit", outcome(s.tx_commit(other)));
+        note("lookup x after abort", outcome(s.lookup(ROOT_INO, b"x")));
+        note("lookup d after abort", outcome(s.lookup(ROOT_INO, b"d")));
+        note(
+            "fsck",
+            format!(
+                "{:?}",
+                s.fsck().map(|r| r.problems).map_err(|e| e.to_string())
+            ),
+        );
+        (out, must(conformance::snapshot(s), "snapshot"))
+    }
+
+    /// MemStore answers every change to what an open transaction created, and every call
+    /// through a handle on an aborted create, as the conformance model does: same results,
+    /// same errors, the same error first where a call has several.
+    #[test]
+    fn created_by_open_tx_as_the_model() {
+        let (mem, mem_tree) = created_by_open_tx(&MemStore::new());
+        let (model, model_tree) = created_by_open_tx(&ModelStore::new());
+        assert_eq!(mem.len(), model.len());
+        let differ: Vec<String> = mem
+            .iter()
+            .zip(&model)
+            .filter(|(m, want)| m != want)
+            .map(|(m, want)| format!("MemStore {m:?}, model {want:?}"))
+            .collect();
+        assert!(
+            differ.is_empty(),
+            "MemStore differs from the model:\n{}",
+            differ.join("\n")
+        );
+        assert_eq!(mem_tree, model_tree, "trees differ");
+        let refused = mem
+            .iter()
+            .filter(|o| o.contains("FileInTransaction(1)"))
+            .count();
+        assert!(refused >= 35, "only {refused} refusals: {mem:#?}");
     }
 }
