@@ -1293,6 +1293,11 @@ mod conformance_cases {
         cases::tx_file_in_two_transactions(&MemHarness);
     }
 
+    #[test]
+    fn tx_aborted_create_handles_not_found() {
+        cases::tx_aborted_create_handles_not_found(&MemHarness);
+    }
+
     fn must<T>(r: Result<T>, what: &str) -> T {
         match r {
             Ok(v) => v,
