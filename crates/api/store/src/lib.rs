@@ -15,6 +15,11 @@
 //! Calls outside any transaction are each their own transaction: durable and atomic when they
 //! return. Isolation between transactions is the application's (AD-transactions, as in FCFS).
 //!
+//! A namespace call checks, in this order: its names ([`path::check_entry_name`]:
+//! NameTooLong, InvalidArgument for `.`, `..`, empty, `/` or NUL), then its transaction
+//! ([`Error::NoSuchTransaction`] when it is not open), then the tree (NotFound, Exists,
+//! NotEmpty, ...); a refused call changes nothing (conformance case `namespace_error_order`).
+//!
 //! A file or directory created by an open transaction belongs to it until it commits or
 //! aborts (an abort removes it). From outside that transaction — a call outside any
 //! transaction, another transaction, an O_ATOMIC file's implicit one — every change to it

@@ -37,6 +37,20 @@ pub fn check_name(name: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// Check a name a namespace call creates, removes or renames: [`check_name`], and not `.` or
+/// `..` (InvalidArgument). Every engine checks it before anything else of the call, the
+/// transaction included (conformance case `namespace_error_order`).
+pub fn check_entry_name(name: &[u8]) -> Result<()> {
+    check_name(name)?;
+    if name == b"." || name == b".." {
+        return Err(Error::InvalidArgument(format!(
+            "invalid file name {:?}",
+            String::from_utf8_lossy(name)
+        )));
+    }
+    Ok(())
+}
+
 fn walk(store: &dyn Store, parts: &[&[u8]], shown: &[u8]) -> Result<Metadata> {
     let mut stack: Vec<Metadata> = vec![store.getattr(ROOT_INO)?];
     for part in parts {

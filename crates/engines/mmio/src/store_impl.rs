@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use store::path::check_entry_name;
 use store::{
     DirEntry, Error, Fh, FileKind, FsckReport, Ino, Metadata, OpenFlags, Result, SetAttr, StatFs,
     Store, TxId, ROOT_INO,
@@ -443,6 +444,15 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
     fn handle_file(&self, fh: Fh) -> Result<Arc<MmioFile<R, M>>> {
         let t = self.tables.lock();
         t.live(fh).map(|h| h.file.clone())
+    }
+
+    /// A namespace call in `tx` needs it open: checked after the names and before the
+    /// call's own errors (conformance case `namespace_error_order`).
+    fn tx_open(t: &Tables<R, M>, tx: Option<TxId>) -> Result<()> {
+        match tx {
+            Some(tx) if !t.txs.contains_key(&tx.0) => Err(Error::NoSuchTransaction(tx.0)),
+            _ => Ok(()),
+        }
     }
 
     /// A file or directory created by an open transaction is that transaction's until it
@@ -876,6 +886,7 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
     fn setattr(&self, ino: Ino, attr: &SetAttr, tx: Option<TxId>) -> Result<Metadata> {
         self.check()?;
         let mut t = self.tables.lock();
+        Self::tx_open(&t, tx)?;
         let path = self.path_for(&mut t, ino)?;
         if attr.uid.is_some() || attr.gid.is_some() {
             return Err(Error::Unsupported("chown on the mmio engine".into()));
@@ -909,7 +920,9 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
 
     fn create(&self, parent: Ino, name: &[u8], perm: u32, tx: Option<TxId>) -> Result<Metadata> {
         self.check()?;
+        check_entry_name(name)?;
         let mut t = self.tables.lock();
+        Self::tx_open(&t, tx)?;
         let path = self.child_path(&mut t, parent, name)?;
         self.check_new_entry(&t, parent, &path, tx)?;
         let st = self.created_in_tx(&mut t, tx, &path, |m| m.create(&path, perm), "create")?;
@@ -922,7 +935,9 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
 
     fn mkdir(&self, parent: Ino, name: &[u8], perm: u32, tx: Option<TxId>) -> Result<Metadata> {
         self.check()?;
+        check_entry_name(name)?;
         let mut t = self.tables.lock();
+        Self::tx_open(&t, tx)?;
         let path = self.child_path(&mut t, parent, name)?;
         self.check_new_entry(&t, parent, &path, tx)?;
         let st = self.created_in_tx(&mut t, tx, &path, |m| m.mkdir(&path, perm), "mkdir")?;
@@ -935,7 +950,9 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
 
     fn unlink(&self, parent: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
         self.check()?;
+        check_entry_name(name)?;
         let mut t = self.tables.lock();
+        Self::tx_open(&t, tx)?;
         let path = self.child_path(&mut t, parent, name)?;
         let st = self.stat_path(&path)?;
         if st.kind == FileKind::Dir {
@@ -980,7 +997,9 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
 
     fn rmdir(&self, parent: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
         self.check()?;
+        check_entry_name(name)?;
         let mut t = self.tables.lock();
+        Self::tx_open(&t, tx)?;
         let path = self.child_path(&mut t, parent, name)?;
         let st = self.stat_path(&path)?;
         if st.kind != FileKind::Dir {
@@ -1017,7 +1036,10 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
         tx: Option<TxId>,
     ) -> Result<()> {
         self.check()?;
+        check_entry_name(name)?;
+        check_entry_name(new_name)?;
         let mut t = self.tables.lock();
+        Self::tx_open(&t, tx)?;
         let from = self.child_path(&mut t, parent, name)?;
         let to = self.child_path(&mut t, new_parent, new_name)?;
         let moved = self.stat_path(&from)?;

@@ -13,6 +13,7 @@ use std::any::Any;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use store::path::check_entry_name;
 use store::*;
 
 /// An open file.
@@ -287,6 +288,7 @@ impl<R: Region> Store for PoolStore<R> {
     }
 
     fn create(&self, parent: Ino, name: &[u8], perm: u32, tx: Option<TxId>) -> Result<Metadata> {
+        check_entry_name(name)?;
         let ino = self.ns_op(tx, |core, t| {
             core.create_node(t, parent, name, KIND_FILE, perm)
         })?;
@@ -294,6 +296,7 @@ impl<R: Region> Store for PoolStore<R> {
     }
 
     fn mkdir(&self, parent: Ino, name: &[u8], perm: u32, tx: Option<TxId>) -> Result<Metadata> {
+        check_entry_name(name)?;
         let ino = self.ns_op(tx, |core, t| {
             core.create_node(t, parent, name, KIND_DIR, perm)
         })?;
@@ -301,10 +304,12 @@ impl<R: Region> Store for PoolStore<R> {
     }
 
     fn unlink(&self, parent: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
+        check_entry_name(name)?;
         self.ns_op(tx, |core, t| core.remove_entry(t, parent, name, false))
     }
 
     fn rmdir(&self, parent: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
+        check_entry_name(name)?;
         self.ns_op(tx, |core, t| core.remove_entry(t, parent, name, true))
     }
 
@@ -316,6 +321,8 @@ impl<R: Region> Store for PoolStore<R> {
         new_name: &[u8],
         tx: Option<TxId>,
     ) -> Result<()> {
+        check_entry_name(name)?;
+        check_entry_name(new_name)?;
         self.ns_op(tx, |core, t| {
             core.rename_entry(t, parent, name, new_parent, new_name)
         })
@@ -328,6 +335,7 @@ impl<R: Region> Store for PoolStore<R> {
         new_name: &[u8],
         tx: Option<TxId>,
     ) -> Result<Metadata> {
+        check_entry_name(new_name)?;
         self.ns_op(tx, |core, t| core.link_entry(t, ino, new_parent, new_name))?;
         self.core.metadata(ino)
     }

@@ -93,7 +93,7 @@ macro_rules! conformance_tests {
             open_create_flags, open_append, read_only_handle_rejects_writes, read_write_seek,
             read_past_eof, sparse_holes_read_zeros, set_len_shrink_extend, large_file_64mib,
             many_files_in_one_dir, mkdir_rmdir_read_dir, rename_moves, rename_replaces,
-            rename_errors, unlink_keeps_open_file, hard_links, stat_fields, paths,
+            rename_errors, namespace_error_order, unlink_keeps_open_file, hard_links, stat_fields, paths,
             tx_multi_file_commit, tx_abort_restores_everything, tx_file_in_two_transactions,
             tx_created_file_refuses_changes_from_outside, tx_created_file_free_after_commit,
             tx_aborted_create_handles_not_found,

@@ -16,8 +16,8 @@ use parking_lot::Mutex;
 use std::any::Any;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use store::{
-    now_ns, path::check_name, DirEntry, Error, Fh, FileKind, FsckReport, Ino, Metadata, OpenFlags,
-    Result, SetAttr, StatFs, Store, TxId, NAME_MAX, ROOT_INO,
+    now_ns, path::check_entry_name, DirEntry, Error, Fh, FileKind, FsckReport, Ino, Metadata,
+    OpenFlags, Result, SetAttr, StatFs, Store, TxId, NAME_MAX, ROOT_INO,
 };
 
 /// Size of the accounting unit: file data occupies whole blocks of this size.
@@ -347,7 +347,7 @@ impl Inner {
         tx: Option<TxId>,
         inodes_max: u64,
     ) -> Result<Metadata> {
-        check_name(name)?;
+        check_entry_name(name)?;
         self.tx_check(tx)?;
         if self.entries(parent)?.contains_key(name) {
             return Err(Error::Exists(name_str(name)));
@@ -425,7 +425,8 @@ impl Inner {
         new_name: &[u8],
         tx: Option<TxId>,
     ) -> Result<()> {
-        check_name(new_name)?;
+        check_entry_name(name)?;
+        check_entry_name(new_name)?;
         self.tx_check(tx)?;
         let ino = *self
             .entries(parent)?
@@ -677,6 +678,7 @@ impl Store for MemStore {
     fn unlink(&self, parent: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
         let mut s = self.inner.lock();
         s.check_open()?;
+        check_entry_name(name)?;
         s.tx_check(tx)?;
         let ino = *s
             .entries(parent)?
@@ -692,6 +694,7 @@ impl Store for MemStore {
     fn rmdir(&self, parent: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
         let mut s = self.inner.lock();
         s.check_open()?;
+        check_entry_name(name)?;
         s.tx_check(tx)?;
         let ino = *s
             .entries(parent)?
@@ -729,7 +732,7 @@ impl Store for MemStore {
     ) -> Result<Metadata> {
         let mut s = self.inner.lock();
         s.check_open()?;
-        check_name(new_name)?;
+        check_entry_name(new_name)?;
         s.tx_check(tx)?;
         if s.node(ino)?.meta.is_dir() {
             return Err(Error::NotPermitted("hard link to a directory".into()));
@@ -782,6 +785,7 @@ impl Store for MemStore {
 
     fn release(&self, fh: Fh) -> Result<()> {
         let mut s = self.inner.lock();
+        s.check_open()?;
         let h = s.handles.remove(&fh.0).ok_or(Error::BadHandle(fh.0))?;
         s.reap(h.ino);
         Ok(())
@@ -1138,6 +1142,17 @@ mod tests {
         );
     }
 
+    /// An unmounted store refuses every call, `release` included (Closed), as the engines.
+    #[test]
+    fn release_after_unmount_is_closed() -> Result<()> {
+        let st = MemStore::new();
+        let f = st.create(ROOT_INO, b"f", 0o644, None)?.ino;
+        let fh = st.open(f, RW)?;
+        st.unmount()?;
+        assert!(matches!(st.release(fh), Err(Error::Closed)));
+        Ok(())
+    }
+
     /// After the abort of a create, every call through a handle on the file fails with
     /// NotFound (bound to the transaction, not bound, O_ATOMIC alike), but `release`.
     #[test]
@@ -1291,6 +1306,11 @@ mod conformance_cases {
     #[test]
     fn tx_file_in_two_transactions() {
         cases::tx_file_in_two_transactions(&MemHarness);
+    }
+
+    #[test]
+    fn namespace_error_order() {
+        cases::namespace_error_order(&MemHarness);
     }
 
     #[test]

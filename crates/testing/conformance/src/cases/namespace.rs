@@ -179,6 +179,106 @@ pub fn rename_errors(h: &dyn Harness) {
     finish(store);
 }
 
+/// The order of a namespace call's errors: a bad name first (NameTooLong, InvalidArgument),
+/// whatever the transaction; then a transaction that is not open (NoSuchTransaction), before
+/// the call's own errors about the tree (Exists, NotFound, NotEmpty); and a refused call
+/// changes nothing.
+pub fn namespace_error_order(h: &dyn Harness) {
+    let store = h.fresh();
+    let s = store.as_ref();
+    write_path(s, "/a", b"a");
+    ok(s.mkdir(ROOT_INO, b"d", 0o755, None), "mkdir");
+    write_path(s, "/d/f", b"f");
+    let a = ok(s.lookup(ROOT_INO, b"a"), "lookup").ino;
+    let t = ok(s.tx_begin(&[]), "tx_begin");
+    ok(s.tx_commit(t), "commit");
+    let long = vec![b'n'; NAME_MAX + 1];
+    let bad_names: [&[u8]; 5] = [b".", b"..", b"", b"x/y", b"nul\0"];
+    for tx in [None, Some(t)] {
+        let long_err = |r: store::Result<()>, call: &str| match r {
+            Err(Error::NameTooLong { .. }) => {}
+            other => panic!(
+                "{call} of a {}-byte name (tx {tx:?}): expected NameTooLong, got {other:?}",
+                long.len()
+            ),
+        };
+        long_err(s.create(ROOT_INO, &long, 0o644, tx).map(|_| ()), "create");
+        long_err(s.mkdir(ROOT_INO, &long, 0o755, tx).map(|_| ()), "mkdir");
+        long_err(s.unlink(ROOT_INO, &long, tx), "unlink");
+        long_err(s.rmdir(ROOT_INO, &long, tx), "rmdir");
+        long_err(s.rename(ROOT_INO, b"a", ROOT_INO, &long, tx), "rename");
+        for name in bad_names {
+            let bad = |r: store::Result<()>, call: &str| {
+                match r {
+                Err(Error::InvalidArgument(_)) => {}
+                other => panic!("{call} of the name {name:?} (tx {tx:?}): expected InvalidArgument, got {other:?}"),
+            }
+            };
+            bad(s.create(ROOT_INO, name, 0o644, tx).map(|_| ()), "create");
+            bad(s.mkdir(ROOT_INO, name, 0o755, tx).map(|_| ()), "mkdir");
+            bad(s.unlink(ROOT_INO, name, tx), "unlink");
+            bad(s.rmdir(ROOT_INO, name, tx), "rmdir");
+            bad(s.rename(ROOT_INO, b"a", ROOT_INO, name, tx), "rename");
+        }
+    }
+    let gone = |r: store::Result<()>, call: &str| match r {
+        Err(Error::NoSuchTransaction(id)) if id == t.0 => {}
+        other => panic!(
+            "{call} in finished transaction {}: expected NoSuchTransaction, got {other:?}",
+            t.0
+        ),
+    };
+    gone(
+        s.create(ROOT_INO, b"a", 0o644, Some(t)).map(|_| ()),
+        "create over an existing name",
+    );
+    gone(
+        s.mkdir(ROOT_INO, b"d", 0o755, Some(t)).map(|_| ()),
+        "mkdir over an existing name",
+    );
+    gone(
+        s.unlink(ROOT_INO, b"missing", Some(t)),
+        "unlink of a missing name",
+    );
+    gone(
+        s.rmdir(ROOT_INO, b"d", Some(t)),
+        "rmdir of a non-empty directory",
+    );
+    gone(
+        s.rename(ROOT_INO, b"missing", ROOT_INO, b"b", Some(t)),
+        "rename of a missing name",
+    );
+    gone(
+        s.create(ROOT_INO, b"new", 0o644, Some(t)).map(|_| ()),
+        "create",
+    );
+    gone(s.unlink(ROOT_INO, b"a", Some(t)), "unlink");
+    gone(
+        s.setattr(
+            a,
+            &SetAttr {
+                perm: Some(0o600),
+                ..Default::default()
+            },
+            Some(t),
+        )
+        .map(|_| ()),
+        "setattr",
+    );
+    let want = Tree::from([
+        (b"a".to_vec(), Node::File(b"a".to_vec())),
+        (b"d".to_vec(), Node::Dir),
+        (b"d/f".to_vec(), Node::File(b"f".to_vec())),
+    ]);
+    assert_tree(&want, &tree(s), "after the refused calls");
+    assert_eq!(
+        ok(s.getattr(a), "getattr").perm & 0o777,
+        0o644,
+        "perm unchanged"
+    );
+    finish(store);
+}
+
 /// Unlink removes the name; an open handle keeps reading and writing the file until released.
 pub fn unlink_keeps_open_file(h: &dyn Harness) {
     let store = h.fresh();

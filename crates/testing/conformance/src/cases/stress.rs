@@ -192,6 +192,10 @@ pub fn unmount_closes(h: &dyn Harness) {
         store::Error::Closed | store::Error::BadHandle(_)
     );
     crate::assert_err!(s.tx_begin(&[]), store::Error::Closed);
+    crate::assert_err!(
+        s.release(fh),
+        store::Error::Closed | store::Error::BadHandle(_)
+    );
     let store = h.reopen_unclean(store);
     assert_eq!(file(store.as_ref(), "/f"), b"kept");
     finish(store);
