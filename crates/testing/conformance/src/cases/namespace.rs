@@ -249,6 +249,10 @@ pub fn namespace_error_order(h: &dyn Harness) {
         "rename of a missing name",
     );
     gone(
+        s.rename(ROOT_INO, b"a", ROOT_INO, b"a", Some(t)),
+        "rename onto itself",
+    );
+    gone(
         s.create(ROOT_INO, b"new", 0o644, Some(t)).map(|_| ()),
         "create",
     );
