@@ -184,7 +184,7 @@ impl<R: Region> PoolStore<R> {
             let mut tx = cell.lock();
             if tx.active {
                 let result = op(&self.core, &mut st, &mut tx);
-                self.core.reflush_unfenced(&tx);
+                self.core.reflush_unfenced(&mut tx);
                 // persist: the operation's data, log entries and flushes are durable (a fence
                 // orders only its own thread's flushes, and another thread may commit).
                 self.core.region.fence();
@@ -220,7 +220,7 @@ impl<R: Region> PoolStore<R> {
                     return Err(Error::NoSuchTransaction(id.0));
                 }
                 let result = op(&self.core, &mut t);
-                self.core.reflush_unfenced(&t);
+                self.core.reflush_unfenced(&mut t);
                 // persist: as in data_op, nothing of this thread stays unfenced.
                 self.core.region.fence();
                 self.core.fenced(&mut t);

@@ -62,6 +62,13 @@ pub struct Tx {
     /// times is written (durable at the next fence), the new times go in place after that
     /// fence (`Core::fenced`).
     pub staged_times: Vec<u64>,
+    /// Undo entries of staged times not yet stored in their log slots (slot, entry). They
+    /// are stored by `Core::emit_deferred_undo` right before the fence that ends the
+    /// operation (`reflush_unfenced`) or at an abort, after the operation's allocations and
+    /// data copies: a locked instruction (a free-list pop, a counter) waits for every
+    /// non-temporal store in flight, so an entry stored first would be waited for by each
+    /// of them. Nothing writes the times in place before that fence (`Core::fenced`).
+    pub deferred_undo: Vec<(u64, UndoEntry)>,
     /// In-place metadata ranges written and flushed after a fence, not yet covered by one.
     /// Whoever fences for this transaction next flushes them again first
     /// (`Core::reflush_unfenced`): a fence orders only its own thread's flushes, and the
@@ -116,6 +123,7 @@ impl<R: Region> Core<R> {
         tx.inodes.clear();
         tx.shadows.clear();
         tx.staged_times.clear();
+        tx.deferred_undo.clear();
         tx.unfenced.clear();
         tx.modes.clear();
         let mut spare = self.spare_txs.lock();
@@ -144,6 +152,13 @@ impl<R: Region> Core<R> {
     /// entry holds bytes from before the transaction (logged.rs says why that matters).
     /// Returns false when every byte was logged already.
     pub(crate) fn log_old_bytes(&self, tx: &mut Tx, addr: u64, len: usize) -> Result<bool> {
+        self.log_old_bytes_as(tx, addr, len, false)
+    }
+
+    /// `log_old_bytes`; with `defer`, the entries are kept in `tx.deferred_undo` and stored
+    /// at the end of the operation (only for bytes written in place after that operation's
+    /// fence: the staged times).
+    fn log_old_bytes_as(&self, tx: &mut Tx, addr: u64, len: usize, defer: bool) -> Result<bool> {
         if !self.geo.is_metadata_range(addr, len as u64) || addr > ADDR_MAX {
             return Err(Error::InvalidArgument(format!(
                 "undo log outside metadata at {addr:#x}"
@@ -154,7 +169,7 @@ impl<R: Region> Core<R> {
             let mut at = start;
             while at < end {
                 let n = ((end - at) as usize).min(UNDO_DATA_MAX);
-                self.log_undo_entry(tx, at, n)?;
+                self.log_undo_entry(tx, at, n, defer)?;
                 at += n as u64;
             }
             tx.logged.insert(start, end);
@@ -162,8 +177,9 @@ impl<R: Region> Core<R> {
         Ok(!parts.is_empty())
     }
 
-    /// Write one undo entry holding the current `n` bytes at `addr` (n <= UNDO_DATA_MAX).
-    fn log_undo_entry(&self, tx: &mut Tx, addr: u64, n: usize) -> Result<()> {
+    /// Write one undo entry holding the current `n` bytes at `addr` (n <= UNDO_DATA_MAX), or
+    /// with `defer` keep it for `emit_deferred_undo` (its slot is taken now).
+    fn log_undo_entry(&self, tx: &mut Tx, addr: u64, n: usize, defer: bool) -> Result<()> {
         if tx.next_seq > u32::from(u16::MAX) {
             tx.doomed = true;
             return Err(Error::LogFull(format!(
@@ -185,7 +201,11 @@ impl<R: Region> Core<R> {
             data,
         };
         tx.next_seq += 1;
-        self.put_entry(self.geo.meta_entry(slot), &Entry::Undo(entry));
+        if defer {
+            tx.deferred_undo.push((slot, entry));
+        } else {
+            self.put_entry(self.geo.meta_entry(slot), &Entry::Undo(entry));
+        }
         tx.undo_slots.push(slot);
         self.counters.undo_entries.fetch_add(1, Ordering::Relaxed);
         Ok(())
@@ -220,16 +240,26 @@ impl<R: Region> Core<R> {
     /// new times are written in place once a fence has made that entry durable
     /// (`Core::fenced`, called after the fence that ends the operation or the commit's).
     pub fn stage_times(&self, tx: &mut Tx, ino: u64) -> Result<()> {
-        self.log_old_bytes(tx, self.geo.inode(ino) + I_MTIME, 16)?;
+        self.log_old_bytes_as(tx, self.geo.inode(ino) + I_MTIME, 16, true)?;
         if !tx.staged_times.contains(&ino) {
             tx.staged_times.push(ino);
         }
         Ok(())
     }
 
-    /// Flush again the in-place metadata of `tx` that is not yet covered by a fence (see
-    /// `Tx::unfenced`). Call right before a fence that must cover the transaction.
-    pub fn reflush_unfenced(&self, tx: &Tx) {
+    /// Store the undo entries `tx` deferred (`Tx::deferred_undo`) in their slots, durable
+    /// at this thread's next fence.
+    pub fn emit_deferred_undo(&self, tx: &mut Tx) {
+        for (slot, entry) in tx.deferred_undo.drain(..) {
+            self.put_entry(self.geo.meta_entry(slot), &Entry::Undo(entry));
+        }
+    }
+
+    /// Store the deferred undo entries of `tx` and flush again its in-place metadata not yet
+    /// covered by a fence (see `Tx::unfenced`). Call right before a fence that must cover
+    /// the transaction.
+    pub fn reflush_unfenced(&self, tx: &mut Tx) {
+        self.emit_deferred_undo(tx);
         for &(addr, len) in &tx.unfenced {
             self.region.flush(addr, len);
         }
@@ -239,6 +269,10 @@ impl<R: Region> Core<R> {
     /// unfenced, and the staged times, whose undo entries that fence made durable, are
     /// written in place (flushed; durable at the next fence, which the commit issues).
     pub fn fenced(&self, tx: &mut Tx) {
+        debug_assert!(
+            tx.deferred_undo.is_empty(),
+            "the times' undo entries are stored before the fence that precedes their change"
+        );
         tx.unfenced.clear();
         if tx.staged_times.is_empty() {
             return;
@@ -420,6 +454,9 @@ impl<R: Region> Core<R> {
     /// allocated. The caller fixes the DRAM state of the inodes involved.
     pub fn abort_persist(&self, tx: &mut Tx) -> Result<()> {
         tx.active = false;
+        // An operation that failed before its fence (an automatic transaction aborts at
+        // once) may have left entries deferred: the undo below reads every slot.
+        self.emit_deferred_undo(tx);
         let mut first_error = self.modes_abort(tx).err();
         for &slot in tx.undo_slots.iter().rev() {
             let addr = self.geo.meta_entry(slot);
@@ -483,6 +520,7 @@ impl<R: Region> Core<R> {
         }
         tx.deferred_blocks.clear();
         tx.staged_times.clear();
+        tx.deferred_undo.clear();
         tx.unfenced.clear();
         self.counters.aborts.fetch_add(1, Ordering::Relaxed);
         match first_error {
