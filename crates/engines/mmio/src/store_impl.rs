@@ -95,14 +95,8 @@ impl<R: Region, M: FileMedia> Tables<R, M> {
 
     /// [`Tables::live`], mutable.
     fn live_mut(&mut self, fh: Fh) -> Result<&mut Handle<R, M>> {
-        match self.handles.get_mut(&fh.0) {
-            None => Err(Error::BadHandle(fh.0)),
-            Some(h) if h.gone => Err(Error::NotFound(format!(
-                "inode {} (its create was aborted)",
-                h.file.ino
-            ))),
-            Some(h) => Ok(h),
-        }
+        self.live(fh)?;
+        self.handles.get_mut(&fh.0).ok_or(Error::BadHandle(fh.0))
     }
 }
 
