@@ -9,26 +9,37 @@
 //!
 //! The tree holds 6 bits of the block number per level (64-way nodes: a leaf is 256 bytes,
 //! four cache lines, so neighbouring blocks share lines) and grows in height with the file,
-//! like the block-pointer tree. The pending lists themselves live in a slab, so that a leaf
-//! entry is 4 bytes and iteration over all lists (checkpoint, fsck) does not walk the tree.
-//! Nodes are kept when their entries empty (files shrink rarely); `clear` drops everything.
+//! like the block-pointer tree. A node's array is part of the node's own allocation, so a
+//! lookup follows one pointer per level (a cache miss each on a cold file: root, leaf,
+//! slot), not two. The pending lists themselves live in a slab, so that a leaf entry is 4
+//! bytes and iteration over all lists (checkpoint, fsck) does not walk the tree. The slab
+//! grows by chunks that never move: growing it copies nothing and frees nothing that the
+//! next growth would have to fault in again. Nodes are kept when their entries empty (files
+//! shrink rarely); `clear` drops everything.
 
 use crate::tlvi::PendingList;
 
 const FANOUT_BITS: u32 = 6;
 const FANOUT: usize = 1 << FANOUT_BITS;
 
+/// Slots per slab chunk.
+const CHUNK_BITS: u32 = 5;
+const CHUNK: usize = 1 << CHUNK_BITS;
+
+// A leaf takes the inner node's size (520 bytes, one leaf per 64 blocks): boxing the arrays
+// to save that would put a second dependent load on every level of every lookup.
+#[allow(clippy::large_enum_variant)]
 enum Node {
-    Inner(Box<[Option<Box<Node>>; FANOUT]>),
-    Leaf(Box<[u32; FANOUT]>),
+    Inner([Option<Box<Node>>; FANOUT]),
+    Leaf([u32; FANOUT]),
 }
 
 impl Node {
     fn new(level: u32) -> Box<Node> {
         Box::new(if level == 1 {
-            Node::Leaf(Box::new([0; FANOUT]))
+            Node::Leaf([0; FANOUT])
         } else {
-            Node::Inner(Box::new(std::array::from_fn(|_| None)))
+            Node::Inner(std::array::from_fn(|_| None))
         })
     }
 }
@@ -43,13 +54,53 @@ fn digit(lbn: u64, level: u32) -> usize {
     ((lbn >> (FANOUT_BITS * (level - 1))) as usize) & (FANOUT - 1)
 }
 
+type Slot = Option<(u64, PendingList)>;
+
+/// Slots in chunks of `CHUNK` that stay where they are when the slab grows.
+#[derive(Default)]
+struct Slab {
+    // Boxed so that growing the vector moves pointers, never the slots.
+    #[allow(clippy::vec_box)]
+    chunks: Vec<Box<[Slot; CHUNK]>>,
+    /// Slots handed out so far (used or on the free list).
+    len: usize,
+}
+
+impl Slab {
+    fn get(&self, i: usize) -> &Slot {
+        &self.chunks[i >> CHUNK_BITS][i & (CHUNK - 1)]
+    }
+
+    fn get_mut(&mut self, i: usize) -> &mut Slot {
+        &mut self.chunks[i >> CHUNK_BITS][i & (CHUNK - 1)]
+    }
+
+    /// A new slot at the end (empty).
+    fn push(&mut self) -> usize {
+        if self.len == self.chunks.len() * CHUNK {
+            self.chunks.push(Box::new(std::array::from_fn(|_| None)));
+        }
+        self.len += 1;
+        self.len - 1
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Slot> {
+        self.chunks.iter().flat_map(|c| c.iter()).take(self.len)
+    }
+
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut Slot> {
+        let len = self.len;
+        self.chunks.iter_mut().flat_map(|c| c.iter_mut()).take(len)
+    }
+}
+
 /// Per-file map: logical block -> pending list.
 #[derive(Default)]
 pub struct PendingIndex {
     root: Option<Box<Node>>,
     height: u32,
     /// Slab of (lbn, list); `None` = free slot (its index is on `free`).
-    slots: Vec<Option<(u64, PendingList)>>,
+    slots: Slab,
     free: Vec<u32>,
 }
 
@@ -106,13 +157,13 @@ impl PendingIndex {
     /// The pending list of `lbn`.
     pub fn get(&self, lbn: &u64) -> Option<&PendingList> {
         let i = self.find(*lbn)?;
-        self.slots[i].as_ref().map(|(_, list)| list)
+        self.slots.get(i).as_ref().map(|(_, list)| list)
     }
 
     /// The pending list of `lbn`, mutable.
     pub fn get_mut(&mut self, lbn: &u64) -> Option<&mut PendingList> {
         let i = self.find(*lbn)?;
-        self.slots[i].as_mut().map(|(_, list)| list)
+        self.slots.get_mut(i).as_mut().map(|(_, list)| list)
     }
 
     /// The pending list of `lbn`, created empty if missing.
@@ -122,17 +173,14 @@ impl PendingIndex {
             None => {
                 let i = match self.free.pop() {
                     Some(i) => i as usize,
-                    None => {
-                        self.slots.push(None);
-                        self.slots.len() - 1
-                    }
+                    None => self.slots.push(),
                 };
-                self.slots[i] = Some((lbn, PendingList::new()));
+                *self.slots.get_mut(i) = Some((lbn, PendingList::new()));
                 *self.entry_mut(lbn) = i as u32 + 1;
                 i
             }
         };
-        match &mut self.slots[i] {
+        match self.slots.get_mut(i) {
             Some((_, list)) => list,
             None => unreachable!("a leaf entry names a used slot"),
         }
@@ -162,7 +210,7 @@ impl PendingIndex {
             i => i as usize - 1,
         };
         self.free.push(i as u32);
-        self.slots[i].take().map(|(_, list)| list)
+        self.slots.get_mut(i).take().map(|(_, list)| list)
     }
 
     /// Every (lbn, pending list), in no particular order.
@@ -208,12 +256,18 @@ impl PendingIndex {
     pub fn drain(&mut self) -> impl Iterator<Item = (u64, PendingList)> {
         let slots = std::mem::take(&mut self.slots);
         *self = PendingIndex::default();
-        slots.into_iter().flatten()
+        let len = slots.len;
+        slots
+            .chunks
+            .into_iter()
+            .flat_map(|c| c.into_iter())
+            .take(len)
+            .flatten()
     }
 
     /// Number of blocks with a pending list.
     pub fn len(&self) -> usize {
-        self.slots.len() - self.free.len()
+        self.slots.len - self.free.len()
     }
 
     /// No block has a pending list.
