@@ -45,6 +45,8 @@ struct PlanVersion {
     bitmap: u64,
     slot: u64,
     txid: u64,
+    /// Commit time redone as the file's mtime and ctime (0 = none).
+    time: u64,
 }
 
 /// The plan for one block: its committed versions and the new permanent block.
@@ -104,7 +106,20 @@ impl<R: Region> Core<R> {
         if plans.is_empty() {
             return Ok(());
         }
-        // persist: every new permanent block holds the latest copy of each of its lines.
+        // Times redone from the entries about to be freed (`Tx::redo_times`): in place
+        // unless a later change superseded them, and flushed again by this thread (the
+        // commit wrote them with no fence of this thread's), durable at the fence below.
+        let time = plans
+            .iter()
+            .flat_map(|p| p.versions.iter().map(|v| v.time))
+            .max()
+            .unwrap_or(0);
+        if time != 0 {
+            self.redo_times(st.ino, time);
+            self.region.flush(self.geo.inode(st.ino) + I_MTIME, 16);
+        }
+        // persist: every new permanent block holds the latest copy of each of its lines, and
+        // the times its entries redo are in place.
         self.region.fence();
         // Step 3: swing the pointers.
         let mut swung = 0;
@@ -170,6 +185,7 @@ impl<R: Region> Core<R> {
                 bitmap: v.bitmap,
                 slot: v.slot,
                 txid: v.txid,
+                time: v.time,
             })
             .collect();
         // The pointer address comes from the engine's own index (made by a write, or by

@@ -83,6 +83,8 @@ pub struct Core<R: Region> {
     pub creates: Creates,
     pub next_txid: AtomicU64,
     pub commit_seq: AtomicU64,
+    /// The last time this pool handed out (`Core::now`).
+    pub clock: AtomicU64,
     pub committed: Mutex<U64Map<CommitRecord>>,
     pub counters: Counters,
     pub closed: AtomicBool,
@@ -118,6 +120,28 @@ impl<R: Region> Core<R> {
             Err(Error::Closed)
         } else {
             Ok(())
+        }
+    }
+
+    /// The time (ns since the epoch) for every time the pool writes: the coarse time of
+    /// day, but strictly later than every time this pool gave before (in this mount, and
+    /// before it: mount starts the clock past every inode's ctime and every commit time in
+    /// the log). The redo of an overwrite's times (`Core::redo_times`) tells a later change
+    /// of an inode's attributes by its later ctime, which needs no two changes to share one
+    /// (the coarse clock ticks every few milliseconds) and none to go back (it may step).
+    pub fn now(&self) -> u64 {
+        let wall = store::now_ns();
+        let mut last = self.clock.load(Ordering::Relaxed);
+        loop {
+            // Saturating: a hostile inode or log can hold any time (no panic, no wrap).
+            let next = wall.max(last.saturating_add(1));
+            match self
+                .clock
+                .compare_exchange_weak(last, next, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return next,
+                Err(seen) => last = seen,
+            }
         }
     }
 

@@ -40,6 +40,9 @@ pub struct InodeDelta {
     pub size: u64,
     pub blocks: u64,
     pub pointer_writes: Vec<(u64, u64)>,
+    /// The new mtime and ctime (`Core::now`), taken before the operation's data stores:
+    /// the clock's locked update would otherwise wait for their non-temporal stores.
+    pub time: u64,
 }
 
 impl<R: Region> Core<R> {
@@ -131,6 +134,7 @@ impl<R: Region> Core<R> {
             size: size.max(end),
             blocks,
             pointer_writes: Vec::new(),
+            time: 0,
         };
         if self.mode() == Mode::FgWal {
             self.fg_wal_log_range(tx, ino, off, end)?;
@@ -145,12 +149,21 @@ impl<R: Region> Core<R> {
             && end <= size
             && delta.blocks == blocks
             && pieces.iter().all(|p| p.pbn != 0);
-        if pure {
+        let redo = matches!(self.mode(), Mode::Fcfs | Mode::Soc | Mode::Sync);
+        // In a redo mode the new times of a pure overwrite are redone from the log with its
+        // data (`Tx::redo_times`): no undo entry, nothing in place before the commit point.
+        let redo_times = pure && redo && !pieces.is_empty();
+        if !pure {
+            delta.time = self.now();
+        }
+        if pure && !redo_times {
             self.stage_times(tx, ino)?;
         }
-        let redo = matches!(self.mode(), Mode::Fcfs | Mode::Soc | Mode::Sync);
         if redo {
             self.claim_versions(st, tx, &mut pieces)?;
+        }
+        if redo_times {
+            self.redo_times_at_commit(tx, ino);
         }
         for p in &pieces {
             let chunk = &data[p.at..p.at + p.len];
@@ -242,7 +255,9 @@ impl<R: Region> Core<R> {
         {
             return self.stage_times(tx, ino);
         }
-        let now = store::now_ns();
+        self.times_set_in_place(tx, ino);
+        let now = delta.time;
+        debug_assert!(now != 0, "the operation took its time before its stores");
         let mut attrs = [0u8; 32];
         attrs[..8].copy_from_slice(&delta.size.to_le_bytes());
         attrs[8..16].copy_from_slice(&now.to_le_bytes());
@@ -451,6 +466,7 @@ impl<R: Region> Core<R> {
             committed: false,
             slot,
             ptr_addr: p.ptr,
+            time: 0,
         });
         tx.versions.push(Some(TxVersion {
             ino: st.ino,
@@ -514,6 +530,7 @@ impl<R: Region> Core<R> {
         if len > FILE_SIZE_MAX {
             return Err(Error::FileTooLarge(format!("length {len}")));
         }
+        let time = self.now();
         let size = self.inode_size(st.ino)?;
         if len < size {
             // Committed versions of the blocks that go away are checkpointed first, so that
@@ -539,6 +556,7 @@ impl<R: Region> Core<R> {
                 size: len,
                 blocks: self.inode_blocks(st.ino)?,
                 pointer_writes: Vec::new(),
+                time,
             };
             // Only the allocated blocks past the new end (walking the tree, not every lbn).
             let first_gone = len.div_ceil(BLOCK_SIZE);
@@ -563,6 +581,7 @@ impl<R: Region> Core<R> {
                 size: len,
                 blocks: self.inode_blocks(st.ino)?,
                 pointer_writes: Vec::new(),
+                time,
             };
             self.finish_data_op(tx, st.ino, &delta)
         }

@@ -189,7 +189,7 @@ impl<R: Region> Core<R> {
     /// Update a directory's mtime and ctime (only those bytes: its size and block count
     /// change only in the growth transactions).
     fn touch_dir_times(&self, tx: &mut Tx, dir: u64) -> Result<()> {
-        let now = store::now_ns().to_le_bytes();
+        let now = self.now().to_le_bytes();
         let mut times = [0u8; 16];
         times[..8].copy_from_slice(&now);
         times[8..].copy_from_slice(&now);
@@ -230,6 +230,7 @@ impl<R: Region> Core<R> {
                 size: size + BLOCK_SIZE,
                 blocks: self.inode_blocks(dir)?,
                 pointer_writes: Vec::new(),
+                time: self.now(),
             };
             let ptr = self.pointer_addr_create(&mut tx, dir, lbn, &mut delta)?;
             let pbn = self.new_zero_block(&mut tx)?;

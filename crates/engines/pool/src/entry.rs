@@ -27,6 +27,8 @@ pub const UNDO_DATA_MAX: usize = 43;
 pub const TXID_MAX: u64 = (1 << 48) - 1;
 /// Commit sequences are below this (a decoded larger one is rot).
 pub const COMMIT_SEQ_LIMIT: u64 = 1 << 62;
+/// Commit times are below this (2^63 ns: the year 2262); a decoded larger one is rot.
+pub const TIME_LIMIT: u64 = 1 << 63;
 /// Largest region address an undo entry can hold (48 bits).
 pub const ADDR_MAX: u64 = (1 << 48) - 1;
 
@@ -58,14 +60,19 @@ pub struct UndoEntry {
 ///
 /// ```text
 /// 0 type=2  8 txid u64  16 commit sequence u64  24 data entries u64  32 member txs u64
-/// 40..56 zero  56 seal
+/// 40 commit time u64  48..56 zero  56 seal
 /// ```
+///
+/// `time` (ns since the epoch; 0 = none) is the new mtime and ctime of every file whose data
+/// entries of this transaction carry the `times` flag: the times of a pure overwrite are
+/// redone from the log like its data, not undone (docs/format.md, "Times of overwrites").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CommitEntry {
     pub txid: u64,
     pub commit_seq: u64,
     pub data_entries: u64,
     pub members: u64,
+    pub time: u64,
 }
 
 /// A member entry: transaction `member` commits with the commit entry of `group` (syncv of
@@ -83,9 +90,11 @@ pub struct MemberEntry {
 /// A data redo entry: the header of one pending block (seed Fig. 6, `fcfs_data_le`).
 ///
 /// ```text
-/// 0 type=4  8 txid u64  16 ino u64  24 lbn u64  32 pointer address u64
-/// 40 pending pbn u64  48 cache-line bitmap u64  56 seal
+/// 0 type=4  1 flags u8 (bit 0: times)  2..8 zero  8 txid u64  16 ino u64  24 lbn u64
+/// 32 pointer address u64  40 pending pbn u64  48 cache-line bitmap u64  56 seal
 /// ```
+///
+/// `times`: the file's mtime and ctime become the commit entry's time (see `CommitEntry`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DataEntry {
     pub txid: u64,
@@ -94,7 +103,11 @@ pub struct DataEntry {
     pub ptr_addr: u64,
     pub pbn: u64,
     pub bitmap: u64,
+    pub times: bool,
 }
+
+/// Flag bit of a data entry: the commit's time is the file's new mtime and ctime.
+pub const DATA_FLAG_TIMES: u8 = 1;
 
 /// A line undo entry of FG-WAL (seed §VI-C "fine-grained WAL"): the old contents of the
 /// `bitmap` lines of block `target`, saved whole at the same offsets in block `undo` before
@@ -174,6 +187,7 @@ impl Entry {
                 put(&mut b, 16, c.commit_seq);
                 put(&mut b, 24, c.data_entries);
                 put(&mut b, 32, c.members);
+                put(&mut b, 40, c.time);
             }
             Entry::Member(m) => {
                 b[0] = TYPE_MEMBER;
@@ -182,6 +196,9 @@ impl Entry {
             }
             Entry::Data(d) => {
                 b[0] = TYPE_DATA;
+                if d.times {
+                    b[1] = DATA_FLAG_TIMES;
+                }
                 put(&mut b, 8, d.txid);
                 put(&mut b, 16, d.ino);
                 put(&mut b, 24, d.lbn);
@@ -243,7 +260,10 @@ impl Entry {
                 Entry::Torn
             }
             _ if get(b, 8) > TXID_MAX
-                || (b[0] == TYPE_COMMIT && get(b, 16) >= COMMIT_SEQ_LIMIT) =>
+                || (b[0] == TYPE_COMMIT
+                    && (get(b, 16) >= COMMIT_SEQ_LIMIT
+                        || get(b, 40) >= TIME_LIMIT
+                        || b[48..56] != [0; 8])) =>
             {
                 Entry::Torn
             }
@@ -252,12 +272,16 @@ impl Entry {
                 commit_seq: get(b, 16),
                 data_entries: get(b, 24),
                 members: get(b, 32),
+                time: get(b, 40),
             }),
             TYPE_MEMBER => Entry::Member(MemberEntry {
                 group: get(b, 8),
                 member: get(b, 16),
             }),
+            // Unknown flags or non-zero reserved bytes: rot the crc missed.
+            TYPE_DATA if b[1] & !DATA_FLAG_TIMES != 0 || b[2..8] != [0; 6] => Entry::Torn,
             TYPE_DATA => Entry::Data(DataEntry {
+                times: b[1] & DATA_FLAG_TIMES != 0,
                 txid: get(b, 8),
                 ino: get(b, 16),
                 lbn: get(b, 24),
@@ -323,6 +347,7 @@ mod tests {
                 commit_seq: 9,
                 data_entries: 3,
                 members: 1,
+                time: 1_700_000_000_000_000_000,
             }),
             Entry::Member(MemberEntry {
                 group: 5,
@@ -335,6 +360,7 @@ mod tests {
                 ptr_addr: 4096,
                 pbn: 17,
                 bitmap: u64::MAX,
+                times: true,
             }),
             Entry::Lines(LinesEntry {
                 txid: 6,
@@ -367,5 +393,62 @@ mod tests {
         let mut mixed = entries[3].encode();
         mixed[56..].copy_from_slice(&a[56..]);
         assert_eq!(Entry::decode(&mixed), Entry::Torn);
+    }
+
+    #[test]
+    fn data_entry_flags_and_reserved_bytes() {
+        let plain = DataEntry {
+            txid: 5,
+            ino: 3,
+            lbn: 8,
+            ptr_addr: 4096,
+            pbn: 17,
+            bitmap: 1,
+            times: false,
+        };
+        let line = Entry::Data(plain).encode();
+        assert_eq!(
+            line[1..8],
+            [0; 7],
+            "no flag, reserved bytes zero (the old layout)"
+        );
+        assert_eq!(Entry::decode(&line), Entry::Data(plain));
+        let with = Entry::Data(DataEntry {
+            times: true,
+            ..plain
+        })
+        .encode();
+        assert_eq!(with[1], DATA_FLAG_TIMES);
+        // A sealed line with an unknown flag or a non-zero reserved byte is rot.
+        for (at, value) in [(1, 2u8), (1, 0x81), (2, 1), (7, 0xff)] {
+            let mut bad = line;
+            bad[at] = value;
+            let seal = seal_of(&bad);
+            bad[56..].copy_from_slice(&seal.to_le_bytes());
+            assert_eq!(Entry::decode(&bad), Entry::Torn, "byte {at} = {value:#x}");
+        }
+        // A commit time past 2^63 ns or a non-zero reserved word is rot too.
+        let commit = CommitEntry {
+            txid: 5,
+            commit_seq: 9,
+            data_entries: 1,
+            members: 0,
+            time: TIME_LIMIT - 1,
+        };
+        assert_eq!(
+            Entry::decode(&Entry::Commit(commit).encode()),
+            Entry::Commit(commit)
+        );
+        for (at, value) in [(47, 0x80u8), (48, 1), (55, 0xff)] {
+            let mut bad = Entry::Commit(commit).encode();
+            bad[at] = value;
+            let seal = seal_of(&bad);
+            bad[56..].copy_from_slice(&seal.to_le_bytes());
+            assert_eq!(
+                Entry::decode(&bad),
+                Entry::Torn,
+                "commit byte {at} = {value:#x}"
+            );
+        }
     }
 }

@@ -95,7 +95,7 @@ impl<R: Region> Core<R> {
         // Recorded before the inode has a kind or a name: nobody can change it meanwhile.
         self.creates.record(ino, tx.id);
         let off = self.geo.inode(ino);
-        let now = store::now_ns();
+        let now = self.now();
         let mut inode = [0u8; INODE_SIZE as usize];
         let put = |b: &mut [u8], at: u64, v: &[u8]| {
             b[at as usize..at as usize + v.len()].copy_from_slice(v)
@@ -126,7 +126,7 @@ impl<R: Region> Core<R> {
             what: "links to one inode",
             max: u64::from(u32::MAX),
         })?;
-        let now = store::now_ns().to_le_bytes();
+        let now = self.now().to_le_bytes();
         self.meta_update(
             tx,
             &[(off + I_NLINK, &nlink.to_le_bytes()), (off + I_CTIME, &now)],
@@ -263,7 +263,7 @@ impl<R: Region> Core<R> {
         if src.kind == KIND_DIR && parent != new_parent {
             self.meta_u64(tx, self.geo.inode(src.ino) + I_PARENT, new_parent)?;
         }
-        let now = store::now_ns().to_le_bytes();
+        let now = self.now().to_le_bytes();
         self.meta_update(tx, &[(self.geo.inode(src.ino) + I_CTIME, &now)])
     }
 
@@ -304,12 +304,16 @@ impl<R: Region> Core<R> {
         self.inode_kind(ino)?;
         self.creates.check(ino, tx.id)?;
         let off = self.geo.inode(ino);
-        let now = store::now_ns().to_le_bytes();
+        let now = self.now().to_le_bytes();
         let perm = attr.perm.map(|p| (p & 0o7777).to_le_bytes());
         let uid = attr.uid.map(u32::to_le_bytes);
         let gid = attr.gid.map(u32::to_le_bytes);
         let atime = attr.atime.map(u64::to_le_bytes);
         let mtime = attr.mtime.map(u64::to_le_bytes);
+        if mtime.is_some() {
+            // The explicit mtime stands: no redo of an earlier overwrite's times replaces it.
+            self.times_set_in_place(tx, ino);
+        }
         let mut writes: Vec<(u64, &[u8])> = vec![(off + I_CTIME, &now)];
         for (at, v) in [(I_PERM, &perm), (I_UID, &uid), (I_GID, &gid)] {
             if let Some(v) = v {

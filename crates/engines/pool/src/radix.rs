@@ -299,6 +299,7 @@ mod tests {
             committed: true,
             slot: pbn,
             ptr_addr: 0,
+            time: 0,
         }
     }
 

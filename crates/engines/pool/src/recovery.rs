@@ -15,7 +15,7 @@ use crate::tlvi::Version;
 use parking_lot::{Mutex, RwLock};
 use pmem::Region;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 use store::{Error, Result};
@@ -90,6 +90,8 @@ pub fn read_geometry<R: Region>(region: &R) -> Result<Geometry> {
 
 struct Scan {
     commits: HashMap<u64, (u64, u64, u64)>, // txid -> (commit_seq, slot, members)
+    /// txid -> commit time, for commits that carry one (`CommitEntry::time`).
+    times: HashMap<u64, u64>,
     members: Vec<(u64, MemberEntry)>,
     undos: Vec<(u64, UndoEntry)>,
     data: Vec<(u64, DataEntry)>,
@@ -108,6 +110,7 @@ fn scan<R: Region>(core: &Core<R>, report: &mut RecoveryReport) -> Scan {
     let geo = core.geo;
     let mut s = Scan {
         commits: HashMap::new(),
+        times: HashMap::new(),
         members: vec![],
         undos: vec![],
         data: vec![],
@@ -123,6 +126,9 @@ fn scan<R: Region>(core: &Core<R>, report: &mut RecoveryReport) -> Scan {
                 s.max_txid = s.max_txid.max(c.txid);
                 s.max_seq = s.max_seq.max(c.commit_seq);
                 s.commits.insert(c.txid, (c.commit_seq, slot, c.members));
+                if c.time != 0 {
+                    s.times.insert(c.txid, c.time);
+                }
             }
             Entry::Member(m) => {
                 s.max_txid = s.max_txid.max(m.group.max(m.member));
@@ -214,7 +220,12 @@ fn undo_uncommitted<R: Region>(
 }
 
 /// Free an orphan's inode slot (recovery: its blocks are simply not marked in use).
+/// Also continues the pool's clock (`Core::now`) past every inode's ctime.
 fn free_orphans<R: Region>(core: &Core<R>, report: &mut RecoveryReport) -> Result<()> {
+    core.clock.fetch_max(
+        core.read_u64(core.geo.inode(ROOT_INO) + I_CTIME),
+        Ordering::Relaxed,
+    );
     for ino in 2..core.geo.inode_count {
         let off = core.geo.inode(ino);
         let kind = core.read_u8(off + I_KIND);
@@ -224,6 +235,8 @@ fn free_orphans<R: Region>(core: &Core<R>, report: &mut RecoveryReport) -> Resul
         if kind != KIND_FILE && kind != KIND_DIR {
             return Err(Error::corrupt(format!("inode {ino} has kind {kind}"), off));
         }
+        core.clock
+            .fetch_max(core.read_u64(off + I_CTIME), Ordering::Relaxed);
         if core.read_u32(off + I_NLINK) == 0 {
             core.region.write(off + I_KIND, &[KIND_FREE]);
             core.region.flush(off, 8);
@@ -274,6 +287,16 @@ fn rebuild_tlvi<R: Region>(
     kept.sort_by_key(|&(seq, slot, _)| (seq, slot));
     let mut remaining: HashMap<u64, u64> = HashMap::new();
     for (_, slot, d) in kept {
+        // The times of a pure overwrite are redone like its data (in commit order, so the
+        // newest wins); the checkpoint makes them durable before it frees the entry.
+        let time = match (d.times, s.times.get(&d.txid)) {
+            (true, Some(&t)) => t,
+            _ => 0,
+        };
+        if time != 0 {
+            core.redo_times(d.ino, time);
+            core.clock.fetch_max(time, Ordering::Relaxed);
+        }
         let cell = core.cell(d.ino);
         let mut st = cell.lock();
         st.pending.list_mut(d.lbn).push(Version {
@@ -283,6 +306,7 @@ fn rebuild_tlvi<R: Region>(
             committed: true,
             slot,
             ptr_addr: d.ptr_addr,
+            time,
         });
         *remaining.entry(d.txid).or_default() += 1;
         report.redo_entries_kept += 1;
@@ -361,6 +385,7 @@ pub fn open_core<R: Region>(region: Arc<R>, cfg: &PoolConfig) -> Result<(Core<R>
         creates: Default::default(),
         next_txid: AtomicU64::new(1),
         commit_seq: AtomicU64::new(1),
+        clock: AtomicU64::new(0),
         committed: Mutex::new(Default::default()),
         counters: Counters::default(),
         closed: AtomicBool::new(false),

@@ -28,6 +28,10 @@ pub struct Version {
     pub slot: u64,
     /// Address of the block pointer the version belongs to.
     pub ptr_addr: u64,
+    /// Once committed: the commit time its data entry redoes as the file's mtime and ctime
+    /// (`DataEntry::times`), 0 = none. The checkpoint makes those times durable in place
+    /// before it frees the entry.
+    pub time: u64,
 }
 
 /// Bitmap of the lines `[first, last]`.
@@ -66,6 +70,7 @@ mod tests {
             committed: true,
             slot: 0,
             ptr_addr: 0,
+            time: 0,
         }
     }
 

@@ -4,7 +4,7 @@
 use crate::config::Mode;
 use crate::core::{CommitRecord, Core};
 use crate::entry::*;
-use crate::layout::I_MTIME;
+use crate::layout::{I_CTIME, I_MTIME};
 use crate::logged::LoggedRanges;
 use parking_lot::Mutex;
 use pmem::Region;
@@ -62,6 +62,15 @@ pub struct Tx {
     /// times is written (durable at the next fence), the new times go in place after that
     /// fence (`Core::fenced`).
     pub staged_times: Vec<u64>,
+    /// Inodes whose new mtime and ctime are redone from the log (a pure overwrite in a redo
+    /// mode: FCFS, SOC, SYNC): no undo entry and nothing written before the commit point.
+    /// Their data entries carry the `times` flag and the commit entry the time, which
+    /// `PoolStore::finalize_inode` then writes in place. Every inode here has a pending
+    /// version in `versions` (so a data entry to carry the flag); an operation that sets the
+    /// times itself (a size change, setattr) takes the inode out.
+    pub redo_times: Vec<u64>,
+    /// The commit time of `redo_times` (set by `commit_persist`; 0 = none).
+    pub commit_time: u64,
     /// Undo entries of staged times not yet stored in their log slots (slot, entry). They
     /// are stored by `Core::emit_deferred_undo` right before the fence that ends the
     /// operation (`reflush_unfenced`) or at an abort, after the operation's allocations and
@@ -123,6 +132,8 @@ impl<R: Region> Core<R> {
         tx.inodes.clear();
         tx.shadows.clear();
         tx.staged_times.clear();
+        tx.redo_times.clear();
+        tx.commit_time = 0;
         tx.deferred_undo.clear();
         tx.unfenced.clear();
         tx.modes.clear();
@@ -247,6 +258,40 @@ impl<R: Region> Core<R> {
         Ok(())
     }
 
+    /// A pure overwrite of `ino` in a redo mode: its new times are redone from the log at
+    /// commit (`Tx::redo_times`) instead of undo-logged now.
+    pub fn redo_times_at_commit(&self, tx: &mut Tx, ino: u64) {
+        if !tx.redo_times.contains(&ino) {
+            tx.redo_times.push(ino);
+        }
+    }
+
+    /// The times of `ino` are set in place by an undo-logged change of `tx`: they are no
+    /// longer redone at its commit.
+    pub fn times_set_in_place(&self, tx: &mut Tx, ino: u64) {
+        tx.redo_times.retain(|&i| i != ino);
+    }
+
+    /// Make `time` the mtime and ctime of inode `ino` unless its ctime is already as new (a
+    /// later change of its attributes, or this redo done before): written in place and
+    /// flushed, durable at this thread's next fence. Returns whether it wrote. The redo of a
+    /// pure overwrite's times (`Tx::redo_times`): after the commit point, by the checkpoint
+    /// before it frees the data entries, and by recovery. A later change always has a later
+    /// ctime (the time of day, which setattr cannot set), so the newest change wins.
+    pub fn redo_times(&self, ino: u64, time: u64) -> bool {
+        let addr = self.geo.inode(ino);
+        if self.read_u64(addr + I_CTIME) >= time {
+            return false;
+        }
+        let mut times = [0u8; 16];
+        times[..8].copy_from_slice(&time.to_le_bytes());
+        times[8..].copy_from_slice(&time.to_le_bytes());
+        debug_assert_eq!(I_CTIME, I_MTIME + 8);
+        self.region.write(addr + I_MTIME, &times);
+        self.region.flush(addr + I_MTIME, 16);
+        true
+    }
+
     /// Store the undo entries `tx` deferred (`Tx::deferred_undo`) in their slots, durable
     /// at this thread's next fence.
     pub fn emit_deferred_undo(&self, tx: &mut Tx) {
@@ -277,7 +322,7 @@ impl<R: Region> Core<R> {
         if tx.staged_times.is_empty() {
             return;
         }
-        let now = store::now_ns();
+        let now = self.now();
         let mut times = [0u8; 16];
         times[..8].copy_from_slice(&now.to_le_bytes());
         times[8..].copy_from_slice(&now.to_le_bytes());
@@ -312,6 +357,15 @@ impl<R: Region> Core<R> {
             self.region.fence();
             self.fenced(tx);
         }
+        // Only inodes with a data entry to carry the flag can have their times redone.
+        let versions = &tx.versions;
+        tx.redo_times
+            .retain(|&ino| versions.iter().flatten().any(|v| v.ino == ino));
+        tx.commit_time = if tx.redo_times.is_empty() {
+            0
+        } else {
+            self.now()
+        };
         let mut data_entries = 0u64;
         for v in tx.versions.iter().flatten() {
             let entry = DataEntry {
@@ -321,6 +375,7 @@ impl<R: Region> Core<R> {
                 ptr_addr: v.ptr_addr,
                 pbn: v.pbn,
                 bitmap: v.bitmap,
+                times: tx.commit_time != 0 && tx.redo_times.contains(&v.ino),
             };
             self.put_entry(self.geo.data_entry(v.slot), &Entry::Data(entry));
             data_entries += 1;
@@ -344,6 +399,7 @@ impl<R: Region> Core<R> {
             commit_seq,
             data_entries,
             members: tx.members.len() as u64,
+            time: tx.commit_time,
         };
         let commit_addr = self.geo.meta_entry(tx.commit_slot);
         self.put_entry(commit_addr, &Entry::Commit(commit));

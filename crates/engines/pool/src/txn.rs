@@ -24,6 +24,9 @@ struct Committed {
     orphans: SmallVec<[u64; 4]>,
     /// (ino, lbn) of every pending version the transaction made.
     blocks: SmallVec<[(u64, u64); 16]>,
+    /// The commit time and the inodes it is the new mtime and ctime of (`Tx::redo_times`).
+    time: u64,
+    redo_times: SmallVec<[u64; 4]>,
 }
 
 impl<R: Region> PoolStore<R> {
@@ -116,7 +119,14 @@ impl<R: Region> PoolStore<R> {
             let cell = self.core.cell(ino);
             let mut st = cell.lock();
             let lbns = done.blocks.iter().filter(|b| b.0 == ino).map(|b| b.1);
-            if let Err(e) = self.finalize_inode(&mut st, done.group, &done.ids, &done.slots, lbns) {
+            let time = if done.redo_times.contains(&ino) {
+                done.time
+            } else {
+                0
+            };
+            let finalized =
+                self.finalize_inode(&mut st, done.group, &done.ids, &done.slots, lbns, time);
+            if let Err(e) = finalized {
                 result = Err(e);
             }
         }
@@ -135,7 +145,9 @@ impl<R: Region> PoolStore<R> {
 
     /// DRAM follow-up of a commit on one inode: versions become committed (in commit order
     /// they already are), the inode is unbound, freed directory slots become reusable, and
-    /// long pending lists are checkpointed.
+    /// long pending lists are checkpointed. `time` (0 = none): the commit time the
+    /// transaction's data entries of this inode redo as its mtime and ctime, written in place
+    /// here (under the inode's lock, like every write of its attributes).
     pub(crate) fn finalize_inode(
         &self,
         st: &mut InodeState,
@@ -143,7 +155,11 @@ impl<R: Region> PoolStore<R> {
         ids: &[u64],
         slots: &[(u64, u64)],
         lbns: impl Iterator<Item = u64>,
+        time: u64,
     ) -> Result<()> {
+        if time != 0 {
+            self.core.redo_times(st.ino, time);
+        }
         let max = self.core.cfg.pending_versions_max;
         let sync = self.core.mode() == Mode::Sync;
         let mut due: SmallVec<[u64; 8]> = SmallVec::new();
@@ -160,6 +176,7 @@ impl<R: Region> PoolStore<R> {
                 if !v.committed && ids.contains(&v.txid) {
                     v.committed = true;
                     v.txid = group;
+                    v.time = time;
                     mine = true;
                 }
             }
@@ -268,7 +285,12 @@ impl<R: Region> PoolStore<R> {
                 self.core.release_deferred(&mut tx);
                 let id = tx.id;
                 let lbns = tx.versions.iter().flatten().map(|v| v.lbn);
-                self.finalize_inode(st, id, &[id], &[], lbns)?;
+                let time = if tx.redo_times.contains(&st.ino) {
+                    tx.commit_time
+                } else {
+                    0
+                };
+                self.finalize_inode(st, id, &[id], &[], lbns, time)?;
                 self.core
                     .checkpointer
                     .last_commit_ms
@@ -362,6 +384,7 @@ impl<R: Region> PoolStore<R> {
                 orphans,
                 inodes,
                 staged_times,
+                redo_times,
                 unfenced
             );
             let logged = std::mem::take(&mut m.logged);
@@ -390,5 +413,7 @@ fn committed_info(tx: &Tx) -> Committed {
             .flatten()
             .map(|v| (v.ino, v.lbn))
             .collect(),
+        time: tx.commit_time,
+        redo_times: tx.redo_times.iter().copied().collect(),
     }
 }
