@@ -107,8 +107,8 @@ impl<R: Region> Core<R> {
             return Ok(());
         }
         // Times redone from the entries about to be freed (`Tx::redo_times`): in place
-        // unless a later change superseded them, and flushed again by this thread (the
-        // commit wrote them with no fence of this thread's), durable at the fence below.
+        // unless a later change superseded them, and flushed by this thread (the commit
+        // wrote them unflushed), durable at the fence below.
         let time = plans
             .iter()
             .flat_map(|p| p.versions.iter().map(|v| v.time))

@@ -273,11 +273,14 @@ impl<R: Region> Core<R> {
     }
 
     /// Make `time` the mtime and ctime of inode `ino` unless its ctime is already as new (a
-    /// later change of its attributes, or this redo done before): written in place and
-    /// flushed, durable at this thread's next fence. Returns whether it wrote. The redo of a
-    /// pure overwrite's times (`Tx::redo_times`): after the commit point, by the checkpoint
-    /// before it frees the data entries, and by recovery. A later change always has a later
-    /// ctime (the time of day, which setattr cannot set), so the newest change wins.
+    /// later change of its attributes, or this redo done before): written in place, not
+    /// flushed. Returns whether it wrote. The redo of a pure overwrite's times
+    /// (`Tx::redo_times`): after the commit point (for readers: the log keeps them durable),
+    /// by recovery, and by the checkpoint, which flushes the line and fences before it frees
+    /// the entries that carry them. No flush here: a `clwb` of the freshly written line
+    /// would hold up the commit's next locked instruction (an unlock) until the line is
+    /// written back. A later change always has a later ctime (`Core::now`), so the newest
+    /// change wins.
     pub fn redo_times(&self, ino: u64, time: u64) -> bool {
         let addr = self.geo.inode(ino);
         if self.read_u64(addr + I_CTIME) >= time {
@@ -288,7 +291,6 @@ impl<R: Region> Core<R> {
         times[8..].copy_from_slice(&time.to_le_bytes());
         debug_assert_eq!(I_CTIME, I_MTIME + 8);
         self.region.write(addr + I_MTIME, &times);
-        self.region.flush(addr + I_MTIME, 16);
         true
     }
 
