@@ -165,6 +165,7 @@ impl<R: Region> Core<R> {
         if redo_times {
             self.redo_times_at_commit(tx, ino);
         }
+        // The data entries of this file's versions, stored after its copies (below).
         for p in &pieces {
             let chunk = &data[p.at..p.at + p.len];
             if p.pbn == 0 {
@@ -177,6 +178,9 @@ impl<R: Region> Core<R> {
                 Mode::Scsp => self.write_shadow(st, tx, p.lbn, p.ptr, p.pbn, p.boff, chunk)?,
                 Mode::Fcfs | Mode::Soc | Mode::Sync => self.write_redo(st, tx, p, chunk),
             }
+        }
+        if redo && tx.early_entries {
+            self.store_data_entries(tx, Some(ino));
         }
         if pure {
             return Ok(());
@@ -475,6 +479,7 @@ impl<R: Region> Core<R> {
             slot,
             ptr_addr: p.ptr,
             bitmap: 0,
+            logged: (0, false, 0),
         }));
         (list.len() - 1, true)
     }
@@ -594,18 +599,26 @@ impl<R: Region> Core<R> {
             if *lbn < from_lbn {
                 continue;
             }
-            list.retain(|v| {
-                let mine = !v.committed && v.txid == tx.id;
-                if mine {
-                    self.data_slots.free(v.slot);
-                    self.blocks.free(v.pbn);
-                }
-                !mine
-            });
+            list.retain(|v| v.committed || v.txid != tx.id);
         }
         st.pending.retain(|_, list| !list.is_empty());
+        let ino = st.ino;
+        let dropped = |t: &TxVersion| t.ino == ino && t.lbn >= from_lbn;
+        // Their stored data entries are cleared, durably, before the slots can be reused.
+        self.clear_data_entries(tx.versions.iter().flatten().filter(|t| dropped(t)));
+        if tx
+            .versions
+            .iter()
+            .flatten()
+            .any(|t| dropped(t) && t.logged.0 != 0)
+        {
+            // persist: the cleared entries are gone before their slots go back.
+            self.region.fence();
+        }
         for v in tx.versions.iter_mut() {
-            if matches!(v, Some(t) if t.ino == st.ino && t.lbn >= from_lbn) {
+            if let Some(t) = v.filter(|t| dropped(t)) {
+                self.data_slots.free(t.slot);
+                self.blocks.free(t.pbn);
                 *v = None;
             }
         }

@@ -183,12 +183,14 @@ impl<R: Region> PoolStore<R> {
         if let Some(cell) = st.bound.clone() {
             let mut tx = cell.lock();
             if tx.active {
+                tx.fenced_all = false;
                 let result = op(&self.core, &mut st, &mut tx);
                 self.core.reflush_unfenced(&mut tx);
                 // persist: the operation's data, log entries and flushes are durable (a fence
                 // orders only its own thread's flushes, and another thread may commit).
                 self.core.region.fence();
                 self.core.fenced(&mut tx);
+                tx.fenced_all = true;
                 if result.is_err() && tx.doomed {
                     let id = tx.id;
                     drop(tx);
@@ -219,11 +221,13 @@ impl<R: Region> PoolStore<R> {
                 if !t.active {
                     return Err(Error::NoSuchTransaction(id.0));
                 }
+                t.fenced_all = false;
                 let result = op(&self.core, &mut t);
                 self.core.reflush_unfenced(&mut t);
                 // persist: as in data_op, nothing of this thread stays unfenced.
                 self.core.region.fence();
                 self.core.fenced(&mut t);
+                t.fenced_all = true;
                 if result.is_err() && t.doomed {
                     drop(t);
                     let _ = self.abort_cell(&cell);
@@ -539,8 +543,8 @@ impl<R: Region> Store for PoolStore<R> {
         // Background checkpointing waits (it takes no other lock while holding `pause`).
         let _paused = self.core.checkpointer.pause.write();
         let _ns = self.core.ns.lock();
-        let quiet = self.txs.lock().is_empty();
-        crate::fsck::fsck(&self.core, quiet)
+        let open: Vec<u64> = self.txs.lock().keys().copied().collect();
+        crate::fsck::fsck(&self.core, &open)
     }
 
     fn unmount(&self) -> Result<()> {

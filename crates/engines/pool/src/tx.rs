@@ -21,6 +21,9 @@ pub struct TxVersion {
     pub slot: u64,
     pub ptr_addr: u64,
     pub bitmap: u64,
+    /// What the data entry in `slot` says (`Tx::early_entries`): its bitmap (0 = no entry
+    /// stored), times flag and txid. The commit stores the entry again where they differ.
+    pub logged: (u64, bool, u64),
 }
 
 /// One running transaction (explicit, O_ATOMIC implicit, or the automatic transaction of a
@@ -85,6 +88,15 @@ pub struct Tx {
     pub unfenced: Vec<(u64, u64)>,
     /// NC and FG-WAL: their own undo state (modes.rs).
     pub modes: crate::modes::ModeLog,
+    /// An explicit (or O_ATOMIC) transaction stores each version's data entry with the
+    /// write that changes it, so that the operation's own fence makes it durable and the
+    /// commit usually has nothing left to store before its commit entry (one persistence
+    /// point instead of two). An automatic transaction commits right after its only
+    /// operation, unfenced: it stores its entries at the commit, as before.
+    pub early_entries: bool,
+    /// Everything this transaction stored is durable: the operation that stored it ended
+    /// with a fence (`PoolStore::data_op`, `ns_op`). Cleared when an operation starts.
+    pub fenced_all: bool,
 }
 
 pub type TxCell = Mutex<Tx>;
@@ -137,9 +149,49 @@ impl<R: Region> Core<R> {
         tx.deferred_undo.clear();
         tx.unfenced.clear();
         tx.modes.clear();
+        tx.early_entries = false;
+        tx.fenced_all = false;
         let mut spare = self.spare_txs.lock();
         if spare.len() < SPARE_TXS_MAX {
             spare.push(tx);
+        }
+    }
+
+    /// Store the data entry of every version of `tx` (of inode `only`, if given) whose
+    /// entry is missing or says something else than it must (bitmap, times flag, txid),
+    /// durable at this thread's next fence. Returns how many were stored.
+    pub fn store_data_entries(&self, tx: &mut Tx, only: Option<u64>) -> u64 {
+        let mut stored = 0;
+        let (txid, redo) = (tx.id, &tx.redo_times);
+        for v in tx.versions.iter_mut().flatten() {
+            if only.is_some_and(|ino| ino != v.ino) || v.bitmap == 0 {
+                continue;
+            }
+            let want = (v.bitmap, redo.contains(&v.ino), txid);
+            if v.logged == want {
+                continue;
+            }
+            let entry = DataEntry {
+                txid,
+                ino: v.ino,
+                lbn: v.lbn,
+                ptr_addr: v.ptr_addr,
+                pbn: v.pbn,
+                bitmap: v.bitmap,
+                times: want.1,
+            };
+            self.put_entry(self.geo.data_entry(v.slot), &Entry::Data(entry));
+            v.logged = want;
+            stored += 1;
+        }
+        stored
+    }
+
+    /// Clear the stored data entries of `versions` (durable at this thread's next fence,
+    /// which must come before their slots are reused).
+    pub fn clear_data_entries<'a>(&self, versions: impl Iterator<Item = &'a TxVersion>) {
+        for v in versions.filter(|v| v.logged.0 != 0) {
+            self.clear_entry(self.geo.data_entry(v.slot));
         }
     }
 
@@ -368,20 +420,10 @@ impl<R: Region> Core<R> {
         } else {
             self.now()
         };
-        let mut data_entries = 0u64;
-        for v in tx.versions.iter().flatten() {
-            let entry = DataEntry {
-                txid: tx.id,
-                ino: v.ino,
-                lbn: v.lbn,
-                ptr_addr: v.ptr_addr,
-                pbn: v.pbn,
-                bitmap: v.bitmap,
-                times: tx.commit_time != 0 && tx.redo_times.contains(&v.ino),
-            };
-            self.put_entry(self.geo.data_entry(v.slot), &Entry::Data(entry));
-            data_entries += 1;
-        }
+        // Entries the writes stored and that still say what they must are left as they
+        // are (`Tx::early_entries`); the others are stored now.
+        let stored = self.store_data_entries(tx, None);
+        let data_entries = tx.versions.iter().flatten().count() as u64;
         for &(member, slot) in &tx.members {
             self.put_entry(
                 self.geo.meta_entry(slot),
@@ -392,8 +434,12 @@ impl<R: Region> Core<R> {
             );
         }
         // persist: data lines of pending and new blocks, in-place metadata, data entries and
-        // member entries are all durable before the commit entry can be.
-        self.region.fence();
+        // member entries are all durable before the commit entry can be. Nothing to wait
+        // for when every operation of the transaction ended with its fence and the commit
+        // stored nothing since (no entry, no member entry, nothing left unfenced).
+        if stored > 0 || !tx.members.is_empty() || !tx.fenced_all || !tx.unfenced.is_empty() {
+            self.region.fence();
+        }
         tx.unfenced.clear();
         let commit_seq = self.commit_seq.fetch_add(1, Ordering::Relaxed);
         let commit = CommitEntry {
@@ -540,6 +586,9 @@ impl<R: Region> Core<R> {
         for &slot in &tx.undo_slots {
             self.clear_entry(self.geo.meta_entry(slot));
         }
+        // The data entries the writes stored go too (fenced below, before their slots are
+        // freed: a slot's next entry must not be overwritten by this clear).
+        self.clear_data_entries(tx.versions.iter().flatten());
         // persist: the undo entries are freed before their slots are reused.
         self.region.fence();
         for slot in tx.undo_slots.drain(..) {

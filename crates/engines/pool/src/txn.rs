@@ -39,7 +39,8 @@ impl<R: Region> PoolStore<R> {
                 max: self.core.cfg.open_transactions_max as u64,
             });
         }
-        let tx = self.core.tx_new()?;
+        let mut tx = self.core.tx_new()?;
+        tx.early_entries = true;
         let id = tx.id;
         let cell = Arc::new(Mutex::new(tx));
         txs.insert(id, cell.clone());
@@ -391,6 +392,7 @@ impl<R: Region> PoolStore<R> {
             group.logged.extend(&logged);
             group.modes.absorb(std::mem::take(&mut m.modes));
             group.doomed |= m.doomed;
+            group.fenced_all = false;
         }
         Ok(())
     }

@@ -298,3 +298,49 @@ fn background_thread_checkpoints_when_idle() {
     assert_eq!(s.log_occupancy().data_entries_used, 0);
     assert!(s.fsck().unwrap().is_clean());
 }
+
+/// The writes of an explicit transaction store their data entries early (so that the commit
+/// has one persistence point): while it is open they pass fsck, an unclean stop drops them,
+/// an abort clears them, and a truncate inside the transaction clears those of the versions
+/// it drops before their log slots are reused.
+#[test]
+fn early_data_entries_of_open_aborted_and_truncated_transactions() {
+    let cfg = PoolConfig::test_min();
+    let s = fresh(&cfg);
+    let a0 = pattern(40, 16384);
+    create_with(&s, "/a", &a0);
+    s.checkpoint_all().unwrap();
+    let fa = open_rw(&s, "/a");
+    let tx = s.tx_begin(&[fa]).unwrap();
+    s.write(fa, 100, &pattern(41, 9000)).unwrap();
+    assert!(s.fsck().unwrap().is_clean(), "open: {:?}", s.fsck());
+    // Unclean stop with the transaction open: its stored entries are dropped.
+    let crashed = crash_copy(&s, &cfg);
+    assert!(
+        crashed.last_recovery().data_entries_dropped >= 3,
+        "{:?}",
+        crashed.last_recovery()
+    );
+    assert_eq!(read_path(&crashed, "/a"), a0);
+    assert!(crashed.fsck().unwrap().is_clean(), "{:?}", crashed.fsck());
+    s.tx_abort(tx).unwrap();
+    assert!(s.fsck().unwrap().is_clean(), "after abort: {:?}", s.fsck());
+    assert_eq!(read_path(&s, "/a"), a0);
+    // Write blocks 0..3, truncate to one block inside the transaction, commit.
+    let tx = s.tx_begin(&[fa]).unwrap();
+    s.write(fa, 0, &pattern(42, 12000)).unwrap();
+    s.set_len(fa, 4096).unwrap();
+    s.write(fa, 10, &pattern(43, 10)).unwrap();
+    s.tx_commit(tx).unwrap();
+    let mut want = pattern(42, 4096);
+    want[10..20].copy_from_slice(&pattern(43, 10));
+    assert_eq!(read_path(&s, "/a"), want);
+    assert!(
+        s.fsck().unwrap().is_clean(),
+        "after truncate: {:?}",
+        s.fsck()
+    );
+    let crashed = crash_copy(&s, &cfg);
+    assert_eq!(read_path(&crashed, "/a"), want);
+    assert!(crashed.fsck().unwrap().is_clean(), "{:?}", crashed.fsck());
+}
