@@ -165,7 +165,7 @@ impl<R: Region> Core<R> {
         if redo_times {
             self.redo_times_at_commit(tx, ino);
         }
-        // The data entries of this file's versions, stored after its copies (below).
+        // Each piece's data entry is stored after its copies (`write_redo`).
         for p in &pieces {
             let chunk = &data[p.at..p.at + p.len];
             if p.pbn == 0 {
@@ -178,9 +178,6 @@ impl<R: Region> Core<R> {
                 Mode::Scsp => self.write_shadow(st, tx, p.lbn, p.ptr, p.pbn, p.boff, chunk)?,
                 Mode::Fcfs | Mode::Soc | Mode::Sync => self.write_redo(st, tx, p, chunk),
             }
-        }
-        if redo && tx.early_entries {
-            self.store_data_entries(tx, Some(ino));
         }
         if pure {
             return Ok(());
@@ -394,6 +391,7 @@ impl<R: Region> Core<R> {
         }
         let bitmap = mine.bitmap | line_mask(first, last);
         list[vi].bitmap = bitmap;
+        let (txid, early, times) = (tx.id, tx.early_entries, tx.redo_times.contains(&st.ino));
         if let Some(Some(tv)) = tx
             .versions
             .iter_mut()
@@ -401,6 +399,11 @@ impl<R: Region> Core<R> {
             .find(|v| matches!(v, Some(t) if t.ino == st.ino && t.lbn == lbn))
         {
             tv.bitmap = bitmap;
+            // The entry of the version this piece changed (`Tx::early_entries`): not a pass
+            // over every version of the transaction per write.
+            if early {
+                self.store_data_entry(txid, times, tv);
+            }
         }
     }
 

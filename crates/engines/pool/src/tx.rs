@@ -157,34 +157,38 @@ impl<R: Region> Core<R> {
         }
     }
 
-    /// Store the data entry of every version of `tx` (of inode `only`, if given) whose
-    /// entry is missing or says something else than it must (bitmap, times flag, txid),
-    /// durable at this thread's next fence. Returns how many were stored.
-    pub fn store_data_entries(&self, tx: &mut Tx, only: Option<u64>) -> u64 {
-        let mut stored = 0;
+    /// Store the data entry of every version of `tx` whose entry is missing or says
+    /// something else than it must (bitmap, times flag, txid), durable at this thread's
+    /// next fence. Returns how many were stored (the commit's pass).
+    pub fn store_data_entries(&self, tx: &mut Tx) -> u64 {
         let (txid, redo) = (tx.id, &tx.redo_times);
+        let mut stored = 0;
         for v in tx.versions.iter_mut().flatten() {
-            if only.is_some_and(|ino| ino != v.ino) || v.bitmap == 0 {
-                continue;
-            }
-            let want = (v.bitmap, redo.contains(&v.ino), txid);
-            if v.logged == want {
-                continue;
-            }
-            let entry = DataEntry {
-                txid,
-                ino: v.ino,
-                lbn: v.lbn,
-                ptr_addr: v.ptr_addr,
-                pbn: v.pbn,
-                bitmap: v.bitmap,
-                times: want.1,
-            };
-            self.put_entry(self.geo.data_entry(v.slot), &Entry::Data(entry));
-            v.logged = want;
-            stored += 1;
+            stored += u64::from(self.store_data_entry(txid, redo.contains(&v.ino), v));
         }
         stored
+    }
+
+    /// Store the data entry of version `v` of transaction `txid` unless the one in its slot
+    /// already says this (bitmap, `times` flag, txid); durable at this thread's next fence.
+    /// Returns whether it stored. A version with no line written yet has no entry.
+    pub fn store_data_entry(&self, txid: u64, times: bool, v: &mut TxVersion) -> bool {
+        let want = (v.bitmap, times, txid);
+        if v.bitmap == 0 || v.logged == want {
+            return false;
+        }
+        let entry = DataEntry {
+            txid,
+            ino: v.ino,
+            lbn: v.lbn,
+            ptr_addr: v.ptr_addr,
+            pbn: v.pbn,
+            bitmap: v.bitmap,
+            times,
+        };
+        self.put_entry(self.geo.data_entry(v.slot), &Entry::Data(entry));
+        v.logged = want;
+        true
     }
 
     /// Clear the stored data entries of `versions` (durable at this thread's next fence,
@@ -422,7 +426,7 @@ impl<R: Region> Core<R> {
         };
         // Entries the writes stored and that still say what they must are left as they
         // are (`Tx::early_entries`); the others are stored now.
-        let stored = self.store_data_entries(tx, None);
+        let stored = self.store_data_entries(tx);
         let data_entries = tx.versions.iter().flatten().count() as u64;
         for &(member, slot) in &tx.members {
             self.put_entry(
