@@ -11,9 +11,17 @@
 //! all threads including the checkpoint after the run (FCFS's background work counted). The floor copies
 //! with the data path's own policy (`Core::copy_durable`: non-temporal whole lines).
 //!
+//! Steady state: each timed run follows `--warmup` untimed transactions of its size (default
+//! 3 × `--txs`). Without them a run of 20,000 transactions on 300 files never starts the
+//! background checkpoint (no log or block runs low, no block collects 5 versions), so FCFS is
+//! timed without the checkpoint thread beside it and with the heap still growing; `atomfs
+//! bench`'s runs (a tenth of a run as warm-up, then 500,000 transactions or 10 s) are in the
+//! steady state, with checkpointing running all the time. `--warmup 0` gives the old cold
+//! runs.
+//!
 //! ```text
 //! cargo run --release -p atomfs-pool --example micro -- [--files 1000] [--file-mb 4]
-//!     [--txs 20000] [--modes nc,fcfs,fg-wal,scsp,soc,sync] [--dir /dev/shm] [--seed 1]
+//!     [--txs 20000] [--warmup 3×txs] [--modes nc,fcfs,fg-wal,scsp,soc,sync] [--dir /dev/shm] [--seed 1]
 //!     [--ckpt-threads 1] [--log-entries N (both logs; default from PoolConfig)]
 //!     [--breakdown 1] [--perf-ctl FIFO] [--latency-ns N (emulated NVMM, 4 GB/s)]
 //!
@@ -36,6 +44,8 @@ struct Args {
     files: u64,
     file_mb: u64,
     txs: u64,
+    /// Untimed transactions before each timed run (None: 3 × txs).
+    warmup: Option<u64>,
     modes: Vec<Mode>,
     dir: std::path::PathBuf,
     seed: u64,
@@ -54,6 +64,7 @@ fn parse_args() -> Args {
         files: 1000,
         file_mb: 4,
         txs: 20_000,
+        warmup: None,
         modes: vec![
             Mode::Nc,
             Mode::Fcfs,
@@ -82,6 +93,7 @@ fn parse_args() -> Args {
             "--files" => a.files = num(),
             "--file-mb" => a.file_mb = num(),
             "--txs" => a.txs = num(),
+            "--warmup" => a.warmup = Some(num()),
             "--seed" => a.seed = num(),
             "--ckpt-threads" => a.ckpt_threads = num() as usize,
             "--log-entries" => a.log_entries = num(),
@@ -127,8 +139,15 @@ struct Run {
 
 fn run(s: &PoolStore<Reg>, fhs: &[Fh], a: &Args, max_write: u64, data: &[u8]) -> Run {
     let region = s.region();
-    let file_bytes = a.file_mb << 20;
     let mut rng = Rng(a.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    // Untimed warm-up into the steady state (its own random stream: the timed transactions
+    // are the same whatever the warm-up).
+    let mut warm_rng = Rng(a.seed.wrapping_mul(0xC2B2_AE3D_27D4_EB4F) | 1);
+    for _ in 0..a.warmup.unwrap_or(3 * a.txs) {
+        let mut parts = [std::time::Duration::ZERO; 3];
+        one_tx(s, fhs, a, max_write, data, &mut warm_rng, false, &mut parts);
+    }
+    let counters_at_start = s.stats();
     let flushed_at_start = region.stats().lines_flushed;
     perf_control(a, "enable");
     let start = Instant::now();
@@ -136,30 +155,28 @@ fn run(s: &PoolStore<Reg>, fhs: &[Fh], a: &Args, max_write: u64, data: &[u8]) ->
     let all_cpu_start = cpu_ns(libc::CLOCK_PROCESS_CPUTIME_ID);
     let mut parts = [std::time::Duration::ZERO; 3];
     for _ in 0..a.txs {
-        let f1 = (rng.next() % a.files) as usize;
-        let f2 = ((f1 as u64 + 1 + rng.next() % (a.files - 1)) % a.files) as usize;
-        let t0 = Instant::now();
-        let tx = s.tx_begin(&[fhs[f1], fhs[f2]]).expect("tx_begin");
-        let t1 = Instant::now();
-        for f in [f1, f2] {
-            let len = 1 + rng.next() % max_write;
-            let off = rng.next() % (file_bytes - len + 1);
-            s.write(fhs[f], off, &data[..len as usize]).expect("write");
-        }
-        let t2 = Instant::now();
-        s.tx_commit(tx).expect("commit");
-        if a.breakdown {
-            parts[0] += t1 - t0;
-            parts[1] += t2 - t1;
-            parts[2] += t2.elapsed();
-        }
+        one_tx(
+            s,
+            fhs,
+            a,
+            max_write,
+            data,
+            &mut rng,
+            a.breakdown,
+            &mut parts,
+        );
     }
     let elapsed = start.elapsed();
     let cpu = cpu_ns(libc::CLOCK_THREAD_CPUTIME_ID) - cpu_start;
     perf_control(a, "disable");
     if a.breakdown {
+        // Counters of the timed run only.
         let stats = s.stats();
-        let stat = |k: &str| stats.iter().find(|(n, _)| n == k).map_or(0, |(_, v)| *v);
+        let stat = |k: &str| {
+            let at =
+                |list: &[(String, u64)]| list.iter().find(|(n, _)| n == k).map_or(0, |(_, v)| *v);
+            at(&stats).saturating_sub(at(&counters_at_start))
+        };
         eprintln!(
             "  {} versions, {} undo entries, {} block checkpoints ({} in the foreground), {} lines copied, {} pointer swings",
             stat("versions_created"),
@@ -187,6 +204,39 @@ fn run(s: &PoolStore<Reg>, fhs: &[Fh], a: &Args, max_write: u64, data: &[u8]) ->
         all_cpu_us: all_cpu as f64 / 1e3 / a.txs as f64,
         flushed_per_tx: foreground as f64 / a.txs as f64,
         flushed_with_ckpt_per_tx: total as f64 / a.txs as f64,
+    }
+}
+
+/// One transaction: two distinct files, a random 1..=`max_write` byte range in each.
+/// With `timed`, the time of begin, writes and commit is added to `parts`.
+#[allow(clippy::too_many_arguments)]
+fn one_tx(
+    s: &PoolStore<Reg>,
+    fhs: &[Fh],
+    a: &Args,
+    max_write: u64,
+    data: &[u8],
+    rng: &mut Rng,
+    timed: bool,
+    parts: &mut [std::time::Duration; 3],
+) {
+    let file_bytes = a.file_mb << 20;
+    let f1 = (rng.next() % a.files) as usize;
+    let f2 = ((f1 as u64 + 1 + rng.next() % (a.files - 1)) % a.files) as usize;
+    let t0 = Instant::now();
+    let tx = s.tx_begin(&[fhs[f1], fhs[f2]]).expect("tx_begin");
+    let t1 = Instant::now();
+    for f in [f1, f2] {
+        let len = 1 + rng.next() % max_write;
+        let off = rng.next() % (file_bytes - len + 1);
+        s.write(fhs[f], off, &data[..len as usize]).expect("write");
+    }
+    let t2 = Instant::now();
+    s.tx_commit(tx).expect("commit");
+    if timed {
+        parts[0] += t1 - t0;
+        parts[1] += t2 - t1;
+        parts[2] += t2.elapsed();
     }
 }
 

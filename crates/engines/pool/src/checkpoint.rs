@@ -21,6 +21,7 @@
 use crate::config::Mode;
 use crate::core::{Core, InodeState};
 use crate::layout::*;
+use crate::sharing::Padded;
 use parking_lot::{Condvar, Mutex, RwLock};
 use pmem::Region;
 use smallvec::SmallVec;
@@ -331,7 +332,7 @@ impl<R: Region> Core<R> {
         let start = self.checkpointer.cursor.fetch_add(1, Ordering::Relaxed) % cells.len();
         for cell in cells[start..].iter().chain(&cells[..start]) {
             let lbns: Vec<u64> = cell
-                .lock()
+                .lock_spinning()
                 .pending
                 .iter()
                 .filter(|(_, l)| l.first().is_some_and(|v| v.committed))
@@ -341,7 +342,8 @@ impl<R: Region> Core<R> {
                 if !more() {
                     return Ok(());
                 }
-                self.checkpoint_blocks(&mut cell.lock(), batch)?;
+                self.checkpoint_blocks(&mut cell.lock_spinning(), batch)?;
+                cell.let_waiters_in();
             }
         }
         Ok(())
@@ -356,18 +358,20 @@ impl<R: Region> Core<R> {
 /// Work queue and wake-up of the background checkpointing threads.
 #[derive(Default)]
 pub struct CheckpointQueue {
-    pub queue: Mutex<VecDeque<(u64, u64)>>,
+    /// Taken by the checkpoint threads on every round: alone on its lines (`Padded`).
+    pub queue: Padded<Mutex<VecDeque<(u64, u64)>>>,
     pub wake: Condvar,
     pub stop: AtomicBool,
     pub everything: AtomicBool,
     /// Where the next `checkpoint_while` starts among the files.
     pub cursor: std::sync::atomic::AtomicUsize,
-    /// Milliseconds since `epoch` of the last commit (idle trigger).
-    pub last_commit_ms: AtomicU64,
+    /// Milliseconds since `epoch` of the last commit (idle trigger). Written by committing
+    /// threads (`note_commit`), alone on its lines.
+    pub last_commit_ms: Padded<AtomicU64>,
     pub epoch: Option<Instant>,
     /// Held shared by a background thread while it checkpoints, exclusively by fsck, so that
     /// fsck sees blocks, entries and free lists at one instant (taken with no other lock).
-    pub pause: RwLock<()>,
+    pub pause: Padded<RwLock<()>>,
 }
 
 impl CheckpointQueue {
@@ -380,6 +384,15 @@ impl CheckpointQueue {
 
     pub fn now_ms(&self) -> u64 {
         self.epoch.map_or(0, |e| e.elapsed().as_millis() as u64)
+    }
+
+    /// A commit happened now (idle trigger). Stored only when the millisecond changed: most
+    /// commits leave the line alone.
+    pub fn note_commit(&self) {
+        let now = self.now_ms();
+        if self.last_commit_ms.load(Ordering::Relaxed) != now {
+            self.last_commit_ms.store(now, Ordering::Relaxed);
+        }
     }
 
     /// Ask for one block to be checkpointed.
@@ -447,10 +460,10 @@ fn checkpoint_items<R: Region>(core: &Core<R>, mut items: Vec<(u64, u64)>) {
         let Some(cell) = core.cells.read().get(&group[0].0).cloned() else {
             continue;
         };
-        let mut st = cell.lock();
         let lbns: Vec<u64> = group.iter().map(|i| i.1).collect();
         for batch in lbns.chunks(CHECKPOINT_BATCH) {
-            let _ = core.checkpoint_blocks(&mut st, batch);
+            let _ = core.checkpoint_blocks(&mut cell.lock_spinning(), batch);
+            cell.let_waiters_in();
         }
     }
 }

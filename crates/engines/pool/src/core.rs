@@ -8,12 +8,13 @@ use crate::creates::Creates;
 use crate::dir::DirIndex;
 use crate::layout::*;
 use crate::radix::PendingIndex;
+use crate::sharing::Padded;
 use crate::tx::TxCell;
-use parking_lot::{Mutex, RwLock};
+use parking_lot::{Mutex, MutexGuard, RwLock};
 use pmem::Region;
 use smallvec::SmallVec;
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use store::{Error, Result};
 
@@ -40,7 +41,62 @@ pub struct InodeState {
     pub gone: bool,
 }
 
-pub type InodeCell = Mutex<InodeState>;
+/// The DRAM state of an inode behind its lock, and how many threads are spinning for that
+/// lock (`sharing::lock_spinning`), so that a checkpoint thread working through the file's
+/// blocks batch by batch lets them in between two batches (`let_waiters_in`) instead of
+/// taking the lock straight back.
+pub struct InodeCell {
+    state: Mutex<InodeState>,
+    waiting: AtomicU32,
+}
+
+impl InodeCell {
+    pub fn new(state: InodeState) -> Self {
+        InodeCell {
+            state: Mutex::new(state),
+            waiting: AtomicU32::new(0),
+        }
+    }
+
+    /// Take the lock (sleeping at once when it is held: for callers that are not on a
+    /// transaction's path).
+    pub fn lock(&self) -> MutexGuard<'_, InodeState> {
+        self.state.lock()
+    }
+
+    /// The lock if it is free now.
+    pub fn try_lock(&self) -> Option<MutexGuard<'_, InodeState>> {
+        self.state.try_lock()
+    }
+
+    /// Take the lock, spinning first while a checkpoint batch holds it (counted in
+    /// `waiting`, so that the checkpoint thread lets this thread in before its next batch).
+    pub fn lock_spinning(&self) -> MutexGuard<'_, InodeState> {
+        if let Some(guard) = self.state.try_lock() {
+            return guard;
+        }
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        let guard = crate::sharing::lock_spinning(&self.state);
+        self.waiting.fetch_sub(1, Ordering::Relaxed);
+        guard
+    }
+
+    /// Called without the lock between two batches of work on this inode: while another
+    /// thread spins for the lock (and for at most `sharing::SPIN_MAX`), wait for it to get
+    /// it.
+    pub fn let_waiters_in(&self) {
+        if self.waiting.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let start = std::time::Instant::now();
+        while self.waiting.load(Ordering::Relaxed) > 0 && start.elapsed() < crate::sharing::SPIN_MAX
+        {
+            for _ in 0..64 {
+                std::hint::spin_loop();
+            }
+        }
+    }
+}
 
 /// What a transaction still owes the log after its commit point (ordering property 2): its
 /// undo, member and commit entries are freed once its last data entry has been checkpointed.
@@ -52,19 +108,20 @@ pub struct CommitRecord {
     pub member_slots: SmallVec<[u64; 2]>,
 }
 
-/// Named counters.
+/// Named counters. Those the transactions' threads bump and those the checkpoint threads
+/// bump are on separate cache lines (`Padded`).
 #[derive(Default)]
 pub struct Counters {
-    pub commits: AtomicU64,
+    pub commits: Padded<AtomicU64>,
     pub aborts: AtomicU64,
-    pub checkpoints: AtomicU64,
-    pub checkpoint_lines_copied: AtomicU64,
-    pub checkpoint_pointer_swings: AtomicU64,
     pub versions_created: AtomicU64,
     pub undo_entries: AtomicU64,
     /// Times a data operation had to checkpoint in its own thread because the background
     /// threads had not made room in time (logs or blocks nearly exhausted).
     pub foreground_checkpoints: AtomicU64,
+    pub checkpoints: Padded<AtomicU64>,
+    pub checkpoint_lines_copied: AtomicU64,
+    pub checkpoint_pointer_swings: AtomicU64,
 }
 
 /// Shared state of an open pool.
@@ -76,7 +133,9 @@ pub struct Core<R: Region> {
     pub meta_slots: FreeList,
     pub data_slots: FreeList,
     pub inodes_free: FreeList,
-    pub cells: RwLock<U64Map<Arc<InodeCell>>>,
+    /// Read-locked by every thread: alone on its lines, so that taking it disturbs nothing
+    /// else.
+    pub cells: Padded<RwLock<U64Map<Arc<InodeCell>>>>,
     /// Serialises namespace operations and aborts (never taken on the data path).
     pub ns: Mutex<()>,
     /// Inodes whose create has not committed, by creating transaction (creates.rs).
@@ -87,7 +146,8 @@ pub struct Core<R: Region> {
     pub clock: AtomicU64,
     /// Ordered by txid: commits insert at its right end (a hot node, no cache miss on a
     /// random bucket, no rehash into fresh pages), the checkpoint retires near the left.
-    pub committed: Mutex<std::collections::BTreeMap<u64, CommitRecord>>,
+    /// Alone on its lines: commits and the checkpoint threads both take it.
+    pub committed: Padded<Mutex<std::collections::BTreeMap<u64, CommitRecord>>>,
     pub counters: Counters,
     pub closed: AtomicBool,
     pub checkpointer: Arc<CheckpointQueue>,
@@ -109,7 +169,7 @@ impl<R: Region> Core<R> {
             .write()
             .entry(ino)
             .or_insert_with(|| {
-                Arc::new(Mutex::new(InodeState {
+                Arc::new(InodeCell::new(InodeState {
                     ino,
                     ..InodeState::default()
                 }))

@@ -38,6 +38,7 @@ mod ns;
 mod orphan;
 mod radix;
 mod recovery;
+mod sharing;
 mod store_impl;
 mod tlvi;
 mod tx;

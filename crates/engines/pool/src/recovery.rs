@@ -11,6 +11,7 @@ use crate::config::{Mode, PoolConfig};
 use crate::core::{CommitRecord, Core, Counters};
 use crate::entry::*;
 use crate::layout::*;
+use crate::sharing::Padded;
 use crate::tlvi::Version;
 use parking_lot::{Mutex, RwLock};
 use pmem::Region;
@@ -380,13 +381,13 @@ pub fn open_core<R: Region>(region: Arc<R>, cfg: &PoolConfig) -> Result<(Core<R>
         meta_slots: FreeList::new(0, |_| false),
         data_slots: FreeList::new(0, |_| false),
         inodes_free: FreeList::new(0, |_| false),
-        cells: RwLock::new(Default::default()),
+        cells: Padded::new(RwLock::new(Default::default())),
         ns: Mutex::new(()),
         creates: Default::default(),
         next_txid: AtomicU64::new(1),
         commit_seq: AtomicU64::new(1),
         clock: AtomicU64::new(0),
-        committed: Mutex::new(Default::default()),
+        committed: Padded::new(Mutex::new(Default::default())),
         counters: Counters::default(),
         closed: AtomicBool::new(false),
         checkpointer: Arc::new(CheckpointQueue::new()),

@@ -178,7 +178,7 @@ impl<R: Region> PoolStore<R> {
                 *implicit = Some(cell);
             }
         }
-        let mut st = h.cell.lock();
+        let mut st = h.cell.lock_spinning();
         check_live(&st, h.ino)?;
         if let Some(cell) = st.bound.clone() {
             let mut tx = cell.lock();
@@ -404,7 +404,7 @@ impl<R: Region> Store for PoolStore<R> {
         if !h.flags.read {
             return Err(Error::BadMode(fh.0, "reading"));
         }
-        let st = h.cell.lock();
+        let st = h.cell.lock_spinning();
         check_live(&st, h.ino)?;
         self.core.read_data(&st, off, buf)
     }
@@ -496,7 +496,8 @@ impl<R: Region> Store for PoolStore<R> {
         let cell = self.begin_tx()?;
         let id = cell.lock().id;
         for &fh in files {
-            if let Err(e) = self.handle(fh).and_then(|h| self.bind(&cell, id, &h)) {
+            // `bind` checks that the file still exists, under the inode lock it takes.
+            if let Err(e) = self.open_handle(fh).and_then(|h| self.bind(&cell, id, &h)) {
                 let _ = self.abort_id(id);
                 return Err(e);
             }
@@ -506,7 +507,7 @@ impl<R: Region> Store for PoolStore<R> {
 
     fn tx_add(&self, tx: TxId, fh: Fh) -> Result<()> {
         let cell = self.tx_cell(tx.0)?;
-        let h = self.handle(fh)?;
+        let h = self.open_handle(fh)?;
         self.bind(&cell, tx.0, &h)
     }
 

@@ -469,7 +469,7 @@ impl<R: Region> Core<R> {
         if data_entries == 0 {
             self.retire_commit(record);
         } else {
-            self.committed.lock().insert(tx.id, record);
+            crate::sharing::lock_spinning(&self.committed).insert(tx.id, record);
         }
         Ok(())
     }

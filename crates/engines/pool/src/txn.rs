@@ -9,7 +9,6 @@ use crate::tx::{Tx, TxCell};
 use parking_lot::Mutex;
 use pmem::Region;
 use smallvec::SmallVec;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use store::{Error, Result};
 
@@ -55,9 +54,13 @@ impl<R: Region> PoolStore<R> {
             .ok_or(Error::NoSuchTransaction(id))
     }
 
-    /// Bind the file of `handle` to transaction `cell`.
+    /// Bind the file of `handle` to transaction `cell`. The file must still exist (checked
+    /// here, under the inode lock this takes anyway: `tx_begin` takes no lock of its own).
     pub(crate) fn bind(&self, cell: &Arc<TxCell>, id: u64, handle: &Handle) -> Result<()> {
-        let mut st = handle.cell.lock();
+        let mut st = handle.cell.lock_spinning();
+        if st.gone {
+            return Err(Error::NotFound(format!("inode {}", handle.ino)));
+        }
         if st.bound_id == id {
             return Ok(());
         }
@@ -118,7 +121,7 @@ impl<R: Region> PoolStore<R> {
         let mut result = Ok(());
         for &ino in &done.inodes {
             let cell = self.core.cell(ino);
-            let mut st = cell.lock();
+            let mut st = cell.lock_spinning();
             let lbns = done.blocks.iter().filter(|b| b.0 == ino).map(|b| b.1);
             let time = if done.redo_times.contains(&ino) {
                 done.time
@@ -137,10 +140,7 @@ impl<R: Region> PoolStore<R> {
                 self.reap(ino)?;
             }
         }
-        self.core
-            .checkpointer
-            .last_commit_ms
-            .store(self.core.checkpointer.now_ms(), Ordering::Relaxed);
+        self.core.checkpointer.note_commit();
         result
     }
 
@@ -292,10 +292,7 @@ impl<R: Region> PoolStore<R> {
                     0
                 };
                 self.finalize_inode(st, id, &[id], &[], lbns, time)?;
-                self.core
-                    .checkpointer
-                    .last_commit_ms
-                    .store(self.core.checkpointer.now_ms(), Ordering::Relaxed);
+                self.core.checkpointer.note_commit();
                 self.core.recycle_tx(tx);
                 Ok(v)
             }
