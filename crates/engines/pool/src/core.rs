@@ -108,6 +108,22 @@ pub struct CommitRecord {
     pub member_slots: SmallVec<[u64; 2]>,
 }
 
+/// The committed-transaction records and a spare vector that is swapped with
+/// `Core::commits_in` (so that neither side allocates on the way).
+#[derive(Default)]
+pub struct Committed {
+    pub map: std::collections::BTreeMap<u64, CommitRecord>,
+    spare: Vec<(u64, CommitRecord)>,
+}
+
+impl Committed {
+    /// Move the records waiting in `incoming` into the map.
+    pub fn take_in(&mut self, incoming: &Mutex<Vec<(u64, CommitRecord)>>) {
+        std::mem::swap(&mut self.spare, &mut *incoming.lock());
+        self.map.extend(self.spare.drain(..));
+    }
+}
+
 /// Named counters. Those the transactions' threads bump and those the checkpoint threads
 /// bump are on separate cache lines (`Padded`).
 #[derive(Default)]
@@ -146,8 +162,15 @@ pub struct Core<R: Region> {
     pub clock: AtomicU64,
     /// Ordered by txid: commits insert at its right end (a hot node, no cache miss on a
     /// random bucket, no rehash into fresh pages), the checkpoint retires near the left.
-    /// Alone on its lines: commits and the checkpoint threads both take it.
-    pub committed: Padded<Mutex<std::collections::BTreeMap<u64, CommitRecord>>>,
+    /// Records of committed transactions with data entries left, by txid: taken by the
+    /// checkpoint threads only (and recovery). Ordered by txid: records arrive near its
+    /// right end, the checkpoint retires near the left.
+    pub committed: Padded<Mutex<Committed>>,
+    /// Records a commit just made, waiting to move into `committed` (the next checkpoint
+    /// batch moves them). A commit holds this lock for a push; it never waits for a
+    /// checkpoint thread's walk of the map, which held `committed` for most of its time in
+    /// the steady state (each lookup a few cache misses) and made commits spin for it.
+    pub commits_in: Padded<Mutex<Vec<(u64, CommitRecord)>>>,
     pub counters: Counters,
     pub closed: AtomicBool,
     pub checkpointer: Arc<CheckpointQueue>,

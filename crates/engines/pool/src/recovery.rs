@@ -388,6 +388,7 @@ pub fn open_core<R: Region>(region: Arc<R>, cfg: &PoolConfig) -> Result<(Core<R>
         commit_seq: AtomicU64::new(1),
         clock: AtomicU64::new(0),
         committed: Padded::new(Mutex::new(Default::default())),
+        commits_in: Padded::new(Mutex::new(Vec::new())),
         counters: Counters::default(),
         closed: AtomicBool::new(false),
         checkpointer: Arc::new(CheckpointQueue::new()),
@@ -449,7 +450,7 @@ pub fn open_core<R: Region>(region: Arc<R>, cfg: &PoolConfig) -> Result<(Core<R>
     core.inodes_free = FreeList::new(geo.inode_count, |ino| {
         ino > ROOT_INO && inode_kinds[ino as usize] == KIND_FREE
     });
-    core.committed.get_mut().extend(records);
+    core.committed.get_mut().map.extend(records);
     // Both are bounded by Entry::decode (txid <= TXID_MAX, sequence < COMMIT_SEQ_LIMIT).
     core.next_txid = AtomicU64::new(s.max_txid + 1);
     core.commit_seq = AtomicU64::new(s.max_seq + 1);

@@ -469,7 +469,7 @@ impl<R: Region> Core<R> {
         if data_entries == 0 {
             self.retire_commit(record);
         } else {
-            crate::sharing::lock_spinning(&self.committed).insert(tx.id, record);
+            self.commits_in.lock().push((tx.id, record));
         }
         Ok(())
     }
@@ -517,12 +517,13 @@ impl<R: Region> Core<R> {
     /// commit record when that was the last one (the caller retires it).
     pub fn data_entry_done(&self, txid: u64) -> Option<CommitRecord> {
         let mut committed = self.committed.lock();
-        let rec = committed.get_mut(&txid)?;
+        committed.take_in(&self.commits_in);
+        let rec = committed.map.get_mut(&txid)?;
         rec.data_remaining = rec.data_remaining.saturating_sub(1);
         if rec.data_remaining > 0 {
             return None;
         }
-        committed.remove(&txid)
+        committed.map.remove(&txid)
     }
 
     /// Data entries of the committed transactions `txids` (one per entry) have been freed
@@ -530,13 +531,14 @@ impl<R: Region> Core<R> {
     pub fn data_entries_done(&self, txids: &[u64]) -> Vec<CommitRecord> {
         let mut done = Vec::new();
         let mut committed = self.committed.lock();
+        committed.take_in(&self.commits_in);
         for txid in txids {
-            let Some(rec) = committed.get_mut(txid) else {
+            let Some(rec) = committed.map.get_mut(txid) else {
                 continue;
             };
             rec.data_remaining = rec.data_remaining.saturating_sub(1);
             if rec.data_remaining == 0 {
-                done.extend(committed.remove(txid));
+                done.extend(committed.map.remove(txid));
             }
         }
         done
