@@ -1,4 +1,4 @@
-//! `atomfs-bench SUITE [--quick|--full] [--out DIR] [--seed N] [--no-progress]`
+//! `atomfs-bench SUITE [--quick|--full] [--out DIR] [--seed N] [--systems A,B] [--no-progress]`
 //! (also reached as `atomfs bench ...`). See docs/bench.md.
 
 use atomfs_bench::suites::{self, Mode, Options};
@@ -8,11 +8,13 @@ use std::process::ExitCode;
 
 fn usage() -> String {
     let mut s = String::from(
-        "usage: atomfs-bench SUITE [--quick|--full] [--out DIR] [--seed N] [--no-progress]\n\
+        "usage: atomfs-bench SUITE [--quick|--full] [--out DIR] [--seed N] [--systems A,B] [--no-progress]\n\
          \n  --quick   small sizes, under 2 minutes on 2 cores (default)\
          \n  --full    the seed's sizes where memory allows (prints where it scaled down)\
          \n  --tiny    seconds; what the test suite runs\
          \n  --out DIR where results.json and the PNG plots go (default target/bench/SUITE)\
+         \n  --systems A,B  only these systems of each figure, and its reference (external and\
+         \n            the fcfs-micro, fcfs-value-size, fcfs-idle and fcfs-latency suites)\
          \n\nsuites:\n",
     );
     for (name, what) in suites::suites() {
@@ -29,6 +31,7 @@ fn parse(args: &[String]) -> Result<(String, Options, bool), String> {
     let mut out = None;
     let mut seed = 7u64;
     let mut progress = true;
+    let mut systems = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -36,6 +39,19 @@ fn parse(args: &[String]) -> Result<(String, Options, bool), String> {
             "--full" => mode = Mode::Full,
             "--tiny" => mode = Mode::Tiny,
             "--no-progress" => progress = false,
+            "--systems" => {
+                let v = it
+                    .next()
+                    .ok_or("--systems needs a list, e.g. fcfs,nc,pmdk")?;
+                systems = v
+                    .split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect();
+                if systems.is_empty() {
+                    return Err("--systems: empty list".into());
+                }
+            }
             "--out" => out = Some(PathBuf::from(it.next().ok_or("--out needs a directory")?)),
             "--seed" => {
                 let v = it.next().ok_or("--seed needs a number")?;
@@ -50,6 +66,9 @@ fn parse(args: &[String]) -> Result<(String, Options, bool), String> {
         }
     }
     let suite = suite.ok_or("no suite given")?;
+    if suite == "all" && !systems.is_empty() {
+        return Err("--systems picks systems of one suite, not of all".into());
+    }
     let out_given = out.is_some();
     let out = out.unwrap_or_else(|| suites::default_out(&suite));
     Ok((
@@ -59,6 +78,7 @@ fn parse(args: &[String]) -> Result<(String, Options, bool), String> {
             out,
             progress,
             seed,
+            systems,
         },
         out_given,
     ))
@@ -95,6 +115,7 @@ fn main() -> ExitCode {
             mode: opts.mode,
             progress: opts.progress,
             seed: opts.seed,
+            systems: opts.systems.clone(),
         };
         let code = run_one(name, &one);
         if code != ExitCode::SUCCESS && code != ExitCode::from(3) {

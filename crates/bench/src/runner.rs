@@ -80,6 +80,35 @@ pub struct RunConfig {
     pub seed: u64,
     /// Draw a progress bar (on a terminal).
     pub progress: bool,
+    /// Only these systems of each figure, besides its reference (empty: all).
+    pub systems: Vec<String>,
+}
+
+impl RunConfig {
+    /// Whether `fig` runs `spec` under the `systems` filter.
+    fn runs(&self, fig: &Figure, spec: &SystemSpec) -> bool {
+        self.systems.is_empty() || spec.name == fig.reference || self.systems.contains(&spec.name)
+    }
+
+    /// Every system the filter names must be one of the figure's.
+    fn check_filter(&self, fig: &Figure) -> Result<()> {
+        match self
+            .systems
+            .iter()
+            .find(|n| !fig.systems.iter().any(|s| &s.name == *n))
+        {
+            None => Ok(()),
+            Some(n) => Err(BenchError::Invalid(format!(
+                "--systems: figure {} has no system {n} (it has {})",
+                fig.id,
+                fig.systems
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        }
+    }
 }
 
 /// Makes a fresh, not yet set up, system (called once per point).
@@ -251,10 +280,11 @@ pub fn row(
 fn setup_systems(
     fig: &Figure,
     point: &Point,
+    cfg: &RunConfig,
     out: &mut FigureResult,
 ) -> Result<Vec<(String, Box<dyn TwoFileUpdate>)>> {
     let mut live = Vec::new();
-    for spec in &fig.systems {
+    for spec in fig.systems.iter().filter(|s| cfg.runs(fig, s)) {
         check_interrupt()?;
         let made = (spec.make)().and_then(|mut s| {
             s.setup(point.workload.files, point.workload.file_size)?;
@@ -285,7 +315,8 @@ fn setup_systems(
 }
 
 fn progress_bar(fig: &Figure, cfg: &RunConfig) -> indicatif::ProgressBar {
-    let total = (fig.points.len() * fig.systems.len()) as u64 * (cfg.reps as u64 + 1);
+    let systems = fig.systems.iter().filter(|s| cfg.runs(fig, s)).count();
+    let total = (fig.points.len() * systems) as u64 * (cfg.reps as u64 + 1);
     simple_bar(&fig.id, total, cfg.progress)
 }
 
@@ -306,10 +337,12 @@ pub fn simple_bar(prefix: &str, total: u64, show: bool) -> indicatif::ProgressBa
 
 /// Run every point of `fig`.
 pub fn run_figure(fig: &Figure, cfg: &RunConfig) -> Result<FigureResult> {
+    cfg.check_filter(fig)?;
     let mut out = FigureResult::default();
     let bar = progress_bar(fig, cfg);
+    let running = fig.systems.iter().filter(|s| cfg.runs(fig, s)).count();
     for point in &fig.points {
-        let mut live = setup_systems(fig, point, &mut out)?;
+        let mut live = setup_systems(fig, point, cfg, &mut out)?;
         let param = point.param.map(|p| format!(" x={p}")).unwrap_or_default();
         // Warm-up run (caches, page faults, allocator), not recorded.
         for (name, sys) in live.iter_mut() {
@@ -344,7 +377,7 @@ pub fn run_figure(fig: &Figure, cfg: &RunConfig) -> Result<FigureResult> {
         for ((name, _), runs) in live.iter().zip(samples) {
             push_rows(fig, name, point.param, &runs, &mut out);
         }
-        bar.inc(((fig.systems.len() - live.len()) as u64) * (cfg.reps as u64 + 1));
+        bar.inc(((running - live.len()) as u64) * (cfg.reps as u64 + 1));
         drop(live); // free this point's pools and files before the next point
     }
     bar.finish_and_clear();

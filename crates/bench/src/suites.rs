@@ -65,7 +65,20 @@ pub struct Options {
     pub out: PathBuf,
     pub progress: bool,
     pub seed: u64,
+    /// Only these systems of each figure (and its reference), in the suites of
+    /// [`SYSTEMS_FILTERABLE`]; empty: all.
+    pub systems: Vec<String>,
 }
+
+/// Suites whose figures all run through the common runner, so that `--systems` can pick
+/// among their systems.
+pub const SYSTEMS_FILTERABLE: &[&str] = &[
+    "external",
+    "fcfs-micro",
+    "fcfs-value-size",
+    "fcfs-idle",
+    "fcfs-latency",
+];
 
 /// What a suite run produced.
 pub struct Outcome {
@@ -116,6 +129,7 @@ pub fn run_config(mode: Mode, seed: u64, progress: bool) -> RunConfig {
         run_time_max,
         seed,
         progress,
+        systems: Vec::new(),
     }
 }
 
@@ -222,8 +236,15 @@ pub fn run_suite(suite: &str, opts: &Options) -> Result<Outcome> {
     if !suites().iter().any(|(n, _)| *n == suite) {
         return Err(unknown(suite));
     }
+    if !opts.systems.is_empty() && !SYSTEMS_FILTERABLE.contains(&suite) {
+        return Err(BenchError::Invalid(format!(
+            "--systems: suite {suite} runs a fixed set of systems; it works with {}",
+            SYSTEMS_FILTERABLE.join(", ")
+        )));
+    }
     let mut notes = Vec::new();
-    let cfg = run_config(opts.mode, opts.seed, opts.progress);
+    let mut cfg = run_config(opts.mode, opts.seed, opts.progress);
+    cfg.systems = opts.systems.clone();
     std::fs::create_dir_all(&opts.out).map_err(|e| BenchError::io("mkdir", &opts.out, e))?;
     let started = std::time::Instant::now();
     let results = measure(suite, opts, &cfg, &mut notes)?;
@@ -254,6 +275,7 @@ pub fn run_suite(suite: &str, opts: &Options) -> Result<Outcome> {
             "txs_per_run": cfg.txs_per_run,
             "txs_min": cfg.txs_min,
             "run_time_max_s": cfg.run_time_max.as_secs_f64(),
+            "systems": cfg.systems,
             "duration_s": started.elapsed().as_secs_f64(),
             "figures": fig_configs,
             "notes": notes,

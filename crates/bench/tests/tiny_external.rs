@@ -12,6 +12,7 @@ fn external_suite_tiny_run_writes_well_formed_results() {
         out: out.clone(),
         progress: false,
         seed: 3,
+        systems: Vec::new(),
     };
     let outcome = run_suite("external", &opts).expect("tiny external run");
     let doc: serde_json::Value =

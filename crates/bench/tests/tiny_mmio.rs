@@ -34,6 +34,7 @@ fn mmio_suite_tiny_results_have_the_stable_shape() {
         out: out.clone(),
         progress: false,
         seed: 11,
+        systems: Vec::new(),
     };
     let outcome = run_suite("mmio", &opts).expect("tiny mmio run");
     let doc: Value = serde_json::from_str(

@@ -18,6 +18,7 @@ pub fn try_run_tiny(suite: &str) -> Result<(Value, Outcome, PathBuf), BenchError
         out: out.clone(),
         progress: false,
         seed: 5,
+        systems: Vec::new(),
     };
     let outcome = run_suite(suite, &opts)?;
     let text = std::fs::read_to_string(&outcome.json_path).expect("read results.json");

@@ -1,4 +1,4 @@
-//! `atomfs bench SUITE [--quick|--full|--tiny] [--out DIR]`: runs the `atomfs-bench` binary
+//! `atomfs bench SUITE [--quick|--full|--tiny] [--out DIR] [--systems A,B]`: runs the `atomfs-bench` binary
 //! (crates/bench), which is built next to `atomfs`. It is spawned rather than linked so that
 //! the `atomfs` tool does not carry the benchmark's competitor baselines (libpmemobj, the
 //! ext4 RAM-disk protocols) and plotting libraries (CONVENTIONS.md §1).
@@ -30,6 +30,10 @@ pub struct BenchArgs {
     /// No progress bar.
     #[arg(long)]
     pub no_progress: bool,
+    /// Only these systems of each figure and its reference, comma-separated (external and
+    /// fcfs-micro, fcfs-value-size, fcfs-idle, fcfs-latency), e.g. fcfs,nc,pmdk.
+    #[arg(long)]
+    pub systems: Option<String>,
 }
 
 /// The `atomfs-bench` binary: `ATOMFS_BENCH` if set, else next to this executable, else
@@ -68,6 +72,10 @@ pub fn forwarded(args: &BenchArgs) -> Vec<String> {
     }
     if args.no_progress {
         v.push("--no-progress".into());
+    }
+    if let Some(systems) = &args.systems {
+        v.push("--systems".into());
+        v.push(systems.clone());
     }
     v
 }

@@ -321,6 +321,14 @@ mod tests {
             Ok(Command::Bench(args)) => assert_eq!(bench::forwarded(&args), ["all", "--quick"]),
             other => panic!("unexpected parse: {other:?}"),
         }
+        let cli = Cli::try_parse_from(["atomfs", "bench", "external", "--systems", "fcfs,pmdk"]);
+        match cli.map(|c| c.command) {
+            Ok(Command::Bench(args)) => assert_eq!(
+                bench::forwarded(&args),
+                ["external", "--quick", "--systems", "fcfs,pmdk"]
+            ),
+            other => panic!("unexpected parse: {other:?}"),
+        }
         assert!(Cli::try_parse_from(["atomfs", "bench", "x", "--quick", "--full"]).is_err());
     }
 
