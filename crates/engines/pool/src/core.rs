@@ -82,19 +82,10 @@ impl InodeCell {
     }
 
     /// Called without the lock between two batches of work on this inode: while another
-    /// thread spins for the lock (and for at most `sharing::SPIN_MAX`), wait for it to get
+    /// thread spins for the lock (and for at most 50 µs: `sharing::spin_while`), wait for it to get
     /// it.
     pub fn let_waiters_in(&self) {
-        if self.waiting.load(Ordering::Relaxed) == 0 {
-            return;
-        }
-        let start = std::time::Instant::now();
-        while self.waiting.load(Ordering::Relaxed) > 0 && start.elapsed() < crate::sharing::SPIN_MAX
-        {
-            for _ in 0..64 {
-                std::hint::spin_loop();
-            }
-        }
+        crate::sharing::spin_while(|| self.waiting.load(Ordering::Relaxed) > 0);
     }
 }
 

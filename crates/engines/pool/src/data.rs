@@ -160,7 +160,8 @@ impl<R: Region> Core<R> {
             self.stage_times(tx, ino)?;
         }
         if redo {
-            self.claim_versions(st, tx, &mut pieces)?;
+            // A pure overwrite has changed nothing yet: a shortage of room can be retried.
+            self.claim_versions(st, tx, &mut pieces, pure)?;
         }
         if redo_times {
             self.redo_times_at_commit(tx, ino);
@@ -410,7 +411,13 @@ impl<R: Region> Core<R> {
     /// The transaction's own pending version of every overwritten piece of a write
     /// (`Piece::version`), created where missing with blocks and log slots taken in one
     /// batch; the edge lines' sources are prefetched first.
-    fn claim_versions(&self, st: &mut InodeState, tx: &mut Tx, pieces: &mut [Piece]) -> Result<()> {
+    fn claim_versions(
+        &self,
+        st: &mut InodeState,
+        tx: &mut Tx,
+        pieces: &mut [Piece],
+        unchanged: bool,
+    ) -> Result<()> {
         self.prefetch_edges(pieces);
         let wanted = pieces.iter().filter(|p| p.pbn != 0).count();
         let mut slots: SmallVec<[u64; 8]> = SmallVec::new();
@@ -435,7 +442,11 @@ impl<R: Region> Core<R> {
             Ok(())
         };
         if result.is_err() {
-            tx.doomed = true;
+            if unchanged && tx.may_retry_room {
+                tx.short_of_room = true;
+            } else {
+                tx.doomed = true;
+            }
         }
         for slot in slots {
             self.data_slots.free(slot);

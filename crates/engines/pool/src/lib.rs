@@ -14,6 +14,8 @@
 //!   checkpoint                     selective checkpointing, background threads
 //!   recovery, fsck, inspect        open/recover, check, read-only views
 //!   core, layout, alloc            shared state, on-media layout, volatile allocators
+//!   sharing                        what transactions and checkpoint threads share: padded
+//!                                  words, spin-then-sleep locking
 //! ```
 
 #![deny(unsafe_code)]

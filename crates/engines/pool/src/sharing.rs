@@ -22,7 +22,9 @@ use std::time::{Duration, Instant};
 
 /// How long `lock_spinning` spins before it waits like `Mutex::lock`: a few checkpoint
 /// batches.
-pub const SPIN_MAX: Duration = Duration::from_micros(50);
+const SPIN_MAX: Duration = Duration::from_micros(50);
+/// How long it spins without giving up the core: about one checkpoint batch.
+const SPIN_BUSY: Duration = Duration::from_micros(10);
 
 /// `T` aligned to, and padded to a multiple of, 128 bytes.
 #[derive(Default, Debug)]
@@ -48,7 +50,9 @@ impl<T> DerefMut for Padded<T> {
     }
 }
 
-/// `m.lock()`, but spinning on `try_lock` for up to `SPIN_MAX` first.
+/// `m.lock()`, but spinning on `try_lock` for up to `SPIN_MAX` first: busy for the first
+/// `SPIN_BUSY`, then yielding the core between tries (with more threads than cores the
+/// holder may be waiting for this very core).
 pub fn lock_spinning<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     if let Some(guard) = m.try_lock() {
         return guard;
@@ -63,8 +67,30 @@ pub fn lock_spinning<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
                 }
             }
         }
-        if start.elapsed() >= SPIN_MAX {
+        let waited = start.elapsed();
+        if waited >= SPIN_MAX {
             return m.lock();
+        }
+        if waited >= SPIN_BUSY {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// Wait, spinning then yielding as `lock_spinning` does, while `busy()` holds, for at most
+/// `SPIN_MAX`.
+pub fn spin_while(mut busy: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while busy() {
+        for _ in 0..64 {
+            std::hint::spin_loop();
+        }
+        let waited = start.elapsed();
+        if waited >= SPIN_MAX {
+            return;
+        }
+        if waited >= SPIN_BUSY {
+            std::thread::yield_now();
         }
     }
 }

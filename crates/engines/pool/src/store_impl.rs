@@ -147,63 +147,134 @@ impl<R: Region> PoolStore<R> {
     }
 
     /// Run a data operation (write, set_len) on the file of `fh` in the transaction its
-    /// file is bound to, else in an O_ATOMIC implicit transaction, else in its own.
+    /// file is bound to, else in an O_ATOMIC implicit transaction, else in its own. When the
+    /// operation finds too little room before it changed anything (another thread took the
+    /// room `make_room` made), room is made again and it runs again, `ROOM_RETRIES` times at
+    /// most; the last try fails the transaction as a full pool does.
     fn data_op<T>(
         &self,
         h: &Handle,
         fh: Fh,
         blocks: u64,
-        op: impl FnOnce(&Core<R>, &mut crate::core::InodeState, &mut Tx) -> Result<T>,
+        op: impl Fn(&Core<R>, &mut crate::core::InodeState, &mut Tx) -> Result<T>,
     ) -> Result<T> {
         if !h.flags.write {
             return Err(Error::BadMode(fh.0, "writing"));
         }
         self.make_room(blocks);
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match self.data_op_once(h, &op, tries < ROOM_RETRIES) {
+                Some(result) => return result,
+                None => self.make_more_room(blocks, tries),
+            }
+        }
+    }
+
+    /// After a data operation found too little room: checkpoint in this thread until twice
+    /// the operation's needs are free, and everything on the third shortage in a row.
+    fn make_more_room(&self, blocks: u64, tries: u32) {
+        let core = &self.core;
+        core.counters
+            .foreground_checkpoints
+            .fetch_add(1, Ordering::Relaxed);
+        core.checkpointer.push_all();
+        if tries >= 3 {
+            let _ = core.checkpoint_all();
+        } else {
+            let _ = core.checkpoint_while(|| {
+                core.blocks.free_count() < 2 * blocks + 16
+                    || core.data_slots.free_count() < 2 * blocks + 4
+                    || core.meta_slots.free_count() < 2 * blocks + 32
+            });
+        }
+    }
+
+    /// One try of `data_op`: None when the operation found too little room before it
+    /// changed anything (only with `may_retry`; the transaction stays as it was).
+    fn data_op_once<T>(
+        &self,
+        h: &Handle,
+        op: &impl Fn(&Core<R>, &mut crate::core::InodeState, &mut Tx) -> Result<T>,
+        may_retry: bool,
+    ) -> Option<Result<T>> {
         if h.atomic.load(Ordering::Acquire) {
-            let mut implicit = h.implicit.lock();
-            let unbound = {
-                let st = h.cell.lock();
-                check_live(&st, h.ino)?;
-                st.bound_id == 0
-            };
-            if implicit.as_ref().is_none_or(|t| !t.lock().active) && unbound {
-                // An implicit transaction is never the one that created the file.
-                self.core.creates.check(h.ino, 0)?;
-                let cell = self.begin_tx()?;
-                let id = cell.lock().id;
-                if let Err(e) = self.bind(&cell, id, h) {
-                    let _ = self.abort_id(id);
-                    return Err(e);
-                }
-                *implicit = Some(cell);
+            if let Err(e) = self.open_implicit(h) {
+                return Some(Err(e));
             }
         }
         let mut st = h.cell.lock_spinning();
-        check_live(&st, h.ino)?;
+        if let Err(e) = check_live(&st, h.ino) {
+            return Some(Err(e));
+        }
         if let Some(cell) = st.bound.clone() {
             let mut tx = cell.lock();
             if tx.active {
                 tx.fenced_all = false;
+                tx.may_retry_room = may_retry;
                 let result = op(&self.core, &mut st, &mut tx);
+                tx.may_retry_room = false;
+                let short = std::mem::take(&mut tx.short_of_room);
                 self.core.reflush_unfenced(&mut tx);
                 // persist: the operation's data, log entries and flushes are durable (a fence
                 // orders only its own thread's flushes, and another thread may commit).
                 self.core.region.fence();
                 self.core.fenced(&mut tx);
                 tx.fenced_all = true;
+                if result.is_err() && short && !tx.doomed {
+                    return None;
+                }
                 if result.is_err() && tx.doomed {
                     let id = tx.id;
                     drop(tx);
                     drop(st);
                     let _ = self.abort_id(id);
                 }
-                return result;
+                return Some(result);
             }
         }
         // Nor is an automatic one (creates.rs: the file would outlive an aborted create).
-        self.core.creates.check(h.ino, 0)?;
+        if let Err(e) = self.core.creates.check(h.ino, 0) {
+            return Some(Err(e));
+        }
         let core = &self.core;
-        self.auto_tx(&mut st, |st, tx| op(core, st, tx))
+        let mut short = false;
+        // An automatic transaction that fell short changed nothing: its abort is empty.
+        let result = self.auto_tx(&mut st, |st, tx| {
+            tx.may_retry_room = may_retry;
+            let result = op(core, st, tx);
+            short = result.is_err() && tx.short_of_room && !tx.doomed;
+            result
+        });
+        if short {
+            None
+        } else {
+            Some(result)
+        }
+    }
+
+    /// Open the O_ATOMIC implicit transaction of a handle if it has none (or its last one
+    /// ended) and its file is not bound to a transaction.
+    fn open_implicit(&self, h: &Handle) -> Result<()> {
+        let mut implicit = h.implicit.lock();
+        let unbound = {
+            let st = h.cell.lock();
+            check_live(&st, h.ino)?;
+            st.bound_id == 0
+        };
+        if implicit.as_ref().is_none_or(|t| !t.lock().active) && unbound {
+            // An implicit transaction is never the one that created the file.
+            self.core.creates.check(h.ino, 0)?;
+            let cell = self.begin_tx()?;
+            let id = cell.lock().id;
+            if let Err(e) = self.bind(&cell, id, h) {
+                let _ = self.abort_id(id);
+                return Err(e);
+            }
+            *implicit = Some(cell);
+        }
+        Ok(())
     }
 
     /// Run a namespace operation in `tx`, or in its own transaction.
@@ -567,6 +638,9 @@ impl<R: Region> Store for PoolStore<R> {
 
 /// A handle's file is gone when the transaction that created it aborted while the handle was
 /// open (tx.rs `abort_persist`): every operation through it is NotFound.
+/// Tries of a data operation that finds too little room (`PoolStore::data_op`).
+const ROOM_RETRIES: u32 = 4;
+
 fn check_live(st: &crate::core::InodeState, ino: u64) -> Result<()> {
     if st.gone {
         return Err(Error::NotFound(format!("inode {ino}")));

@@ -59,6 +59,12 @@ pub struct Tx {
     pub inodes: Vec<u64>,
     /// Error that doomed the transaction (it must be aborted).
     pub doomed: bool,
+    /// Set by the caller of a data operation: if the operation finds too few free blocks or
+    /// log slots before it has changed anything, it fails with `short_of_room` set instead
+    /// of dooming the transaction, and the caller makes room and runs it again (another
+    /// thread may have taken the room the caller had made).
+    pub may_retry_room: bool,
+    pub short_of_room: bool,
     /// SCSP: shadow blocks this transaction made (written in place until commit).
     pub shadows: HashSet<u64>,
     /// Inodes whose new mtime and ctime a pure overwrite staged: the undo entry of the old
@@ -132,6 +138,8 @@ impl<R: Region> Core<R> {
         tx.next_seq = 0;
         tx.commit_slot = u64::MAX;
         tx.doomed = false;
+        tx.may_retry_room = false;
+        tx.short_of_room = false;
         tx.logged = LoggedRanges::default();
         tx.undo_slots.clear();
         tx.members.clear();
