@@ -122,10 +122,6 @@ impl<R: Region> Core<R> {
         // persist: every new permanent block holds the latest copy of each of its lines, and
         // the times its entries redo are in place.
         self.region.fence();
-        if time != 0 {
-            // Back into the cache after its flush (as the block pointers below).
-            self.region.prefetch(self.geo.inode(st.ino) + I_MTIME);
-        }
         // Step 3: swing the pointers.
         let mut swung = 0;
         for plan in plans.iter().filter(|p| p.target != p.permanent) {
@@ -137,13 +133,6 @@ impl<R: Region> Core<R> {
             // persist: block pointers name the new permanent blocks before any redo entry of
             // theirs is freed.
             self.region.fence();
-            // On this machine's CPU a flush takes the line out of every cache (a load after
-            // store + clwb + sfence costs twice a load after store + sfence): fetch the
-            // pointers back, so that the next write of these blocks reads them from the
-            // cache, not from memory.
-            for plan in plans.iter().filter(|p| p.target != p.permanent) {
-                self.region.prefetch(plan.ptr);
-            }
         }
         // Step 4: free the entries in commit order: round r frees the r-th version of every
         // block, fenced before round r + 1 (ordering property 1).
