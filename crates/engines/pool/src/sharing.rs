@@ -54,35 +54,23 @@ impl<T> DerefMut for Padded<T> {
 /// `SPIN_BUSY`, then yielding the core between tries (with more threads than cores the
 /// holder may be waiting for this very core).
 pub fn lock_spinning<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    if let Some(guard) = m.try_lock() {
-        return guard;
-    }
+    let mut guard = None;
+    spin_while(|| {
+        guard = if m.is_locked() { None } else { m.try_lock() };
+        guard.is_none()
+    });
+    guard.unwrap_or_else(|| m.lock())
+}
+
+/// Wait while `busy()` holds (asked after every pause), for at most `SPIN_MAX`: busy for
+/// the first `SPIN_BUSY`, then yielding the core between rounds.
+pub fn spin_while(mut busy: impl FnMut() -> bool) {
     let start = Instant::now();
     loop {
         for _ in 0..64 {
-            std::hint::spin_loop();
-            if !m.is_locked() {
-                if let Some(guard) = m.try_lock() {
-                    return guard;
-                }
+            if !busy() {
+                return;
             }
-        }
-        let waited = start.elapsed();
-        if waited >= SPIN_MAX {
-            return m.lock();
-        }
-        if waited >= SPIN_BUSY {
-            std::thread::yield_now();
-        }
-    }
-}
-
-/// Wait, spinning then yielding as `lock_spinning` does, while `busy()` holds, for at most
-/// `SPIN_MAX`.
-pub fn spin_while(mut busy: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while busy() {
-        for _ in 0..64 {
             std::hint::spin_loop();
         }
         let waited = start.elapsed();

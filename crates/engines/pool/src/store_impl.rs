@@ -126,11 +126,7 @@ impl<R: Region> PoolStore<R> {
     /// none, checkpoint everything here). No lock is held here.
     fn make_room(&self, blocks: u64) {
         let core = &self.core;
-        let short = || {
-            core.blocks.free_count() < blocks + 8
-                || core.data_slots.free_count() < blocks + 2
-                || core.meta_slots.free_count() < blocks + 16
-        };
+        let short = || self.short_of_room(blocks, 1);
         if short() {
             core.counters
                 .foreground_checkpoints
@@ -183,12 +179,17 @@ impl<R: Region> PoolStore<R> {
         if tries >= 3 {
             let _ = core.checkpoint_all();
         } else {
-            let _ = core.checkpoint_while(|| {
-                core.blocks.free_count() < 2 * blocks + 16
-                    || core.data_slots.free_count() < 2 * blocks + 4
-                    || core.meta_slots.free_count() < 2 * blocks + 32
-            });
+            let _ = core.checkpoint_while(|| self.short_of_room(blocks, 2));
         }
+    }
+
+    /// Fewer than `times` × what an operation needing `blocks` blocks may take (plus a
+    /// margin) free blocks, data log slots or metadata log slots?
+    fn short_of_room(&self, blocks: u64, times: u64) -> bool {
+        let core = &self.core;
+        core.blocks.free_count() < times * (blocks + 8)
+            || core.data_slots.free_count() < times * (blocks + 2)
+            || core.meta_slots.free_count() < times * (blocks + 16)
     }
 
     /// One try of `data_op`: None when the operation found too little room before it
@@ -641,7 +642,7 @@ impl<R: Region> Store for PoolStore<R> {
 /// Tries of a data operation that finds too little room (`PoolStore::data_op`).
 const ROOM_RETRIES: u32 = 4;
 
-fn check_live(st: &crate::core::InodeState, ino: u64) -> Result<()> {
+pub(crate) fn check_live(st: &crate::core::InodeState, ino: u64) -> Result<()> {
     if st.gone {
         return Err(Error::NotFound(format!("inode {ino}")));
     }

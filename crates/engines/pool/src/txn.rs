@@ -58,9 +58,7 @@ impl<R: Region> PoolStore<R> {
     /// here, under the inode lock this takes anyway: `tx_begin` takes no lock of its own).
     pub(crate) fn bind(&self, cell: &Arc<TxCell>, id: u64, handle: &Handle) -> Result<()> {
         let mut st = handle.cell.lock_spinning();
-        if st.gone {
-            return Err(Error::NotFound(format!("inode {}", handle.ino)));
-        }
+        crate::store_impl::check_live(&st, handle.ino)?;
         if st.bound_id == id {
             return Ok(());
         }
