@@ -65,6 +65,18 @@ struct Plan {
     ptr: u64,
 }
 
+impl Plan {
+    /// Every block holding latest copies and the lines it holds: the versions, then the
+    /// permanent block.
+    fn sources(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.versions
+            .iter()
+            .zip(&self.latest)
+            .map(|(v, &lines)| (v.pbn, lines))
+            .chain([(self.permanent, self.permanent_lines)])
+    }
+}
+
 /// Runs of set bits of `mask`: (first line, number of lines).
 fn runs(mut mask: u64) -> impl Iterator<Item = (u64, u64)> {
     std::iter::from_fn(move || {
@@ -95,18 +107,28 @@ impl<R: Region> Core<R> {
     /// Checkpoint blocks `lbns` of `st.ino` as one batch: Algorithm 1 for each block, with
     /// one fence per step for the whole batch (and one per round of entry frees).
     pub fn checkpoint_blocks(&self, st: &mut InodeState, lbns: &[u64]) -> Result<()> {
+        // The batch's blocks are far apart in the pool: every block pointer, source and
+        // target is a cache and TLB miss. Their prefetches are issued together, so that the
+        // misses and page walks overlap instead of following one another.
+        for &lbn in lbns {
+            if let Some(v) = st.pending.get(&lbn).and_then(|list| list.first()) {
+                self.region.prefetch(v.ptr_addr);
+            }
+        }
         let mut plans: SmallVec<[Plan; 8]> = SmallVec::new();
-        let mut copied = 0;
         for &lbn in lbns {
             if let Some(plan) = self.plan_block(st, lbn)? {
-                // Step 2: copy the missing latest lines into the new permanent block.
-                copied += self.copy_for(&plan);
                 plans.push(plan);
             }
         }
         if plans.is_empty() {
             return Ok(());
         }
+        for plan in &plans {
+            self.prefetch_copies(plan);
+        }
+        // Step 2: copy the missing latest lines into each new permanent block.
+        let copied = plans.iter().map(|plan| self.copy_for(plan)).sum::<u64>();
         // Times redone from the entries about to be freed (`Tx::redo_times`): in place
         // unless a later change superseded them, and flushed by this thread (the commit
         // wrote them unflushed), durable at the fence below.
@@ -234,6 +256,22 @@ impl<R: Region> Core<R> {
         }))
     }
 
+    /// Prefetch the first line of every run `copy_for` will copy, at its source and at its
+    /// target (the line is stored whole, so the target's copy only brings the page's
+    /// translation in).
+    fn prefetch_copies(&self, plan: &Plan) {
+        let target = self.geo.block(plan.target);
+        let sources = plan.sources();
+        for (src, lines) in sources {
+            if src == plan.target || src == 0 || lines == 0 {
+                continue;
+            }
+            let at = u64::from(lines.trailing_zeros()) * LINE;
+            self.region.prefetch(self.geo.block(src) + at);
+            self.region.prefetch(target + at);
+        }
+    }
+
     /// Step 2 for one block. Returns the lines copied.
     fn copy_for(&self, plan: &Plan) -> u64 {
         if self.mode() == Mode::Soc && plan.target == plan.permanent {
@@ -269,12 +307,7 @@ impl<R: Region> Core<R> {
     fn copy_latest(&self, plan: &Plan) -> u64 {
         let mut copied = 0;
         let target = self.geo.block(plan.target);
-        let sources = plan
-            .versions
-            .iter()
-            .zip(&plan.latest)
-            .map(|(v, &lines)| (v.pbn, lines))
-            .chain([(plan.permanent, plan.permanent_lines)]);
+        let sources = plan.sources();
         for (src, lines) in sources {
             if src == plan.target || lines == 0 {
                 continue;
@@ -336,7 +369,7 @@ impl<R: Region> Core<R> {
                 .pending
                 .iter()
                 .filter(|(_, l)| l.first().is_some_and(|v| v.committed))
-                .map(|(&l, _)| l)
+                .map(|(l, _)| l)
                 .collect();
             for batch in lbns.chunks(CHECKPOINT_BATCH) {
                 if !more() {

@@ -187,7 +187,7 @@ impl<R: Region> PoolStore<R> {
         let mut out = Vec::new();
         for cell in cells {
             let st = cell.lock();
-            for (&lbn, list) in &st.pending {
+            for (lbn, list) in &st.pending {
                 let (permanent_pbn, _) = self.core.permanent_block(st.ino, lbn)?;
                 let versions = list
                     .iter()
