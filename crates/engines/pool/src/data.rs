@@ -5,6 +5,7 @@
 use crate::config::Mode;
 use crate::core::{capacity, Core, InodeState};
 use crate::layout::*;
+use crate::plan::{Piece, Plan};
 use crate::tlvi::{line_mask, source_of, Version};
 use crate::tx::{Tx, TxVersion};
 use pmem::Region;
@@ -17,23 +18,6 @@ pub const NT_COPY_MIN: usize = 256;
 
 /// Largest file size (the deepest tree).
 pub const FILE_SIZE_MAX: u64 = 1 << 46;
-
-/// One block's part of a write.
-#[derive(Clone, Copy, Debug)]
-struct Piece {
-    lbn: u64,
-    /// Address of the block pointer.
-    ptr: u64,
-    /// Permanent block (0 = hole).
-    pbn: u64,
-    /// Offset in the block and length.
-    boff: u64,
-    len: usize,
-    /// Offset in the caller's data.
-    at: usize,
-    /// Index of the transaction's own version in the block's pending list (redo modes).
-    version: usize,
-}
 
 /// Attribute changes one data operation makes, written together at its end.
 pub struct InodeDelta {
@@ -107,11 +91,15 @@ impl<R: Region> Core<R> {
 
     /// Write `data` at `off` of file `st.ino` inside `tx`.
     ///
-    /// In three passes, so that nothing waits between the stores of the data: the block
-    /// pointer of every block (growing the tree as needed); then the pending versions of the
-    /// overwritten blocks (allocations and locks, which on x86 would wait for non-temporal
-    /// stores already issued), with prefetches of the lines the partial edge lines are
-    /// completed from and of the pending blocks' pages; then the copies.
+    /// Reserve, then act (plan.rs): the blocks the write covers are resolved read-only and
+    /// everything it will allocate is reserved in one batch before it changes anything, so
+    /// that a shortage can be retried (`Tx::may_retry_room`); a pure overwrite in a redo
+    /// mode leaves that to `claim_versions`, which takes its own batch. Then in three
+    /// passes, so that nothing waits between the stores of the data: the missing block
+    /// pointers (growing the tree as needed); the pending versions of the overwritten
+    /// blocks (allocations and locks, which on x86 would wait for non-temporal stores
+    /// already issued), with prefetches of the lines the partial edge lines are completed
+    /// from and of the pending blocks' pages; then the copies.
     pub fn write_data(
         &self,
         st: &mut InodeState,
@@ -129,38 +117,71 @@ impl<R: Region> Core<R> {
             )));
         };
         let size = self.inode_size(ino)?;
-        let blocks = self.inode_blocks(ino)?;
+        let plan = self.plan_write(ino, off, end)?;
+        // A pure overwrite (every block exists, neither the size nor the tree changes).
+        let pure = !matches!(self.mode(), Mode::Nc | Mode::FgWal)
+            && end <= size
+            && plan.index_blocks == 0
+            && plan.pieces.iter().all(|p| p.pbn != 0);
+        if pure && self.redo_mode() {
+            return self.write_pieces(st, tx, plan, size, data, pure);
+        }
+        let (blocks, slots) = self.write_needs(st, tx, &plan);
+        self.reserve(tx, blocks, slots)?;
+        let result = self.write_pieces(st, tx, plan, size, data, pure);
+        debug_assert!(
+            result.is_err() || (tx.reserved_blocks.is_empty() && tx.reserved_slots.is_empty()),
+            "a write takes exactly what it reserved"
+        );
+        self.release_reserved(tx);
+        result
+    }
+
+    /// FCFS, SOC and SYNC: data goes through pending versions (cache-line redo).
+    fn redo_mode(&self) -> bool {
+        matches!(self.mode(), Mode::Fcfs | Mode::Soc | Mode::Sync)
+    }
+
+    /// The passes of `write_data` after its plan (and reservation) on a file of `size`
+    /// bytes.
+    fn write_pieces(
+        &self,
+        st: &mut InodeState,
+        tx: &mut Tx,
+        plan: Plan,
+        size: u64,
+        data: &[u8],
+        pure: bool,
+    ) -> Result<()> {
+        let ino = st.ino;
+        let mut pieces = plan.pieces;
         let mut delta = InodeDelta {
-            size: size.max(end),
-            blocks,
+            size: size.max(plan.end),
+            blocks: self.inode_blocks(ino)?,
             pointer_writes: Vec::new(),
             time: 0,
         };
         if self.mode() == Mode::FgWal {
-            self.fg_wal_log_range(tx, ino, off, end)?;
+            self.fg_wal_log_range(tx, ino, plan.off, plan.end)?;
         }
-        let mut pieces = self.resolve_pieces(tx, ino, off, end, &mut delta)?;
-        // A pure overwrite (every block exists, neither the size nor the tree changes) in a
-        // logging mode changes only the times: their undo entry is written now, so that its
-        // log slot is taken (a lock) before the data's non-temporal stores are in flight (a
-        // locked instruction waits for them). FG-WAL has no need: fg_wal_log_range saved the
-        // old attributes under its fence, so finish_data_op writes the times in place at once.
-        let pure = !matches!(self.mode(), Mode::Nc | Mode::FgWal)
-            && end <= size
-            && delta.blocks == blocks
-            && pieces.iter().all(|p| p.pbn != 0);
-        let redo = matches!(self.mode(), Mode::Fcfs | Mode::Soc | Mode::Sync);
+        self.create_paths(tx, ino, &mut pieces, &mut delta)?;
+        let redo = self.redo_mode();
         // In a redo mode the new times of a pure overwrite are redone from the log with its
         // data (`Tx::redo_times`): no undo entry, nothing in place before the commit point.
         let redo_times = pure && redo && !pieces.is_empty();
         if !pure {
             delta.time = self.now();
         }
+        // Else a pure overwrite in a logging mode (SCSP, or no bytes) changes only the
+        // times: their undo entry is written now, so that its log slot is taken (a lock)
+        // before the data's non-temporal stores are in flight (a locked instruction waits
+        // for them). FG-WAL has no need: fg_wal_log_range saved the old attributes under its
+        // fence, so finish_data_op writes the times in place at once.
         if pure && !redo_times {
             self.stage_times(tx, ino)?;
         }
         if redo {
-            // A pure overwrite has changed nothing yet: a shortage of room can be retried.
+            // A pure overwrite takes its versions in a batch of its own (it reserved none).
             self.claim_versions(st, tx, &mut pieces, pure)?;
         }
         if redo_times {
@@ -186,39 +207,19 @@ impl<R: Region> Core<R> {
         self.finish_data_op(tx, ino, &delta)
     }
 
-    /// The blocks `[off, end)` of `ino` covers, each with its block pointer (the tree grown
-    /// and index blocks created as needed) and its permanent block (0 = hole).
-    fn resolve_pieces(
+    /// The block pointers of the pieces whose path `plan_write` found missing: the tree
+    /// grown and index blocks created (from the reservation), undo-logged in `tx`.
+    fn create_paths(
         &self,
         tx: &mut Tx,
         ino: u64,
-        off: u64,
-        end: u64,
+        pieces: &mut [Piece],
         delta: &mut InodeDelta,
-    ) -> Result<SmallVec<[Piece; 8]>> {
-        let mut pieces = SmallVec::new();
-        let mut pos = off;
-        while pos < end {
-            let lbn = pos / BLOCK_SIZE;
-            let boff = pos % BLOCK_SIZE;
-            let len = (BLOCK_SIZE - boff).min(end - pos);
-            let ptr = self.pointer_addr_create(tx, ino, lbn, delta)?;
-            let pbn = self.read_u64(ptr);
-            if pbn != 0 {
-                self.geo.check_pbn(pbn, ptr)?;
-            }
-            pieces.push(Piece {
-                lbn,
-                ptr,
-                pbn,
-                boff,
-                len: len as usize,
-                at: (pos - off) as usize,
-                version: 0,
-            });
-            pos += len;
+    ) -> Result<()> {
+        for p in pieces.iter_mut().filter(|p| p.ptr == 0) {
+            p.ptr = self.pointer_addr_create(tx, ino, p.lbn, delta)?;
         }
-        Ok(pieces)
+        Ok(())
     }
 
     /// Prefetch the permanent copies of the partial lines at the two ends of a write (a redo
@@ -409,8 +410,11 @@ impl<R: Region> Core<R> {
     }
 
     /// The transaction's own pending version of every overwritten piece of a write
-    /// (`Piece::version`), created where missing with blocks and log slots taken in one
-    /// batch; then the edge lines' sources and the new pending blocks are prefetched.
+    /// (`Piece::version`), created where missing. With `own_batch` (a pure overwrite, which
+    /// reserved nothing) the blocks and log slots are taken here in one batch before
+    /// anything changes, so a shortage can be retried; otherwise they come from the write's
+    /// reservation (plan.rs). Then the edge lines' sources and the new pending blocks are
+    /// prefetched.
     ///
     /// The prefetches come after the allocators' locks and before the TLVI lookups: in the
     /// steady state of random writes over a large pool, the old block, the pending block and
@@ -423,60 +427,83 @@ impl<R: Region> Core<R> {
         st: &mut InodeState,
         tx: &mut Tx,
         pieces: &mut [Piece],
-        unchanged: bool,
+        own_batch: bool,
     ) -> Result<()> {
-        let wanted = pieces.iter().filter(|p| p.pbn != 0).count();
         let mut slots: SmallVec<[u64; 8]> = SmallVec::new();
         let mut blocks: SmallVec<[u64; 8]> = SmallVec::new();
-        let result = if !self.data_slots.alloc_many(wanted, &mut slots) {
-            Err(Error::LogFull("data redo log".into()))
-        } else if !self.blocks.alloc_many(wanted, &mut blocks) {
-            Err(Error::NoSpace("no free block for a pending version".into()))
-        } else {
-            // After the allocators' locked instructions (which wait for every earlier
-            // instruction to retire, a prefetch's page walk included), so that the walks
-            // and misses of these prefetches overlap each other and the TLVI lookups below.
-            self.prefetch_edges(pieces);
-            for &pbn in &blocks {
-                // The pending block's page (its translation, walked here instead of at the
-                // first non-temporal store into it): its last line, which a write rarely
-                // stores to.
-                self.region
-                    .prefetch(self.geo.block(pbn) + BLOCK_SIZE - LINE);
+        let mut result = Ok(());
+        if own_batch {
+            let wanted = pieces.iter().filter(|p| p.pbn != 0).count();
+            if !self.data_slots.alloc_many(wanted, &mut slots) {
+                result = Err(Error::LogFull("data redo log".into()));
+            } else if !self.blocks.alloc_many(wanted, &mut blocks) {
+                result = Err(Error::NoSpace("no free block for a pending version".into()));
             }
-            let mut created = 0;
-            for p in pieces.iter_mut().filter(|p| p.pbn != 0) {
-                let (version, new) = self.own_version(st, tx, p, &mut slots, &mut blocks);
-                p.version = version;
-                created += u64::from(new);
-            }
-            if created > 0 {
-                self.touch(tx, st.ino);
-                self.counters
-                    .versions_created
-                    .fetch_add(created, Ordering::Relaxed);
-            }
-            Ok(())
-        };
-        if result.is_err() {
-            if unchanged && tx.may_retry_room {
-                tx.short_of_room = true;
-            } else {
-                tx.doomed = true;
+            if result.is_err() {
+                if tx.may_retry_room {
+                    tx.short_of_room = true;
+                } else {
+                    tx.doomed = true;
+                }
             }
         }
-        for slot in slots {
-            self.data_slots.free(slot);
+        // After the allocators' locked instructions (which wait for every earlier
+        // instruction to retire, a prefetch's page walk included), so that the walks and
+        // misses of these prefetches overlap each other and the TLVI lookups below.
+        self.prefetch_edges(pieces);
+        // Each new pending block's page (its translation, walked here instead of at the
+        // first non-temporal store into it): its last line, which a write rarely stores to.
+        // `own_version` takes the batch's blocks, then the reservation's from its end.
+        let reserved = tx.reserved_blocks.iter().rev().take(pieces.len());
+        for &pbn in blocks.iter().chain(reserved) {
+            self.region
+                .prefetch(self.geo.block(pbn) + BLOCK_SIZE - LINE);
         }
-        for pbn in blocks {
-            self.blocks.free(pbn);
+        if result.is_ok() {
+            result = self.own_versions(st, tx, pieces, &mut slots, &mut blocks);
+        }
+        self.data_slots.free_many(&slots);
+        self.blocks.free_many(&blocks);
+        result
+    }
+
+    /// `own_version` for every overwritten piece.
+    fn own_versions(
+        &self,
+        st: &mut InodeState,
+        tx: &mut Tx,
+        pieces: &mut [Piece],
+        slots: &mut SmallVec<[u64; 8]>,
+        blocks: &mut SmallVec<[u64; 8]>,
+    ) -> Result<()> {
+        let mut created = 0;
+        let mut result = Ok(());
+        for p in pieces.iter_mut().filter(|p| p.pbn != 0) {
+            match self.own_version(st, tx, p, slots, blocks) {
+                Ok((version, new)) => {
+                    p.version = version;
+                    created += u64::from(new);
+                }
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        if created > 0 {
+            self.touch(tx, st.ino);
+            self.counters
+                .versions_created
+                .fetch_add(created, Ordering::Relaxed);
         }
         result
     }
 
     /// Index of the transaction's own (uncommitted) version of the piece's block, created
-    /// from `slots` and `blocks` if missing (they hold one of each per piece). Returns the
-    /// index and whether it was created.
+    /// if missing from `slots` and `blocks` (`claim_versions`' batch), else from the
+    /// write's reservation, else (neither counted it: not expected) from the free lists,
+    /// dooming the transaction when they are empty. Returns the index and whether it was
+    /// created.
     fn own_version(
         &self,
         st: &mut InodeState,
@@ -484,15 +511,30 @@ impl<R: Region> Core<R> {
         p: &Piece,
         slots: &mut SmallVec<[u64; 8]>,
         blocks: &mut SmallVec<[u64; 8]>,
-    ) -> (usize, bool) {
+    ) -> Result<(usize, bool)> {
         let list = st.pending.list_mut(p.lbn);
         if let Some(last) = list.last() {
             if !last.committed && last.txid == tx.id {
-                return (list.len() - 1, false);
+                return Ok((list.len() - 1, false));
             }
         }
-        let (Some(slot), Some(pbn)) = (slots.pop(), blocks.pop()) else {
-            unreachable!("claim_versions takes one slot and one block per piece");
+        let slot = (slots.pop())
+            .or_else(|| tx.reserved_slots.pop())
+            .or_else(|| self.data_slots.alloc());
+        let pbn = (blocks.pop())
+            .or_else(|| tx.reserved_blocks.pop())
+            .or_else(|| self.blocks.alloc());
+        let (Some(slot), Some(pbn)) = (slot, pbn) else {
+            if list.is_empty() {
+                st.pending.remove(&p.lbn);
+            }
+            self.data_slots.free_many(slot.as_slice());
+            self.blocks.free_many(pbn.as_slice());
+            tx.doomed = true;
+            return Err(match slot {
+                None => Error::LogFull("data redo log".into()),
+                Some(_) => Error::NoSpace("no free block for a pending version".into()),
+            });
         };
         list.push(Version {
             pbn,
@@ -512,7 +554,7 @@ impl<R: Region> Core<R> {
             bitmap: 0,
             logged: (0, false, 0),
         }));
-        (list.len() - 1, true)
+        Ok((list.len() - 1, true))
     }
 
     /// Read `buf.len()` bytes at `off` (clipped to the size) of file `st.ino`.

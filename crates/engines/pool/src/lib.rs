@@ -9,6 +9,7 @@
 //!   ns, dir                        namespace operations, directory blocks + DRAM index
 //!   creates                        uncommitted creates: kept to their transaction
 //!   data, modes, tlvi              data path: redo into pending blocks, TLVI reads
+//!   plan                           a write's read-only plan and its reservation
 //!   nc, lines                      NC's DRAM undo, FG-WAL's cache-line undo log
 //!   tx, entry                      undo log, commit / abort, 64-byte log entries
 //!   checkpoint                     selective checkpointing, background threads
@@ -38,6 +39,7 @@ mod modes;
 mod nc;
 mod ns;
 mod orphan;
+mod plan;
 mod radix;
 mod recovery;
 mod sharing;

@@ -48,6 +48,15 @@ impl LineLog {
         self.undo_blocks.extend(other.undo_blocks);
     }
 
+    /// What saving lines `want` of block `target` takes (`Core::log_lines`): an undo
+    /// block, a data-log slot.
+    pub fn needs(&self, target: u64, want: u64) -> (bool, bool) {
+        match self.targets.get(&target) {
+            Some(&(_, have)) => (false, want & !have != 0),
+            None => (want != 0, want != 0),
+        }
+    }
+
     /// Empty, keeping the allocations for the next transaction.
     pub fn clear(&mut self) {
         self.targets.clear();
@@ -128,12 +137,13 @@ impl<R: Region> Core<R> {
         if new == 0 {
             return Ok(false);
         }
-        let Some(slot) = self.data_slots.alloc() else {
+        // From the write's reservation (`Core::reserve`), which counted them.
+        let Some(slot) = tx.reserved_slots.pop().or_else(|| self.data_slots.alloc()) else {
             tx.doomed = true;
             return Err(Error::LogFull("data log (FG-WAL line undo)".into()));
         };
         let undo = match undo {
-            0 => match self.blocks.alloc() {
+            0 => match tx.reserved_blocks.pop().or_else(|| self.blocks.alloc()) {
                 Some(block) => {
                     log.undo_blocks.push(block);
                     block

@@ -637,11 +637,11 @@ impl<R: Region> Store for PoolStore<R> {
     }
 }
 
-/// A handle's file is gone when the transaction that created it aborted while the handle was
-/// open (tx.rs `abort_persist`): every operation through it is NotFound.
 /// Tries of a data operation that finds too little room (`PoolStore::data_op`).
 const ROOM_RETRIES: u32 = 4;
 
+/// A handle's file is gone when the transaction that created it aborted while the handle was
+/// open (tx.rs `abort_persist`): every operation through it is NotFound.
 pub(crate) fn check_live(st: &crate::core::InodeState, ino: u64) -> Result<()> {
     if st.gone {
         return Err(Error::NotFound(format!("inode {ino}")));

@@ -65,6 +65,12 @@ pub struct Tx {
     /// thread may have taken the room the caller had made).
     pub may_retry_room: bool,
     pub short_of_room: bool,
+    /// Blocks and data-log slots a write reserved before it changed anything
+    /// (`Core::reserve`, plan.rs). Its allocations draw from them first; what is left goes
+    /// back to the free lists when the write ends (`Core::release_reserved`). Empty
+    /// between operations.
+    pub reserved_blocks: Vec<u64>,
+    pub reserved_slots: Vec<u64>,
     /// SCSP: shadow blocks this transaction made (written in place until commit).
     pub shadows: HashSet<u64>,
     /// Inodes whose new mtime and ctime a pure overwrite staged: the undo entry of the old
@@ -140,6 +146,7 @@ impl<R: Region> Core<R> {
         tx.doomed = false;
         tx.may_retry_room = false;
         tx.short_of_room = false;
+        debug_assert!(tx.reserved_blocks.is_empty() && tx.reserved_slots.is_empty());
         tx.logged = LoggedRanges::default();
         tx.undo_slots.clear();
         tx.members.clear();
@@ -650,9 +657,10 @@ impl<R: Region> Core<R> {
         }
     }
 
-    /// Allocate a block for `tx` (freed again if the transaction aborts).
+    /// Allocate a block for `tx` (freed again if the transaction aborts): from the running
+    /// write's reservation, else from the free list.
     pub fn alloc_block(&self, tx: &mut Tx) -> Result<u64> {
-        match self.blocks.alloc() {
+        match tx.reserved_blocks.pop().or_else(|| self.blocks.alloc()) {
             Some(pbn) => {
                 tx.allocated_blocks.push(pbn);
                 Ok(pbn)

@@ -245,3 +245,43 @@ fn bad_superblocks_give_typed_errors() {
     assert!(matches!(r, Err(Error::Corrupt { .. })), "{:?}", r.err());
     let _ = DramRegion::new(1).len();
 }
+
+/// Sparse writes that grow the block-pointer tree (to two, then three levels) and create
+/// index blocks take exactly the blocks the write's plan counts (plan.rs: new roots, missing
+/// index blocks each once, data blocks); debug builds also check that each write used all
+/// it reserved. Every mode fills holes the same way.
+#[test]
+fn sparse_writes_take_the_index_and_data_blocks_their_plan_counts() {
+    use pool::Mode;
+    for mode in [
+        Mode::Fcfs,
+        Mode::Soc,
+        Mode::Sync,
+        Mode::Scsp,
+        Mode::FgWal,
+        Mode::Nc,
+    ] {
+        let s = fresh(&PoolConfig::test_min().with_mode(mode));
+        create_with(&s, "/sparse", b"");
+        let fh = open_rw(&s, "/sparse");
+        let block = 4096u64;
+        // (first byte, length, blocks taken); an index block holds 512 pointers. Block 0:
+        // a root (one level). Block 600: a second level (a root, an index block). Blocks
+        // 1023 and 1024: one new index block. Block 512 * 512: a third level (a root, two
+        // index blocks). Blocks 2048 to 2560: two new index blocks under one parent.
+        let writes = [
+            (10, 1, 2),
+            (600 * block, 1, 3),
+            (1023 * block, 2 * block, 3),
+            (512 * 512 * block + 5, 1, 4),
+            (2048 * block + 100, 512 * block, 2 + 513),
+        ];
+        for (off, len, taken) in writes {
+            let free = s.statfs().unwrap().blocks_free;
+            s.write(fh, off, &vec![7u8; len as usize]).unwrap();
+            let took = free - s.statfs().unwrap().blocks_free;
+            assert_eq!(took, taken, "{mode:?}: write of {len} at {off}");
+        }
+        assert!(s.fsck().unwrap().is_clean(), "{mode:?}: {:?}", s.fsck());
+    }
+}

@@ -1,0 +1,213 @@
+//! A write's plan: reserve, then act. Before `Core::write_data` changes anything it resolves
+//! the blocks it covers with a read-only walk of the block-pointer tree, counts every block
+//! and data-log slot it will allocate (new tree roots, missing index blocks, hole and
+//! extension blocks, and per overwritten block what its mode takes), and reserves them in
+//! one batch. A shortage found there has changed nothing, so the caller can make room and
+//! run the write again (`Tx::may_retry_room`). The write's allocations then draw from the
+//! reservation (`Tx::reserved_blocks`, `Tx::reserved_slots`); what is left goes back to the
+//! free lists on every exit path.
+//!
+//! A pure overwrite in a redo mode (FCFS, SOC, SYNC) reserves nothing here: it allocates
+//! only its pending versions, which `claim_versions` takes in one batch of its own before
+//! it changes anything (the benchmarked path: no second pass over the pending lists).
+
+use crate::config::Mode;
+use crate::core::{capacity, Core, InodeState};
+use crate::data::FILE_SIZE_MAX;
+use crate::layout::*;
+use crate::lines::lines_of;
+use crate::tx::Tx;
+use pmem::Region;
+use smallvec::SmallVec;
+use store::{Error, Result};
+
+/// One block's part of a write.
+#[derive(Clone, Copy, Debug)]
+pub struct Piece {
+    pub lbn: u64,
+    /// Address of the block pointer (0 while an index block on its path is missing: the
+    /// write creates the path, `Core::create_paths`).
+    pub ptr: u64,
+    /// Permanent block (0 = hole).
+    pub pbn: u64,
+    /// Offset in the block and length.
+    pub boff: u64,
+    pub len: usize,
+    /// Offset in the caller's data.
+    pub at: usize,
+    /// Index of the transaction's own version in the block's pending list (redo modes).
+    pub version: usize,
+}
+
+/// The blocks a write covers, resolved without changing anything.
+pub struct Plan {
+    /// The byte range written.
+    pub off: u64,
+    pub end: u64,
+    /// In ascending lbn order.
+    pub pieces: SmallVec<[Piece; 8]>,
+    /// Index blocks the write will create: new roots (the tree grows) and the missing index
+    /// blocks on the pieces' paths, each counted once.
+    pub index_blocks: usize,
+}
+
+/// Per tree level, the index (lbn / capacity(level)) of the last missing node counted:
+/// the pieces come in ascending lbn order, so a node shared by several is counted once.
+type Counted = [u64; TREE_HEIGHT_MAX as usize + 1];
+
+impl<R: Region> Core<R> {
+    /// The pieces of the write `[off, end)` of `ino` with their block pointers and permanent
+    /// blocks as the tree stands, and the index blocks the write will create. Read-only.
+    pub fn plan_write(&self, ino: u64, off: u64, end: u64) -> Result<Plan> {
+        let mut plan = Plan {
+            off,
+            end,
+            pieces: SmallVec::new(),
+            index_blocks: 0,
+        };
+        if off >= end {
+            return Ok(plan);
+        }
+        let last = (end - 1) / BLOCK_SIZE;
+        if last >= capacity(TREE_HEIGHT_MAX) || last * BLOCK_SIZE >= FILE_SIZE_MAX {
+            return Err(Error::FileTooLarge(format!("block {last} of inode {ino}")));
+        }
+        let (root, height) = self.tree_root(ino)?;
+        let mut top = height;
+        while top == 0 || last >= capacity(top) {
+            top += 1;
+        }
+        plan.index_blocks = (top - height) as usize;
+        let mut counted: Counted = [u64::MAX; TREE_HEIGHT_MAX as usize + 1];
+        let tree = (root, height, top);
+        let mut pos = off;
+        while pos < end {
+            let lbn = pos / BLOCK_SIZE;
+            let boff = pos % BLOCK_SIZE;
+            let len = (BLOCK_SIZE - boff).min(end - pos);
+            let ptr = self.plan_path(tree, lbn, &mut counted, &mut plan.index_blocks)?;
+            let pbn = if ptr == 0 { 0 } else { self.read_u64(ptr) };
+            if pbn != 0 {
+                self.geo.check_pbn(pbn, ptr)?;
+            }
+            plan.pieces.push(Piece {
+                lbn,
+                ptr,
+                pbn,
+                boff,
+                len: len as usize,
+                at: (pos - off) as usize,
+                version: 0,
+            });
+            pos += len;
+        }
+        Ok(plan)
+    }
+
+    /// The block pointer of `lbn` in the tree `(root, height)` as it stands (0 when an
+    /// index block on its path is missing), adding to `missing` the index blocks its path
+    /// lacks once the tree is `top` levels high and an earlier piece has not counted. The
+    /// tree grows as `pointer_addr_create` grows it: each new root holds the old one at
+    /// index 0, so above the old root's level only the nodes at index 0 exist (the new
+    /// roots, counted by the caller). Every pointer followed is validated.
+    fn plan_path(
+        &self,
+        (root, height, top): (u64, u32, u32),
+        lbn: u64,
+        counted: &mut Counted,
+        missing: &mut usize,
+    ) -> Result<u64> {
+        let mut node = 0;
+        for level in (1..=top).rev() {
+            let which = lbn / capacity(level);
+            let present = if level >= height {
+                node = if level == height && which == 0 {
+                    root
+                } else {
+                    0
+                };
+                which == 0
+            } else if node == 0 {
+                false
+            } else {
+                let addr = self.geo.block(node) + (which % POINTERS_PER_BLOCK) * 8;
+                let child = self.read_u64(addr);
+                node = if child == 0 {
+                    0
+                } else {
+                    self.geo.check_pbn(child, addr)?
+                };
+                child != 0
+            };
+            if !present && counted[level as usize] != which {
+                counted[level as usize] = which;
+                *missing += 1;
+            }
+        }
+        Ok(match node {
+            0 => 0,
+            leaf => self.geo.block(leaf) + (lbn % POINTERS_PER_BLOCK) * 8,
+        })
+    }
+
+    /// Blocks and data-log slots the write of `plan` will allocate in `tx`: its index
+    /// blocks, one block per hole piece, and per overwritten piece what the mode takes —
+    /// FCFS, SOC, SYNC: a pending block and a slot unless the transaction has its own
+    /// uncommitted version of the block; SCSP: a shadow unless the block is one already;
+    /// FG-WAL: a slot for a line undo entry if lines are left to save, and an undo block if
+    /// the block has none yet; NC: nothing.
+    pub fn write_needs(&self, st: &InodeState, tx: &Tx, plan: &Plan) -> (usize, usize) {
+        let (mut blocks, mut slots) = (plan.index_blocks, 0);
+        for p in &plan.pieces {
+            if p.pbn == 0 {
+                blocks += 1;
+                continue;
+            }
+            let (b, s) = match self.mode() {
+                Mode::Nc => (false, false),
+                Mode::Scsp => (!tx.shadows.contains(&p.pbn), false),
+                Mode::FgWal => tx.modes.lines.needs(p.pbn, lines_of(p.boff, p.len as u64)),
+                Mode::Fcfs | Mode::Soc | Mode::Sync => {
+                    let list = st.pending.get(&p.lbn);
+                    let last = list.and_then(|l| l.last());
+                    let own = last.is_some_and(|v| !v.committed && v.txid == tx.id);
+                    (!own, !own)
+                }
+            };
+            blocks += usize::from(b);
+            slots += usize::from(s);
+        }
+        (blocks, slots)
+    }
+
+    /// Take `blocks` blocks and `slots` data-log slots for `tx` in one batch, before the
+    /// write changes anything. Short of either, nothing is kept and the write fails: with
+    /// `Tx::may_retry_room` it sets `short_of_room` (its caller makes room and runs it
+    /// again), else it dooms the transaction, as a full pool does.
+    pub fn reserve(&self, tx: &mut Tx, blocks: usize, slots: usize) -> Result<()> {
+        debug_assert!(tx.reserved_blocks.is_empty() && tx.reserved_slots.is_empty());
+        let error = if slots > 0 && !self.data_slots.alloc_many(slots, &mut tx.reserved_slots) {
+            Error::LogFull(format!("data log ({slots} entries wanted by a write)"))
+        } else if blocks > 0 && !self.blocks.alloc_many(blocks, &mut tx.reserved_blocks) {
+            Error::NoSpace(format!("{blocks} free blocks wanted by a write"))
+        } else {
+            return Ok(());
+        };
+        self.release_reserved(tx);
+        if tx.may_retry_room {
+            tx.short_of_room = true;
+        } else {
+            tx.doomed = true;
+        }
+        Err(error)
+    }
+
+    /// Give back to the free lists what is left of `tx`'s reservation (nothing was written
+    /// to it).
+    pub fn release_reserved(&self, tx: &mut Tx) {
+        self.blocks.free_many(&tx.reserved_blocks);
+        tx.reserved_blocks.clear();
+        self.data_slots.free_many(&tx.reserved_slots);
+        tx.reserved_slots.clear();
+    }
+}
