@@ -89,14 +89,7 @@ fn recovery_and_floor_tiny() {
 #[test]
 fn every_pool_mode_applies_both_writes_of_a_transaction() {
     use pool::Mode;
-    for mode in [
-        Mode::Fcfs,
-        Mode::Nc,
-        Mode::FgWal,
-        Mode::Scsp,
-        Mode::Soc,
-        Mode::Sync,
-    ] {
+    for mode in Mode::ALL {
         let mut sys = PoolSystem::new(mode);
         sys.setup(3, 32 << 10).expect("setup");
         let a: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();

@@ -23,6 +23,16 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// Every mode: FCFS, then the comparison modes.
+    pub const ALL: [Mode; 6] = [
+        Mode::Fcfs,
+        Mode::Nc,
+        Mode::FgWal,
+        Mode::Scsp,
+        Mode::Soc,
+        Mode::Sync,
+    ];
+
     /// Short lower-case name, as used by the CLI and the benchmark tables.
     pub fn name(self) -> &'static str {
         match self {
@@ -37,16 +47,7 @@ impl Mode {
 
     /// Parse a name as printed by [`Mode::name`].
     pub fn parse(name: &str) -> Option<Mode> {
-        [
-            Mode::Fcfs,
-            Mode::Nc,
-            Mode::FgWal,
-            Mode::Scsp,
-            Mode::Soc,
-            Mode::Sync,
-        ]
-        .into_iter()
-        .find(|m| m.name() == name)
+        Mode::ALL.into_iter().find(|m| m.name() == name)
     }
 }
 

@@ -253,14 +253,7 @@ fn bad_superblocks_give_typed_errors() {
 #[test]
 fn sparse_writes_take_the_index_and_data_blocks_their_plan_counts() {
     use pool::Mode;
-    for mode in [
-        Mode::Fcfs,
-        Mode::Soc,
-        Mode::Sync,
-        Mode::Scsp,
-        Mode::FgWal,
-        Mode::Nc,
-    ] {
+    for mode in Mode::ALL {
         let s = fresh(&PoolConfig::test_min().with_mode(mode));
         create_with(&s, "/sparse", b"");
         let fh = open_rw(&s, "/sparse");

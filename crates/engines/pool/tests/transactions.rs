@@ -431,14 +431,7 @@ fn concurrent_overwriters_never_run_out_of_room_the_checkpoint_can_make() {
 #[test]
 fn concurrent_extenders_and_hole_fillers_never_run_out_of_room_the_checkpoint_can_make() {
     use pool::Mode;
-    for mode in [
-        Mode::Fcfs,
-        Mode::Soc,
-        Mode::Sync,
-        Mode::Scsp,
-        Mode::FgWal,
-        Mode::Nc,
-    ] {
+    for mode in Mode::ALL {
         let cfg = PoolConfig {
             mode,
             open_transactions_max: 16,
@@ -545,14 +538,7 @@ fn extend_and_fill_holes(s: &dyn Store, t: u64, base: u64) -> Result<(), String>
 #[test]
 fn a_write_on_a_truly_full_pool_retries_then_rolls_back_and_leaks_no_block() {
     use pool::Mode;
-    for mode in [
-        Mode::Fcfs,
-        Mode::Soc,
-        Mode::Sync,
-        Mode::Scsp,
-        Mode::FgWal,
-        Mode::Nc,
-    ] {
+    for mode in Mode::ALL {
         let cfg = PoolConfig {
             mode,
             metadata_log_entries: 2048,

@@ -36,18 +36,10 @@ impl PoolTarget {
     /// The target named `name` as printed by [`CrashTarget::name`] ("pool-fcfs", "pool-nc",
     /// "pool-fgwal", ...; "pool" is FCFS), on the test_min configuration.
     pub fn by_name(name: &str) -> Option<Self> {
-        let modes = [
-            Mode::Fcfs,
-            Mode::Nc,
-            Mode::FgWal,
-            Mode::Scsp,
-            Mode::Soc,
-            Mode::Sync,
-        ];
         let mode = if name == "pool" {
             Mode::Fcfs
         } else {
-            modes
+            Mode::ALL
                 .into_iter()
                 .find(|m| format!("pool-{m:?}").to_lowercase() == name)?
         };
