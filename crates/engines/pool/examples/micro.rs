@@ -21,7 +21,8 @@
 //!
 //! ```text
 //! cargo run --release -p atomfs-pool --example micro -- [--files 1000] [--file-mb 4]
-//!     [--txs 20000] [--warmup 3×txs] [--modes nc,fcfs,fg-wal,scsp,soc,sync] [--dir /dev/shm] [--seed 1]
+//!     [--txs 20000] [--warmup 3×txs] [--modes nc,fcfs,fg-wal,scsp,soc,sync] [--sizes 16,4]
+//!     [--dir /dev/shm] [--seed 1]
 //!     [--ckpt-threads 1] [--log-entries N (both logs; default from PoolConfig)]
 //!     [--breakdown 1] [--perf-ctl FIFO] [--latency-ns N (emulated NVMM, 4 GB/s)]
 //!
@@ -29,6 +30,10 @@
 //!   mkfifo /tmp/ctl; perf record -g --control fifo:/tmp/ctl --delay=-1 -- \
 //!     target/release/examples/micro --modes fcfs --perf-ctl /tmp/ctl
 //! ```
+
+const USAGE: &str = "usage: micro [--files 1000] [--file-mb 4] [--txs 20000] [--warmup 3*txs]
+    [--modes nc,fcfs,fg-wal,scsp,soc,sync] [--sizes 16,4] [--dir /dev/shm] [--seed 1]
+    [--ckpt-threads 1] [--log-entries N] [--breakdown 1] [--perf-ctl FIFO] [--latency-ns N]";
 
 use pmem::emulate::{Emulated, EmulatorConfig};
 use pmem::{MappedRegion, Region};
@@ -57,6 +62,9 @@ struct Args {
     perf_ctl: Option<std::path::PathBuf>,
     /// Emulated NVMM write latency per line (ns; 0 = DRAM speed), with the seed's 4 GB/s.
     latency_ns: u64,
+    /// Maximum write sizes to run, in KB (16 and 4: the seed's two; a size left out
+    /// prints NaN).
+    sizes: Vec<u64>,
 }
 
 fn parse_args() -> Args {
@@ -80,6 +88,7 @@ fn parse_args() -> Args {
         breakdown: false,
         perf_ctl: None,
         latency_ns: 0,
+        sizes: vec![16, 4],
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     for pair in argv.chunks(2) {
@@ -101,13 +110,27 @@ fn parse_args() -> Args {
             "--dir" => a.dir = value.clone().into(),
             "--perf-ctl" => a.perf_ctl = Some(value.clone().into()),
             "--latency-ns" => a.latency_ns = num(),
+            "--sizes" => {
+                a.sizes = value
+                    .split(',')
+                    .map(|k| match k {
+                        "16" => 16,
+                        "4" => 4,
+                        _ => panic!("--sizes takes 16, 4 or 16,4, not {k}"),
+                    })
+                    .collect()
+            }
             "--modes" => {
                 a.modes = value
                     .split(',')
                     .map(|m| Mode::parse(m).unwrap_or_else(|| panic!("unknown mode {m}")))
                     .collect()
             }
-            other => panic!("unknown option {other}"),
+            "--help" | "-h" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
+            other => panic!("unknown option {other} (--help lists them)"),
         }
     }
     a
@@ -135,6 +158,19 @@ struct Run {
     all_cpu_us: f64,
     flushed_per_tx: f64,
     flushed_with_ckpt_per_tx: f64,
+}
+
+impl Run {
+    /// A size `--sizes` left out.
+    fn skipped() -> Run {
+        Run {
+            mean_us: f64::NAN,
+            cpu_us: f64::NAN,
+            all_cpu_us: f64::NAN,
+            flushed_per_tx: f64::NAN,
+            flushed_with_ckpt_per_tx: f64::NAN,
+        }
+    }
 }
 
 fn run(s: &PoolStore<Reg>, fhs: &[Fh], a: &Args, max_write: u64, data: &[u8]) -> Run {
@@ -388,14 +424,26 @@ fn main() {
             std::process::id()
         ));
         let (s, fhs) = setup(mode, &a, &path);
-        let big = run(&s, &fhs, &a, 16384, &data);
-        let small = run(&s, &fhs, &a, 4096, &data);
+        let sized = |kb: u64, f: &dyn Fn(u64) -> Run| {
+            if a.sizes.contains(&kb) {
+                f(kb << 10)
+            } else {
+                Run::skipped()
+            }
+        };
+        let big = sized(16, &|max| run(&s, &fhs, &a, max, &data));
+        let small = sized(4, &|max| run(&s, &fhs, &a, max, &data));
         if floors.0 .0 == 0.0 {
             let base = s.superblock().geometry.blocks_offset;
-            floors = (
-                floor(s.region(), &a, 16384, &data, base),
-                floor(s.region(), &a, 4096, &data, base),
-            );
+            let nan = (f64::NAN, f64::NAN);
+            let at = |kb: u64| {
+                if a.sizes.contains(&kb) {
+                    floor(s.region(), &a, kb << 10, &data, base)
+                } else {
+                    nan
+                }
+            };
+            floors = (at(16), at(4));
         }
         drop(s);
         let _ = std::fs::remove_file(&path);
