@@ -384,7 +384,7 @@ impl<R: Region> Core<R> {
 
     /// Any committed version waiting for a checkpoint?
     pub fn has_committed_versions(&self) -> bool {
-        !self.committed.lock().map.is_empty() || !self.commits_in.lock().is_empty()
+        !self.committed.lock().table.is_empty() || !self.commits_in.lock().is_empty()
     }
 }
 

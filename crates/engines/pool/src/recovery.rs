@@ -450,7 +450,13 @@ pub fn open_core<R: Region>(region: Arc<R>, cfg: &PoolConfig) -> Result<(Core<R>
     core.inodes_free = FreeList::new(geo.inode_count, |ino| {
         ino > ROOT_INO && inode_kinds[ino as usize] == KIND_FREE
     });
-    core.committed.get_mut().map.extend(records);
+    // In id order: the table's window starts at the oldest.
+    let mut records: Vec<_> = records.into_iter().collect();
+    records.sort_unstable_by_key(|r| r.0);
+    let table = &mut core.committed.get_mut().table;
+    for (txid, record) in records {
+        table.insert(txid, record);
+    }
     // Both are bounded by Entry::decode (txid <= TXID_MAX, sequence < COMMIT_SEQ_LIMIT).
     core.next_txid = AtomicU64::new(s.max_txid + 1);
     core.commit_seq = AtomicU64::new(s.max_seq + 1);

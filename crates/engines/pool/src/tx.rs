@@ -533,12 +533,7 @@ impl<R: Region> Core<R> {
     pub fn data_entry_done(&self, txid: u64) -> Option<CommitRecord> {
         let mut committed = self.committed.lock();
         committed.take_in(&self.commits_in);
-        let rec = committed.map.get_mut(&txid)?;
-        rec.data_remaining = rec.data_remaining.saturating_sub(1);
-        if rec.data_remaining > 0 {
-            return None;
-        }
-        committed.map.remove(&txid)
+        committed.table.entry_done(txid)
     }
 
     /// Data entries of the committed transactions `txids` (one per entry) have been freed
@@ -547,14 +542,8 @@ impl<R: Region> Core<R> {
         let mut done = Vec::new();
         let mut committed = self.committed.lock();
         committed.take_in(&self.commits_in);
-        for txid in txids {
-            let Some(rec) = committed.map.get_mut(txid) else {
-                continue;
-            };
-            rec.data_remaining = rec.data_remaining.saturating_sub(1);
-            if rec.data_remaining == 0 {
-                done.extend(committed.map.remove(txid));
-            }
+        for &txid in txids {
+            done.extend(committed.table.entry_done(txid));
         }
         done
     }
