@@ -279,16 +279,19 @@ pub struct Core<R: Region> {
     pub commit_seq: AtomicU64,
     /// The last time this pool handed out (`Core::now`).
     pub clock: AtomicU64,
-    /// Ordered by txid: commits insert at its right end (a hot node, no cache miss on a
-    /// random bucket, no rehash into fresh pages), the checkpoint retires near the left.
-    /// Records of committed transactions with data entries left, by txid: taken by the
-    /// checkpoint threads only (and recovery). Ordered by txid: records arrive near its
-    /// right end, the checkpoint retires near the left.
+    /// Inodes that open transactions took the last link of, with how many such
+    /// transactions (an unlink pushes to `Tx::orphans`). Such an inode is not freed when its
+    /// last handle closes (an abort gives the link back); the transaction's commit frees it
+    /// (`PoolStore::finalize`). Counted under the namespace lock, outside every
+    /// transaction's own lock, so that `PoolStore::reap` never has to look inside a
+    /// transaction another thread holds.
+    pub unlinking: Mutex<U64Map<u32>>,
+    /// Records of committed transactions with data entries left, by txid (`CommitTable`):
+    /// taken by the checkpoint threads only (and recovery).
     pub committed: Padded<Mutex<Committed>>,
     /// Records a commit just made, waiting to move into `committed` (the next checkpoint
     /// batch moves them). A commit holds this lock for a push; it never waits for a
-    /// checkpoint thread's walk of the map, which held `committed` for most of its time in
-    /// the steady state (each lookup a few cache misses) and made commits spin for it.
+    /// checkpoint thread's walk of the table.
     pub commits_in: Padded<Mutex<Vec<(u64, CommitRecord)>>>,
     pub counters: Counters,
     pub closed: AtomicBool,
@@ -298,6 +301,23 @@ pub struct Core<R: Region> {
 }
 
 impl<R: Region> Core<R> {
+    /// The transaction that took the last link of `orphans` ended (committed or rolled
+    /// back): they no longer wait for it (`Core::unlinking`).
+    pub fn orphans_settled(&self, orphans: &[u64]) {
+        if orphans.is_empty() {
+            return;
+        }
+        let mut unlinking = self.unlinking.lock();
+        for ino in orphans {
+            if let Some(n) = unlinking.get_mut(ino) {
+                *n -= 1;
+                if *n == 0 {
+                    unlinking.remove(ino);
+                }
+            }
+        }
+    }
+
     pub fn mode(&self) -> Mode {
         self.cfg.mode
     }

@@ -159,6 +159,7 @@ impl<R: Region> Core<R> {
         };
         if nlink == 0 {
             tx.orphans.push(found.ino);
+            *self.unlinking.lock().entry(found.ino).or_default() += 1;
         }
         Ok(())
     }

@@ -383,6 +383,7 @@ pub fn open_core<R: Region>(region: Arc<R>, cfg: &PoolConfig) -> Result<(Core<R>
         inodes_free: FreeList::new(0, |_| false),
         cells: Padded::new(RwLock::new(Default::default())),
         ns: Mutex::new(()),
+        unlinking: Default::default(),
         creates: Default::default(),
         next_txid: AtomicU64::new(1),
         commit_seq: AtomicU64::new(1),

@@ -134,6 +134,7 @@ impl<R: Region> PoolStore<R> {
         }
         if !done.orphans.is_empty() {
             let _ns = self.core.ns.lock();
+            self.core.orphans_settled(&done.orphans);
             for &ino in &done.orphans {
                 self.reap(ino)?;
             }
@@ -234,6 +235,9 @@ impl<R: Region> PoolStore<R> {
         let grown = self.core.grown_dir_blocks(&created);
         let result = self.core.abort_persist(&mut tx);
         if result.is_ok() {
+            // Their links are back. (After a failed undo they stay counted: never freed
+            // before the next mount's recovery has looked at them.)
+            self.core.orphans_settled(&tx.orphans);
             // The new directories are free on the media (abort_persist fenced the undo).
             for pbn in grown {
                 self.core.blocks.free(pbn);
@@ -324,12 +328,9 @@ impl<R: Region> PoolStore<R> {
         if kind == KIND_FREE || self.core.read_u32(self.core.geo.inode(ino) + I_NLINK) != 0 {
             return Ok(());
         }
-        let pending_unlink = self
-            .txs
-            .lock()
-            .values()
-            .any(|t| t.try_lock().is_none_or(|t| t.orphans.contains(&ino)));
-        if pending_unlink {
+        // An open transaction took its last link: it frees the inode when it commits, or
+        // gives the link back when it aborts.
+        if self.core.unlinking.lock().contains_key(&ino) {
             return Ok(());
         }
         let cell = self.core.cell(ino);
@@ -412,5 +413,60 @@ fn committed_info(tx: &Tx) -> Committed {
             .collect(),
         time: tx.commit_time,
         redo_times: tx.redo_times.iter().copied().collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{PoolConfig, PoolStore};
+    use pmem::DramRegion;
+    use std::sync::Arc;
+    use store::{OpenFlags, Store, ROOT_INO};
+
+    /// An unlinked file whose last handle closes is freed at once, even while another
+    /// thread is inside an operation of an unrelated open transaction (holding its lock).
+    /// `reap` used to look into every open transaction for the inode and gave up on one it
+    /// could not lock, leaking the inode and its blocks until the next mount.
+    #[test]
+    fn an_orphan_is_freed_at_its_last_close_while_another_transaction_is_busy() {
+        let s = PoolStore::format(Arc::new(DramRegion::new(8 << 20)), &PoolConfig::test_min())
+            .expect("format");
+        let rw = OpenFlags {
+            read: true,
+            write: true,
+            ..OpenFlags::default()
+        };
+        let a = s.create(ROOT_INO, b"a", 0o644, None).expect("create a").ino;
+        let b = s.create(ROOT_INO, b"b", 0o644, None).expect("create b").ino;
+        let fa = s.open(a, rw).expect("open a");
+        s.write(fa, 0, &[7u8; 9000]).expect("write a");
+        let fb = s.open(b, rw).expect("open b");
+        let before = s.statfs().expect("statfs");
+        let tx = s.tx_begin(&[fb]).expect("begin");
+        s.unlink(ROOT_INO, b"a", None).expect("unlink a");
+        let busy = s.tx_cell(tx.0).expect("open transaction");
+        let held = busy.lock();
+        s.release(fa).expect("close a");
+        drop(held);
+        let after = s.statfs().expect("statfs");
+        assert_eq!(
+            after.inodes_free,
+            before.inodes_free + 1,
+            "the inode is free"
+        );
+        assert!(
+            after.blocks_free >= before.blocks_free + 3,
+            "its blocks are free"
+        );
+        // An orphan of a transaction that is still open waits for it.
+        let c = s.create(ROOT_INO, b"c", 0o644, None).expect("create c").ino;
+        let fc = s.open(c, rw).expect("open c");
+        s.unlink(ROOT_INO, b"c", Some(tx))
+            .expect("unlink c in the transaction");
+        s.release(fc).expect("close c");
+        let waiting = s.statfs().expect("statfs").inodes_free;
+        s.tx_commit(tx).expect("commit");
+        assert_eq!(s.statfs().expect("statfs").inodes_free, waiting + 1);
+        assert!(s.fsck().expect("fsck").is_clean());
     }
 }

@@ -425,9 +425,9 @@ fn concurrent_overwriters_never_run_out_of_room_the_checkpoint_can_make() {
 /// a log file, writes past its end and writes into a sparse file; the log and sparse files
 /// are truncated back now and then, so the pool is never truly full (in the modes that
 /// leave nothing to checkpoint, SYNC, SCSP, FG-WAL and NC, more than 50 blocks were free
-/// after every commit in the runs measured). The files are not deleted and made again: an
-/// unlinked file is not freed while another thread holds its transaction's lock
-/// (`PoolStore::reap`), and its blocks would stay taken until the next mount.
+/// after every commit in the runs measured). (The files are truncated rather than deleted
+/// and made again because, when this test was written, an unlinked file was not freed while
+/// another thread held a transaction's lock; `PoolStore::reap` no longer looks at them.)
 #[test]
 fn concurrent_extenders_and_hole_fillers_never_run_out_of_room_the_checkpoint_can_make() {
     use pool::Mode;
