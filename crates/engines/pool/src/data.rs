@@ -126,9 +126,16 @@ impl<R: Region> Core<R> {
         if pure && self.redo_mode() {
             return self.write_pieces(st, tx, plan, size, data, pure);
         }
-        let (blocks, slots) = self.write_needs(st, tx, &plan);
-        self.reserve(tx, blocks, slots)?;
+        let needs = self.write_needs(st, tx, &plan);
+        self.reserve(tx, needs)?;
+        let undo_before = tx.undo_slots.len();
         let result = self.write_pieces(st, tx, plan, size, data, pure);
+        debug_assert!(
+            result.is_err() || tx.undo_slots.len() - undo_before <= needs.meta,
+            "a write takes at most the metadata-log slots it reserved ({} > {})",
+            tx.undo_slots.len() - undo_before,
+            needs.meta
+        );
         debug_assert!(
             result.is_err() || (tx.reserved_blocks.is_empty() && tx.reserved_slots.is_empty()),
             "a write takes exactly what it reserved"

@@ -4,7 +4,8 @@
 //! extension blocks, and per overwritten block what its mode takes), and reserves them in
 //! one batch. A shortage found there has changed nothing, so the caller can make room and
 //! run the write again (`Tx::may_retry_room`). The write's allocations then draw from the
-//! reservation (`Tx::reserved_blocks`, `Tx::reserved_slots`); what is left goes back to the
+//! reservation (`Tx::reserved_blocks`, `Tx::reserved_slots`, `Tx::reserved_meta`); what is
+//! left goes back to the
 //! free lists on every exit path.
 //!
 //! A pure overwrite in a redo mode (FCFS, SOC, SYNC) reserves nothing here: it allocates
@@ -20,6 +21,45 @@ use crate::tx::Tx;
 use pmem::Region;
 use smallvec::SmallVec;
 use store::{Error, Result};
+
+/// Metadata-log slots any non-NC write may take besides its block pointers: the inode's
+/// size, block count and times (32 bytes, maybe split around a range already logged), the
+/// tree's root and height, and the times' own entry.
+const META_NEEDS_BASE: usize = 6;
+
+/// What a write will allocate (`Core::write_needs`): blocks, data-log slots, and at most how
+/// many metadata-log slots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Needs {
+    pub blocks: usize,
+    pub slots: usize,
+    pub meta: usize,
+}
+
+/// Metadata-log slots the undo entries of the write of `plan` may take: `META_NEEDS_BASE`
+/// for the inode's fields, one per new index block (its pointer in its parent), and for
+/// the hole pieces' pointers, which are logged as runs of neighbouring pointers (one index
+/// block each) of at most `UNDO_DATA_MAX` bytes an entry, one more per run for a split
+/// around a range the transaction logged before.
+fn meta_needs(plan: &Plan) -> usize {
+    let mut needs = META_NEEDS_BASE + plan.index_blocks;
+    let mut run = 0u64;
+    let mut last: Option<u64> = None;
+    let per_entry = crate::entry::UNDO_DATA_MAX as u64;
+    for p in plan.pieces.iter().filter(|p| p.pbn == 0) {
+        let joins = last.is_some_and(|l| l + 1 == p.lbn && p.lbn % POINTERS_PER_BLOCK != 0);
+        if !joins && run > 0 {
+            needs += ((run * 8).div_ceil(per_entry) + 1) as usize;
+            run = 0;
+        }
+        run += 1;
+        last = Some(p.lbn);
+    }
+    if run > 0 {
+        needs += ((run * 8).div_ceil(per_entry) + 1) as usize;
+    }
+    needs
+}
 
 /// One block's part of a write.
 #[derive(Clone, Copy, Debug)]
@@ -155,9 +195,15 @@ impl<R: Region> Core<R> {
     /// FCFS, SOC, SYNC: a pending block and a slot unless the transaction has its own
     /// uncommitted version of the block; SCSP: a shadow unless the block is one already;
     /// FG-WAL: a slot for a line undo entry if lines are left to save, and an undo block if
-    /// the block has none yet; NC: nothing.
-    pub fn write_needs(&self, st: &InodeState, tx: &Tx, plan: &Plan) -> (usize, usize) {
+    /// the block has none yet; NC: nothing. And how many metadata-log slots its undo
+    /// entries may take (`meta_needs`, and in SCSP one per new shadow's block pointer).
+    pub fn write_needs(&self, st: &InodeState, tx: &Tx, plan: &Plan) -> Needs {
         let (mut blocks, mut slots) = (plan.index_blocks, 0);
+        let mut meta = if self.mode() == Mode::Nc {
+            0
+        } else {
+            meta_needs(plan)
+        };
         for p in &plan.pieces {
             if p.pbn == 0 {
                 blocks += 1;
@@ -176,18 +222,37 @@ impl<R: Region> Core<R> {
             };
             blocks += usize::from(b);
             slots += usize::from(s);
+            if b && self.mode() == Mode::Scsp {
+                // The new shadow's block pointer.
+                meta += 1;
+            }
         }
-        (blocks, slots)
+        Needs {
+            blocks,
+            slots,
+            meta,
+        }
     }
 
-    /// Take `blocks` blocks and `slots` data-log slots for `tx` in one batch, before the
-    /// write changes anything. Short of either, nothing is kept and the write fails: with
+    /// Take what a write needs (`write_needs`) for `tx` in one batch, before the write
+    /// changes anything. Short of any of it, nothing is kept and the write fails: with
     /// `Tx::may_retry_room` it sets `short_of_room` (its caller makes room and runs it
     /// again), else it dooms the transaction, as a full pool does.
-    pub fn reserve(&self, tx: &mut Tx, blocks: usize, slots: usize) -> Result<()> {
-        debug_assert!(tx.reserved_blocks.is_empty() && tx.reserved_slots.is_empty());
+    pub fn reserve(&self, tx: &mut Tx, needs: Needs) -> Result<()> {
+        debug_assert!(
+            tx.reserved_blocks.is_empty()
+                && tx.reserved_slots.is_empty()
+                && tx.reserved_meta.is_empty()
+        );
+        let Needs {
+            blocks,
+            slots,
+            meta,
+        } = needs;
         let error = if slots > 0 && !self.data_slots.alloc_many(slots, &mut tx.reserved_slots) {
             Error::LogFull(format!("data log ({slots} entries wanted by a write)"))
+        } else if meta > 0 && !self.meta_slots.alloc_many(meta, &mut tx.reserved_meta) {
+            Error::LogFull(format!("metadata log ({meta} entries wanted by a write)"))
         } else if blocks > 0 && !self.blocks.alloc_many(blocks, &mut tx.reserved_blocks) {
             Error::NoSpace(format!("{blocks} free blocks wanted by a write"))
         } else {
@@ -209,5 +274,7 @@ impl<R: Region> Core<R> {
         tx.reserved_blocks.clear();
         self.data_slots.free_many(&tx.reserved_slots);
         tx.reserved_slots.clear();
+        self.meta_slots.free_many(&tx.reserved_meta);
+        tx.reserved_meta.clear();
     }
 }

@@ -71,6 +71,9 @@ pub struct Tx {
     /// between operations.
     pub reserved_blocks: Vec<u64>,
     pub reserved_slots: Vec<u64>,
+    /// Metadata-log slots the write reserved for its undo entries (an upper bound: what
+    /// it does not take goes back).
+    pub reserved_meta: Vec<u64>,
     /// SCSP: shadow blocks this transaction made (written in place until commit).
     pub shadows: HashSet<u64>,
     /// Inodes whose new mtime and ctime a pure overwrite staged: the undo entry of the old
@@ -146,7 +149,11 @@ impl<R: Region> Core<R> {
         tx.doomed = false;
         tx.may_retry_room = false;
         tx.short_of_room = false;
-        debug_assert!(tx.reserved_blocks.is_empty() && tx.reserved_slots.is_empty());
+        debug_assert!(
+            tx.reserved_blocks.is_empty()
+                && tx.reserved_slots.is_empty()
+                && tx.reserved_meta.is_empty()
+        );
         tx.logged = LoggedRanges::default();
         tx.undo_slots.clear();
         tx.members.clear();
@@ -269,7 +276,7 @@ impl<R: Region> Core<R> {
                 tx.id
             )));
         }
-        let Some(slot) = self.meta_slots.alloc() else {
+        let Some(slot) = tx.reserved_meta.pop().or_else(|| self.meta_slots.alloc()) else {
             tx.doomed = true;
             return Err(Error::LogFull("metadata undo log".into()));
         };

@@ -539,14 +539,7 @@ fn extend_and_fill_holes(s: &dyn Store, t: u64, base: u64) -> Result<(), String>
 fn a_write_on_a_truly_full_pool_retries_then_rolls_back_and_leaks_no_block() {
     use pool::Mode;
     for mode in Mode::ALL {
-        let cfg = PoolConfig {
-            mode,
-            metadata_log_entries: 2048,
-            ..PoolConfig::test_min()
-        };
-        let s = fresh(&cfg);
-        let f0 = pattern(50, 6000);
-        create_with(&s, "/f", &f0);
+        let (s, f0) = pool_with_f(mode, 2048, 50);
         let fill = OpenOptions::new()
             .write(true)
             .create(true)
@@ -560,10 +553,7 @@ fn a_write_on_a_truly_full_pool_retries_then_rolls_back_and_leaks_no_block() {
         s.checkpoint_all().unwrap();
         let free = s.statfs().unwrap().blocks_free;
         let fh = open_rw(&s, "/f");
-        let foreground = |s: &pool::PoolStore<_>| {
-            let stats: std::collections::HashMap<_, _> = s.stats().into_iter().collect();
-            stats["foreground_checkpoints"]
-        };
+        let foreground = |s: &pool::PoolStore<_>| stat(s, "foreground_checkpoints");
         // Block 600 of a one-level tree: a new root, an index block and 3 data blocks.
         let far = 600 * 4096;
         let tx = s.tx_begin(&[fh]).unwrap();
@@ -587,4 +577,77 @@ fn a_write_on_a_truly_full_pool_retries_then_rolls_back_and_leaks_no_block() {
         s.write(fh, 10, b"fits").unwrap();
         assert_eq!(&read_path(&s, "/f")[10..14], b"fits");
     }
+}
+
+/// A write whose undo entries the metadata log cannot hold, with nothing a checkpoint
+/// could free (its own open transaction holds the log): it reserves its metadata-log slots
+/// before it changes anything, so it is retried after making room, then fails with LogFull;
+/// the transaction is rolled back and every log slot and block it took is free again.
+#[test]
+fn a_write_on_a_truly_full_metadata_log_retries_then_rolls_back_and_leaks_no_slot() {
+    use pool::Mode;
+    for mode in Mode::ALL.into_iter().filter(|&m| m != Mode::Nc) {
+        let (s, f0) = pool_with_f(mode, 256, 51);
+        s.checkpoint_all().unwrap();
+        let (meta, free) = (
+            stat(&s, "metadata_log_used"),
+            s.statfs().unwrap().blocks_free,
+        );
+        let fh = open_rw(&s, "/f");
+        let tx = s.tx_begin(&[fh]).unwrap();
+        // Sparse writes, one index block apart: each logs its own block pointers.
+        let mut lbn = 2 * 512;
+        while stat(&s, "metadata_log_used") < 256 - 40 {
+            s.write(fh, lbn * 4096, b"x").unwrap();
+            lbn += 512;
+        }
+        // 300 blocks of holes: more pointer entries than the log has left.
+        let tries = stat(&s, "foreground_checkpoints");
+        let err = s.write(fh, lbn * 4096, &vec![2u8; 300 * 4096]);
+        assert!(matches!(err, Err(Error::LogFull(_))), "{mode:?}: {err:?}");
+        assert!(
+            stat(&s, "foreground_checkpoints") >= tries + 2,
+            "{mode:?}: made room and tried again"
+        );
+        assert!(matches!(s.tx_commit(tx), Err(Error::NoSuchTransaction(_))));
+        assert_eq!(read_path(&s, "/f"), f0, "{mode:?}");
+        s.checkpoint_all().unwrap();
+        assert_eq!(
+            stat(&s, "metadata_log_used"),
+            meta,
+            "{mode:?}: no slot leaked"
+        );
+        assert_eq!(
+            s.statfs().unwrap().blocks_free,
+            free,
+            "{mode:?}: no block leaked"
+        );
+        assert!(s.fsck().unwrap().is_clean(), "{mode:?}: {:?}", s.fsck());
+        s.write(fh, 10, b"fits").unwrap();
+        assert_eq!(&read_path(&s, "/f")[10..14], b"fits");
+    }
+}
+
+/// A test_min pool in `mode` with `metadata_log_entries` and a 6000-byte file "/f" of
+/// pattern `seed` (returned).
+fn pool_with_f(
+    mode: pool::Mode,
+    metadata_log_entries: u64,
+    seed: u64,
+) -> (pool::PoolStore<pmem::DramRegion>, Vec<u8>) {
+    let cfg = PoolConfig {
+        mode,
+        metadata_log_entries,
+        ..PoolConfig::test_min()
+    };
+    let s = fresh(&cfg);
+    let f0 = pattern(seed, 6000);
+    create_with(&s, "/f", &f0);
+    (s, f0)
+}
+
+/// One of the pool's named counters.
+fn stat(s: &pool::PoolStore<pmem::DramRegion>, key: &str) -> u64 {
+    let stats: std::collections::HashMap<_, _> = s.stats().into_iter().collect();
+    stats[key]
 }
