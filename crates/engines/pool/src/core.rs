@@ -126,15 +126,18 @@ const WINDOW_GAP_MAX: u64 = 1 << 16;
 /// later one's cannot make it grow without bound; ids past this go to `CommitTable::far`.
 const WINDOW_LEN_MAX: u64 = 1 << 22;
 
-/// One id of the window: the data entries its transaction still owes and where its record
-/// is (`EMPTY`: no committed transaction with that id is waiting).
+/// One id of the window (8 bytes): the data entries its transaction still owes, and its
+/// record: `EMPTY` (no committed transaction with that id is waiting), a slab index with
+/// `IN_SLAB` set, or else the commit entry's slot itself, for the common record that has
+/// nothing but a commit slot (no undo or member entries), which then needs no slab access.
 #[derive(Clone, Copy)]
 struct WindowSlot {
-    remaining: u64,
+    remaining: u32,
     record: u32,
 }
 
 const EMPTY: u32 = u32::MAX;
+const IN_SLAB: u32 = 1 << 31;
 
 /// The committed transactions waiting for their data entries to be checkpointed, by id.
 ///
@@ -142,10 +145,11 @@ const EMPTY: u32 = u32::MAX;
 /// lookup by id is on its hot path. Ids are handed out in increasing order and transactions
 /// commit in about that order, so the table is a window over the ids from the oldest one
 /// still waiting: one array step per lookup and the count in the window itself (a B-tree
-/// took a cache miss per level, 16 % of the checkpoint thread's time at 0-4 KB values). The
-/// records themselves sit in a slab, touched only when a transaction is done. A record whose
-/// id is below the window (its transaction committed after the window had moved past it)
-/// or far beyond its end goes to a small ordered map instead.
+/// took a cache miss per level, 16 % of the checkpoint thread's time at 0-4 KB values). A
+/// record with undo or member entries sits in a slab, touched only when its transaction is
+/// done; one with only a commit entry lives in its window slot. A record whose id is below
+/// the window (its transaction committed after the window had moved past it) or far beyond
+/// its end, or whose counts do not fit, goes to a small ordered map instead.
 #[derive(Default)]
 pub struct CommitTable {
     /// Id of `window[0]`.
@@ -169,17 +173,16 @@ impl CommitTable {
         if self.window.is_empty() {
             self.base = txid;
         }
-        let Some(at) = txid.checked_sub(self.base) else {
+        let at = txid.checked_sub(self.base).filter(|&at| {
+            at < self.window.len() as u64 + WINDOW_GAP_MAX
+                && at < WINDOW_LEN_MAX
+                && record.data_remaining < u64::from(EMPTY)
+                && self.slab.len() < IN_SLAB as usize - 1
+        });
+        let Some(at) = at else {
             self.far.insert(txid, record);
             return;
         };
-        if at >= self.window.len() as u64 + WINDOW_GAP_MAX
-            || at >= WINDOW_LEN_MAX
-            || self.slab.len() >= EMPTY as usize
-        {
-            self.far.insert(txid, record);
-            return;
-        }
         let at = at as usize;
         if at >= self.window.len() {
             self.window.resize(
@@ -194,20 +197,28 @@ impl CommitTable {
             self.window[at].record == EMPTY,
             "transaction {txid} committed twice"
         );
-        let remaining = record.data_remaining;
-        let index = match self.free.pop() {
-            Some(i) => {
-                self.slab[i as usize] = Some(record);
-                i
-            }
-            None => {
-                self.slab.push(Some(record));
-                (self.slab.len() - 1) as u32
-            }
+        let remaining = record.data_remaining as u32;
+        let inline = record.undo_slots.is_empty()
+            && record.member_slots.is_empty()
+            && record.commit_slot < u64::from(IN_SLAB);
+        let tag = if inline {
+            record.commit_slot as u32
+        } else {
+            let index = match self.free.pop() {
+                Some(i) => {
+                    self.slab[i as usize] = Some(record);
+                    i
+                }
+                None => {
+                    self.slab.push(Some(record));
+                    (self.slab.len() - 1) as u32
+                }
+            };
+            index | IN_SLAB
         };
         self.window[at] = WindowSlot {
             remaining,
-            record: index,
+            record: tag,
         };
     }
 
@@ -221,13 +232,22 @@ impl CommitTable {
                 if slot.remaining > 0 {
                     return None;
                 }
-                let index = std::mem::replace(&mut slot.record, EMPTY);
+                let tag = std::mem::replace(&mut slot.record, EMPTY);
                 while self.window.front().is_some_and(|s| s.record == EMPTY) {
                     self.window.pop_front();
                     self.base += 1;
                 }
-                self.free.push(index);
                 self.len -= 1;
+                if tag & IN_SLAB == 0 {
+                    return Some(CommitRecord {
+                        data_remaining: 0,
+                        commit_slot: u64::from(tag),
+                        undo_slots: Default::default(),
+                        member_slots: Default::default(),
+                    });
+                }
+                let index = tag & !IN_SLAB;
+                self.free.push(index);
                 self.slab[index as usize].take()
             }
             _ => {
@@ -574,13 +594,20 @@ mod tests {
     use proptest::prelude::*;
     use std::collections::BTreeMap;
 
+    /// A record of `n` data entries; every third id also has an undo entry (kept in the
+    /// slab), the others only their commit slot (kept in the window).
     fn record(n: u64, slot: u64) -> CommitRecord {
         CommitRecord {
             data_remaining: n,
             commit_slot: slot,
-            undo_slots: Default::default(),
+            undo_slots: (slot % 3 == 0).then_some(slot + 1).into_iter().collect(),
             member_slots: Default::default(),
         }
+    }
+
+    /// The commit and undo slots of a record the table gave back.
+    fn slots(r: Option<CommitRecord>) -> Option<(u64, Vec<u64>)> {
+        r.map(|r| (r.commit_slot, r.undo_slots.to_vec()))
     }
 
     #[test]
@@ -657,8 +684,8 @@ mod tests {
                         if expect {
                             model.remove(&id);
                         }
-                        let got = table.entry_done(id);
-                        prop_assert_eq!(got.map(|r| r.commit_slot), expect.then_some(id));
+                        let got = slots(table.entry_done(id));
+                        prop_assert_eq!(got, expect.then(|| slots(Some(record(1, id)))).flatten());
                     }
                 }
                 prop_assert_eq!(table.is_empty(), model.is_empty());
