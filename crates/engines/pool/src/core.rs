@@ -600,7 +600,11 @@ mod tests {
         CommitRecord {
             data_remaining: n,
             commit_slot: slot,
-            undo_slots: slot.is_multiple_of(3).then_some(slot + 1).into_iter().collect(),
+            undo_slots: slot
+                .is_multiple_of(3)
+                .then_some(slot + 1)
+                .into_iter()
+                .collect(),
             member_slots: Default::default(),
         }
     }

@@ -136,6 +136,12 @@ fn write_nt_copies_exactly_at_any_alignment() {
         (1, 4000),
         (64, 4096),
         (100, 9000),
+        // Around the 64-byte alignment of the wide (AVX-512) streaming stores.
+        (0, 64),
+        (48, 80),
+        (60, 200),
+        (128, 63),
+        (192, 129),
     ] {
         let data: Vec<u8> = (0..len).map(|i| (i * 7 + off as usize) as u8).collect();
         region.fill(0, 16384, 0xEE);
