@@ -166,9 +166,10 @@ const UNMOUNT_BUSY_RETRY: Duration = Duration::from_secs(5);
 fn unmount_retrying(mountpoint: &Path) -> io::Result<()> {
     let started = std::time::Instant::now();
     loop {
+        // Not `-q`: it silences the error message, which is how a busy mount is told apart
+        // (with it, a transient EBUSY failed at once: a flaky fuse test on 25 Nov).
         let out = std::process::Command::new("fusermount3")
             .arg("-u")
-            .arg("-q")
             .arg(mountpoint)
             .output()?;
         if out.status.success() {
