@@ -46,10 +46,19 @@ impl Mounted {
         self.dir.clone()
     }
 
-    /// Unmount, checking that it went well, and remove the mount point.
+    /// Unmount, checking that it went well, and remove the mount point. A failed unmount
+    /// is detached lazily before the test fails, so that no mount is left behind in the
+    /// target directory (a stale one makes `rm -rf` of the checkout fail).
     pub fn finish(mut self) {
         if let Some(m) = self.mount.take() {
-            m.unmount().expect("unmount");
+            if let Err(e) = m.unmount() {
+                let _ = Command::new("fusermount3")
+                    .arg("-u")
+                    .arg("-z")
+                    .arg(&self.dir)
+                    .status();
+                panic!("unmount: {e}");
+            }
         }
         let _ = std::fs::remove_dir(&self.dir);
     }
@@ -58,7 +67,13 @@ impl Mounted {
 impl Drop for Mounted {
     fn drop(&mut self) {
         if let Some(m) = self.mount.take() {
-            let _ = m.unmount();
+            if m.unmount().is_err() {
+                let _ = Command::new("fusermount3")
+                    .arg("-u")
+                    .arg("-z")
+                    .arg(&self.dir)
+                    .status();
+            }
         }
     }
 }
