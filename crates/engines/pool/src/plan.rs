@@ -5,8 +5,9 @@
 //! one batch. A shortage found there has changed nothing, so the caller can make room and
 //! run the write again (`Tx::may_retry_room`). The write's allocations then draw from the
 //! reservation (`Tx::reserved_blocks`, `Tx::reserved_slots`, `Tx::reserved_meta`); what is
-//! left goes back to the
-//! free lists on every exit path.
+//! left goes back to the free lists on every exit path. The metadata-log slots are an upper
+//! bound (`meta_needs`), so on a log within a few entries of full a write can fail with
+//! LogFull where the entries it really takes would still have fitted.
 //!
 //! A pure overwrite in a redo mode (FCFS, SOC, SYNC) reserves nothing here: it allocates
 //! only its pending versions, which `claim_versions` takes in one batch of its own before
