@@ -354,16 +354,7 @@ fn early_data_entries_of_open_aborted_and_truncated_transactions() {
 #[test]
 fn concurrent_overwriters_never_run_out_of_room_the_checkpoint_can_make() {
     for mode in [pool::Mode::Fcfs, pool::Mode::Soc] {
-        let cfg = PoolConfig {
-            mode,
-            open_transactions_max: 16,
-            checkpoint_threads: 1,
-            inode_count: 64,
-            metadata_log_entries: 4096,
-            data_log_entries: 4096,
-            pending_versions_max: 5,
-            ..PoolConfig::test_min()
-        };
+        let cfg = room_race_config(mode);
         let s = std::sync::Arc::new(fresh(&cfg));
         let file = 640 * 1024;
         for f in 0..4 {
@@ -432,16 +423,7 @@ fn concurrent_overwriters_never_run_out_of_room_the_checkpoint_can_make() {
 fn concurrent_extenders_and_hole_fillers_never_run_out_of_room_the_checkpoint_can_make() {
     use pool::Mode;
     for mode in Mode::ALL {
-        let cfg = PoolConfig {
-            mode,
-            open_transactions_max: 16,
-            checkpoint_threads: 1,
-            inode_count: 64,
-            metadata_log_entries: 4096,
-            data_log_entries: 4096,
-            pending_versions_max: 5,
-            ..PoolConfig::test_min()
-        };
+        let cfg = room_race_config(mode);
         let s = Arc::new(fresh(&cfg));
         let base = 1408 * 1024;
         for t in 0..2 {
@@ -650,4 +632,19 @@ fn pool_with_f(
 fn stat(s: &pool::PoolStore<pmem::DramRegion>, key: &str) -> u64 {
     let stats: std::collections::HashMap<_, _> = s.stats().into_iter().collect();
     stats[key]
+}
+
+/// The pool of the two room-race tests: small logs, one checkpoint thread, 16 open
+/// transactions.
+fn room_race_config(mode: pool::Mode) -> PoolConfig {
+    PoolConfig {
+        mode,
+        open_transactions_max: 16,
+        checkpoint_threads: 1,
+        inode_count: 64,
+        metadata_log_entries: 4096,
+        data_log_entries: 4096,
+        pending_versions_max: 5,
+        ..PoolConfig::test_min()
+    }
 }
