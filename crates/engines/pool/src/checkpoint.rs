@@ -149,6 +149,9 @@ impl<R: Region> Core<R> {
         for plan in plans.iter().filter(|p| p.target != p.permanent) {
             self.region.store_u64(plan.ptr, plan.target);
             self.region.flush(plan.ptr, 8);
+            if let Some(map) = st.map.as_mut() {
+                map.set(plan.lbn, plan.target);
+            }
             swung += 1;
         }
         if swung > 0 {

@@ -39,6 +39,20 @@ pub struct InodeState {
     /// the inode is free on the media, its number is held back from the allocator until
     /// the last handle is released, and every handle operation fails with NotFound.
     pub gone: bool,
+    /// A DRAM copy of the file's block map (`blockmap`), None until built and after every
+    /// change of the tree but a checkpoint's pointer swing (which updates it).
+    pub map: Option<Box<crate::blockmap::BlockMap>>,
+    /// Plans that found no `map` since it was last dropped.
+    pub map_misses: u32,
+}
+
+impl InodeState {
+    /// The inode's tree is about to change (or an undo may have changed it): forget the
+    /// copy of its block map.
+    pub fn drop_map(&mut self) {
+        self.map = None;
+        self.map_misses = 0;
+    }
 }
 
 /// The DRAM state of an inode behind its lock, and how many threads are spinning for that

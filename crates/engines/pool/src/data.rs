@@ -117,7 +117,15 @@ impl<R: Region> Core<R> {
             )));
         };
         let size = self.inode_size(ino)?;
-        let plan = self.plan_write(ino, off, end)?;
+        let plan = match self.plan_cached(st, off, end)? {
+            Some(plan) => plan,
+            None => self.plan_write(ino, off, end)?,
+        };
+        if plan.index_blocks > 0 || plan.pieces.iter().any(|p| p.pbn == 0) {
+            // The write adds blocks to the tree. The copy has them as holes, which is safe
+            // (their plans walk the tree) but slow: rebuild it with them.
+            st.drop_map();
+        }
         // A pure overwrite (every block exists, neither the size nor the tree changes).
         let pure = !matches!(self.mode(), Mode::Nc | Mode::FgWal)
             && end <= size
@@ -617,6 +625,8 @@ impl<R: Region> Core<R> {
         }
         let time = self.now();
         let size = self.inode_size(st.ino)?;
+        // A shrink frees blocks (and its undo may put them back).
+        st.drop_map();
         if len < size {
             // Committed versions of the blocks that go away are checkpointed first, so that
             // dropping a block never loses a committed redo entry.

@@ -10,6 +10,7 @@
 //!   creates                        uncommitted creates: kept to their transaction
 //!   data, modes, tlvi              data path: redo into pending blocks, TLVI reads
 //!   plan                           a write's read-only plan and its reservation
+//!   blockmap                       DRAM copy of a file's block map for the plans
 //!   nc, lines                      NC's DRAM undo, FG-WAL's cache-line undo log
 //!   tx, entry                      undo log, commit / abort, 64-byte log entries
 //!   checkpoint                     selective checkpointing, background threads
@@ -22,6 +23,7 @@
 #![deny(unsafe_code)]
 
 mod alloc;
+mod blockmap;
 mod checkpoint;
 mod config;
 mod core;

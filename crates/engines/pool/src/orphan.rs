@@ -44,6 +44,7 @@ impl<R: Region> Core<R> {
         }
         st.dir = None;
         st.dir_reserved.clear();
+        st.drop_map();
         self.inodes_free.free(ino);
         Ok(())
     }

@@ -13,6 +13,7 @@
 //! only its pending versions, which `claim_versions` takes in one batch of its own before
 //! it changes anything (the benchmarked path: no second pass over the pending lists).
 
+use crate::blockmap::{BlockMap, REBUILD_AFTER};
 use crate::config::Mode;
 use crate::core::{capacity, Core, InodeState};
 use crate::data::FILE_SIZE_MAX;
@@ -143,6 +144,64 @@ impl<R: Region> Core<R> {
             pos += len;
         }
         Ok(plan)
+    }
+
+    /// `plan_write` from the copy of the file's block map (`InodeState::map`), when every
+    /// block of `[off, end)` exists and is in it: an overwrite's plan without reading the
+    /// tree. None when a block is a hole or past the copy, or in SCSP (the caller walks the
+    /// tree). The copy is built once `REBUILD_AFTER` plans have found none.
+    pub fn plan_cached(&self, st: &mut InodeState, off: u64, end: u64) -> Result<Option<Plan>> {
+        if off >= end || self.mode() == Mode::Scsp {
+            return Ok(None);
+        }
+        if st.map.is_none() {
+            st.map_misses += 1;
+            if st.map_misses < REBUILD_AFTER {
+                return Ok(None);
+            }
+            st.map_misses = 0;
+            let blocks = self.inode_size(st.ino)?.div_ceil(BLOCK_SIZE);
+            let tree = self.tree_root(st.ino)?;
+            st.map = BlockMap::build(&self.region, &self.geo, tree, blocks)?.map(Box::new);
+        }
+        let Some(map) = st.map.as_deref() else {
+            return Ok(None);
+        };
+        let mut plan = Plan {
+            off,
+            end,
+            pieces: SmallVec::new(),
+            index_blocks: 0,
+        };
+        let mut pos = off;
+        while pos < end {
+            let lbn = pos / BLOCK_SIZE;
+            let boff = pos % BLOCK_SIZE;
+            let len = (BLOCK_SIZE - boff).min(end - pos);
+            let Some(m) = map.lookup(&self.geo, lbn) else {
+                return Ok(None);
+            };
+            #[cfg(debug_assertions)]
+            {
+                let tree = self.permanent_block(st.ino, lbn);
+                debug_assert!(
+                    matches!(tree, Ok((pbn, Some(ptr))) if pbn == m.pbn && ptr == m.ptr),
+                    "inode {} block {lbn}: block map copy {m:?}, tree {tree:?}",
+                    st.ino
+                );
+            }
+            plan.pieces.push(Piece {
+                lbn,
+                ptr: m.ptr,
+                pbn: m.pbn,
+                boff,
+                len: len as usize,
+                at: (pos - off) as usize,
+                version: 0,
+            });
+            pos += len;
+        }
+        Ok(Some(plan))
     }
 
     /// The block pointer of `lbn` in the tree `(root, height)` as it stands (0 when an

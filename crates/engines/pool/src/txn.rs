@@ -225,6 +225,7 @@ impl<R: Region> PoolStore<R> {
             let c = self.core.cell(ino);
             let mut st = c.lock();
             Self::drop_versions(&mut st, id);
+            st.drop_map();
             if st.bound_id == id {
                 st.bound = None;
                 st.bound_id = 0;
@@ -249,8 +250,10 @@ impl<R: Region> PoolStore<R> {
             let c = self.core.cell(ino);
             let mut st = c.lock();
             Self::drop_versions(&mut st, id);
-            // The undo may have changed entries: rebuild the index on next use.
+            // The undo may have changed entries and block pointers: rebuild the directory
+            // index and the block map on next use.
             st.dir = None;
+            st.drop_map();
             for &(dir, slot) in &tx.deferred_slots {
                 if dir == ino {
                     st.dir_reserved.remove(&slot);
@@ -300,6 +303,8 @@ impl<R: Region> PoolStore<R> {
             }
             Err(e) => {
                 Self::drop_versions(st, tx.id);
+                // The undo may put block pointers back.
+                st.drop_map();
                 self.core.abort_persist(&mut tx)?;
                 self.core.recycle_tx(tx);
                 Err(e)
