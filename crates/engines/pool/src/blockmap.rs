@@ -19,7 +19,7 @@
 //!
 //! Debug builds check every planned block against the tree (`Core::plan_cached`).
 
-use crate::core::capacity;
+use crate::core::Core;
 use crate::layout::*;
 use pmem::Region;
 use store::Result;
@@ -32,7 +32,8 @@ const BLOCKS_MAX: u64 = 1 << 18;
 /// A file's block map as of its last change.
 #[derive(Debug, PartialEq, Eq)]
 pub struct BlockMap {
-    /// Leaf index block of the blocks `i * POINTERS_PER_BLOCK ..` (0 = missing).
+    /// Address of the leaf index block of the blocks `i * POINTERS_PER_BLOCK ..` (0 =
+    /// missing).
     leaves: Vec<u64>,
     /// Permanent block of each logical block (0 = hole). Block numbers fit in 32 bits:
     /// pools of more blocks are not copied.
@@ -52,14 +53,14 @@ impl BlockMap {
     /// The permanent block of `lbn` and its pointer's address, when the block exists and is
     /// inside the map; None for a hole or a block past it (the caller walks the tree).
     #[inline]
-    pub fn lookup(&self, geo: &Geometry, lbn: u64) -> Option<Mapped> {
+    pub fn lookup(&self, lbn: u64) -> Option<Mapped> {
         let pbn = *self.pbns.get(usize::try_from(lbn).ok()?)?;
         if pbn == 0 {
             return None;
         }
         let leaf = self.leaves[(lbn / POINTERS_PER_BLOCK) as usize];
         Some(Mapped {
-            ptr: geo.block(leaf) + (lbn % POINTERS_PER_BLOCK) * 8,
+            ptr: leaf + (lbn % POINTERS_PER_BLOCK) * 8,
             pbn: u64::from(pbn),
         })
     }
@@ -73,24 +74,17 @@ impl BlockMap {
             _ => debug_assert!(false, "block map: no block {lbn} to set to {pbn}"),
         }
     }
+}
 
-    /// Read the map of the tree `(root, height)` for the blocks below `blocks`. Ok(None)
-    /// when the file or the pool is too large to copy. Every pointer read is validated (an
-    /// out-of-range one is the corruption error the tree walk reports).
-    pub fn build<R: Region>(
-        region: &R,
-        geo: &Geometry,
-        (root, height): (u64, u32),
-        blocks: u64,
-    ) -> Result<Option<BlockMap>> {
-        if geo.block_count > u64::from(u32::MAX) || blocks > BLOCKS_MAX {
+impl<R: Region> Core<R> {
+    /// Read the block map of `ino` for the blocks below `blocks`, each leaf found with
+    /// `pointer_addr`. Ok(None) when the file or the pool is too large to copy. Every
+    /// pointer read is validated (an out-of-range one is the corruption error the tree walk
+    /// reports).
+    pub fn read_block_map(&self, ino: u64, blocks: u64) -> Result<Option<BlockMap>> {
+        if self.geo.block_count > u64::from(u32::MAX) || blocks > BLOCKS_MAX {
             return Ok(None);
         }
-        let blocks = if height == 0 {
-            0
-        } else {
-            blocks.min(capacity(height))
-        };
         let nleaves = blocks.div_ceil(POINTERS_PER_BLOCK);
         let mut map = BlockMap {
             leaves: Vec::with_capacity(nleaves as usize),
@@ -99,17 +93,18 @@ impl BlockMap {
         let mut buf = vec![0u8; BLOCK_SIZE as usize];
         for i in 0..nleaves {
             let first = i * POINTERS_PER_BLOCK;
-            let leaf = leaf_of(region, geo, root, height, first)?;
-            map.leaves.push(leaf);
-            if leaf == 0 {
+            // The first pointer of a leaf is at the leaf's start.
+            let Some(leaf) = self.pointer_addr(ino, first)? else {
+                map.leaves.push(0);
                 continue;
-            }
+            };
+            map.leaves.push(leaf);
             let n = (blocks - first).min(POINTERS_PER_BLOCK) as usize;
-            region.read(geo.block(leaf), &mut buf[..n * 8]);
+            self.region.read(leaf, &mut buf[..n * 8]);
             for (j, b) in buf[..n * 8].chunks_exact(8).enumerate() {
                 let pbn = u64::from_le_bytes(b.try_into().expect("8 bytes"));
                 if pbn != 0 {
-                    geo.check_pbn(pbn, geo.block(leaf) + j as u64 * 8)?;
+                    self.geo.check_pbn(pbn, leaf + j as u64 * 8)?;
                     // Below block_count, which fits in 32 bits (checked above).
                     map.pbns[first as usize + j] = pbn as u32;
                 }
@@ -117,21 +112,6 @@ impl BlockMap {
         }
         Ok(Some(map))
     }
-}
-
-/// The leaf index block on the path of `lbn` in the tree `(root, height)` (0 = missing).
-fn leaf_of<R: Region>(region: &R, geo: &Geometry, root: u64, height: u32, lbn: u64) -> Result<u64> {
-    let mut node = root;
-    for level in (2..=height).rev() {
-        let idx = (lbn / capacity(level - 1)) % POINTERS_PER_BLOCK;
-        let addr = geo.block(node) + idx * 8;
-        let child = region.load_u64(addr);
-        if child == 0 {
-            return Ok(0);
-        }
-        node = geo.check_pbn(child, addr)?;
-    }
-    Ok(node)
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@
 //! only its pending versions, which `claim_versions` takes in one batch of its own before
 //! it changes anything (the benchmarked path: no second pass over the pending lists).
 
-use crate::blockmap::{BlockMap, REBUILD_AFTER};
+use crate::blockmap::REBUILD_AFTER;
 use crate::config::Mode;
 use crate::core::{capacity, Core, InodeState};
 use crate::data::FILE_SIZE_MAX;
@@ -93,6 +93,47 @@ pub struct Plan {
     pub index_blocks: usize,
 }
 
+impl Plan {
+    /// An empty plan for `[off, end)`.
+    fn new(off: u64, end: u64) -> Plan {
+        Plan {
+            off,
+            end,
+            pieces: SmallVec::new(),
+            index_blocks: 0,
+        }
+    }
+
+    /// Add the pieces of `[self.off, self.end)`, block by block, with the pointer address and
+    /// permanent block `resolve` gives each block. False (pieces incomplete) as soon as it
+    /// gives None.
+    fn add_pieces(
+        &mut self,
+        mut resolve: impl FnMut(u64) -> Result<Option<(u64, u64)>>,
+    ) -> Result<bool> {
+        let mut pos = self.off;
+        while pos < self.end {
+            let lbn = pos / BLOCK_SIZE;
+            let boff = pos % BLOCK_SIZE;
+            let len = (BLOCK_SIZE - boff).min(self.end - pos);
+            let Some((ptr, pbn)) = resolve(lbn)? else {
+                return Ok(false);
+            };
+            self.pieces.push(Piece {
+                lbn,
+                ptr,
+                pbn,
+                boff,
+                len: len as usize,
+                at: (pos - self.off) as usize,
+                version: 0,
+            });
+            pos += len;
+        }
+        Ok(true)
+    }
+}
+
 /// Per tree level, the index (lbn / capacity(level)) of the last missing node counted:
 /// the pieces come in ascending lbn order, so a node shared by several is counted once.
 type Counted = [u64; TREE_HEIGHT_MAX as usize + 1];
@@ -101,12 +142,7 @@ impl<R: Region> Core<R> {
     /// The pieces of the write `[off, end)` of `ino` with their block pointers and permanent
     /// blocks as the tree stands, and the index blocks the write will create. Read-only.
     pub fn plan_write(&self, ino: u64, off: u64, end: u64) -> Result<Plan> {
-        let mut plan = Plan {
-            off,
-            end,
-            pieces: SmallVec::new(),
-            index_blocks: 0,
-        };
+        let mut plan = Plan::new(off, end);
         if off >= end {
             return Ok(plan);
         }
@@ -122,27 +158,16 @@ impl<R: Region> Core<R> {
         plan.index_blocks = (top - height) as usize;
         let mut counted: Counted = [u64::MAX; TREE_HEIGHT_MAX as usize + 1];
         let tree = (root, height, top);
-        let mut pos = off;
-        while pos < end {
-            let lbn = pos / BLOCK_SIZE;
-            let boff = pos % BLOCK_SIZE;
-            let len = (BLOCK_SIZE - boff).min(end - pos);
-            let ptr = self.plan_path(tree, lbn, &mut counted, &mut plan.index_blocks)?;
+        let mut index_blocks = plan.index_blocks;
+        plan.add_pieces(|lbn| {
+            let ptr = self.plan_path(tree, lbn, &mut counted, &mut index_blocks)?;
             let pbn = if ptr == 0 { 0 } else { self.read_u64(ptr) };
             if pbn != 0 {
                 self.geo.check_pbn(pbn, ptr)?;
             }
-            plan.pieces.push(Piece {
-                lbn,
-                ptr,
-                pbn,
-                boff,
-                len: len as usize,
-                at: (pos - off) as usize,
-                version: 0,
-            });
-            pos += len;
-        }
+            Ok(Some((ptr, pbn)))
+        })?;
+        plan.index_blocks = index_blocks;
         Ok(plan)
     }
 
@@ -161,24 +186,14 @@ impl<R: Region> Core<R> {
             }
             st.map_misses = 0;
             let blocks = self.inode_size(st.ino)?.div_ceil(BLOCK_SIZE);
-            let tree = self.tree_root(st.ino)?;
-            st.map = BlockMap::build(&self.region, &self.geo, tree, blocks)?.map(Box::new);
+            st.map = self.read_block_map(st.ino, blocks)?.map(Box::new);
         }
         let Some(map) = st.map.as_deref() else {
             return Ok(None);
         };
-        let mut plan = Plan {
-            off,
-            end,
-            pieces: SmallVec::new(),
-            index_blocks: 0,
-        };
-        let mut pos = off;
-        while pos < end {
-            let lbn = pos / BLOCK_SIZE;
-            let boff = pos % BLOCK_SIZE;
-            let len = (BLOCK_SIZE - boff).min(end - pos);
-            let Some(m) = map.lookup(&self.geo, lbn) else {
+        let mut plan = Plan::new(off, end);
+        let found = plan.add_pieces(|lbn| {
+            let Some(m) = map.lookup(lbn) else {
                 return Ok(None);
             };
             #[cfg(debug_assertions)]
@@ -190,16 +205,10 @@ impl<R: Region> Core<R> {
                     st.ino
                 );
             }
-            plan.pieces.push(Piece {
-                lbn,
-                ptr: m.ptr,
-                pbn: m.pbn,
-                boff,
-                len: len as usize,
-                at: (pos - off) as usize,
-                version: 0,
-            });
-            pos += len;
+            Ok(Some((m.ptr, m.pbn)))
+        })?;
+        if !found {
+            return Ok(None);
         }
         Ok(Some(plan))
     }
