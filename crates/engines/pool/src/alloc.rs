@@ -13,14 +13,32 @@
 use crate::sharing::Padded;
 use parking_lot::Mutex;
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 const SHARDS: usize = 8;
 /// Most numbers moved between a cache and the depot at once.
 const BATCH_MAX: usize = 32;
 
-type Cache = Arc<Mutex<Vec<u64>>>;
+/// Threads whose counts a list keeps on lines of their own (`FreeList::counts`); more
+/// threads count in one shared counter, with a locked add.
+const COUNTS: usize = 32;
+
+/// One thread's cache of one list.
+struct CacheCell {
+    nums: Mutex<Vec<u64>>,
+    /// Numbers this thread freed minus numbers it allocated (through this cache), on the
+    /// cache's own line. Only the owner writes it: a plain load and store, not a locked
+    /// add. A locked add to one shared count, which the checkpoint threads' frees moved to
+    /// their cores, was a cache-line transfer that also waited for every non-temporal
+    /// store in flight.
+    net: AtomicI64,
+    /// Whether `net` is summed by `free_count` (one of the first `COUNTS` caches); if not,
+    /// the thread counts in `FreeList::net_shared`.
+    own_count: bool,
+}
+
+type Cache = Arc<CacheCell>;
 
 /// A two-tier set of free numbers (block numbers, log slots, inode numbers).
 pub struct FreeList {
@@ -31,9 +49,15 @@ pub struct FreeList {
     /// Numbers moved per batch (smaller for small lists, so that one cache cannot hold
     /// most of them).
     batch: usize,
-    /// Written by every alloc and free (the foreground allocates, the checkpoint threads
-    /// free): alone on its lines, away from the fields above that every call reads.
-    free: Padded<AtomicU64>,
+    /// Numbers free when the list was made.
+    free_at_start: u64,
+    /// The caches whose `net` `free_count` sums: free now = `free_at_start` + the sum of
+    /// every thread's `net` (numbers moved between caches and the depot stay free).
+    counts: Box<[OnceLock<Cache>]>,
+    /// Entries of `counts` claimed so far (some may be being filled in).
+    counts_claimed: AtomicUsize,
+    /// `net` of the threads beyond the first `COUNTS` (a locked add each).
+    net_shared: Padded<AtomicI64>,
     total: u64,
 }
 
@@ -64,7 +88,10 @@ impl FreeList {
             shards: lists.into_iter().map(Mutex::new).collect(),
             caches: Mutex::new(Vec::new()),
             batch: ((total / (SHARDS as u64 * 8)) as usize).clamp(1, BATCH_MAX),
-            free: Padded::new(AtomicU64::new(free)),
+            free_at_start: free,
+            counts: (0..COUNTS).map(|_| OnceLock::new()).collect(),
+            counts_claimed: AtomicUsize::new(0),
+            net_shared: Padded::new(AtomicI64::new(0)),
             total,
         }
     }
@@ -79,7 +106,16 @@ impl FreeList {
             let at = match t.1.iter().position(|(id, _)| *id == self.id) {
                 Some(at) => at,
                 None => {
-                    let cache: Cache = Arc::new(Mutex::new(Vec::with_capacity(2 * self.batch)));
+                    let claimed = self.counts_claimed.fetch_add(1, Ordering::Relaxed);
+                    let cache: Cache = Arc::new(CacheCell {
+                        nums: Mutex::new(Vec::with_capacity(2 * self.batch)),
+                        net: AtomicI64::new(0),
+                        own_count: claimed < COUNTS,
+                    });
+                    if let Some(entry) = self.counts.get(claimed) {
+                        // Claimed by this thread alone: the set cannot fail.
+                        let _ = entry.set(cache.clone());
+                    }
                     self.caches.lock().push(cache.clone());
                     // Forget caches of lists that are gone (only this thread held them besides
                     // the list), so a long-lived thread does not collect them.
@@ -103,19 +139,19 @@ impl FreeList {
     /// free; `out` then holds what could be taken (the caller gives them back).
     pub fn alloc_many(&self, count: usize, out: &mut impl Extend<u64>) -> bool {
         self.with_mine(|cache, home| {
-            let mut mine = cache.lock();
+            let mut mine = cache.nums.lock();
             if mine.len() < count {
                 let need = count - mine.len();
                 // Gathered with the cache unlocked: at most one lock is held at any time.
                 drop(mine);
                 let gathered = self.gather(home, need, cache);
-                mine = cache.lock();
+                mine = cache.nums.lock();
                 mine.extend(gathered);
             }
             let n = count.min(mine.len());
             let at = mine.len() - n;
             out.extend(mine.drain(at..));
-            self.free.fetch_sub(n as u64, Ordering::Relaxed);
+            self.count(cache, -(n as i64));
             n == count
         })
     }
@@ -138,7 +174,7 @@ impl FreeList {
         }
         let others: Vec<Cache> = self.caches.lock().clone();
         for other in others.iter().filter(|c| !Arc::ptr_eq(c, own)) {
-            let mut theirs = other.lock();
+            let mut theirs = other.nums.lock();
             let n = (goal - got.len()).min(theirs.len());
             let at = theirs.len() - n;
             got.extend(theirs.drain(at..));
@@ -163,9 +199,9 @@ impl FreeList {
         }
         debug_assert!(numbers.iter().all(|&n| n < self.total));
         self.with_mine(|cache, home| {
-            let mut mine = cache.lock();
+            let mut mine = cache.nums.lock();
             mine.extend_from_slice(numbers);
-            self.free.fetch_add(numbers.len() as u64, Ordering::Relaxed);
+            self.count(cache, numbers.len() as i64);
             if mine.len() > 2 * self.batch {
                 let keep = self.batch;
                 let mut shard = self.shards[home].lock();
@@ -174,9 +210,28 @@ impl FreeList {
         })
     }
 
-    /// Numbers currently free.
+    /// Add `delta` to the free count of this thread (`cache` is its own).
+    #[inline]
+    fn count(&self, cache: &CacheCell, delta: i64) {
+        if cache.own_count {
+            let net = &cache.net;
+            net.store(net.load(Ordering::Relaxed) + delta, Ordering::Relaxed);
+        } else {
+            self.net_shared.fetch_add(delta, Ordering::Relaxed);
+        }
+    }
+
+    /// Numbers currently free (of the calls that have returned: one running on another
+    /// thread may or may not be seen).
     pub fn free_count(&self) -> u64 {
-        self.free.load(Ordering::Relaxed)
+        let claimed = self.counts_claimed.load(Ordering::Relaxed).min(COUNTS);
+        let nets: i64 = self.counts[..claimed]
+            .iter()
+            .filter_map(|c| c.get())
+            .map(|c| c.net.load(Ordering::Relaxed))
+            .sum();
+        let free = self.free_at_start as i64 + nets + self.net_shared.load(Ordering::Relaxed);
+        free.clamp(0, self.total as i64) as u64
     }
 
     /// Every number free now, in no particular order (for fsck; a concurrent alloc or free
@@ -188,7 +243,7 @@ impl FreeList {
         }
         let caches: Vec<Cache> = self.caches.lock().clone();
         for cache in caches {
-            all.extend_from_slice(&cache.lock());
+            all.extend_from_slice(&cache.nums.lock());
         }
         all
     }
@@ -269,6 +324,38 @@ mod tests {
         all.dedup();
         assert_eq!(all.len(), 256);
         assert_eq!(list.alloc(), None);
+    }
+
+    /// Every thread counts its allocations and frees on its own line (the first `COUNTS`
+    /// threads) or in the shared counter (the others): the free count stays exact with
+    /// more threads than own counts, whichever thread allocated or freed a number.
+    #[test]
+    fn the_free_count_is_exact_with_more_threads_than_own_counts() {
+        let list = std::sync::Arc::new(FreeList::new(4096, |_| true));
+        let threads = COUNTS + 8;
+        let taken: Vec<Vec<u64>> = (0..threads)
+            .map(|_| {
+                let l = list.clone();
+                std::thread::spawn(move || {
+                    let mut got = Vec::new();
+                    assert!(l.alloc_many(50, &mut got));
+                    l.free_many(&got[..10]);
+                    got.split_off(10)
+                })
+            })
+            .map(|t| t.join().expect("thread"))
+            .collect();
+        assert_eq!(list.free_count(), 4096 - 40 * threads as u64);
+        // Freed by other threads than the ones that took them.
+        for (i, numbers) in taken.into_iter().enumerate() {
+            let l = list.clone();
+            std::thread::spawn(move || l.free_many(&numbers[..(i % 40) + 1]))
+                .join()
+                .expect("thread");
+        }
+        let freed: u64 = (0..threads as u64).map(|i| i % 40 + 1).sum();
+        assert_eq!(list.free_count(), 4096 - 40 * threads as u64 + freed);
+        assert_eq!(list.free_numbers().len() as u64, list.free_count());
     }
 
     #[test]

@@ -26,12 +26,22 @@ pub struct Handle {
     pub implicit: Mutex<Option<Arc<TxCell>>>,
 }
 
+/// The open explicit (and O_ATOMIC) transactions by id, and finished cells kept for reuse.
+#[derive(Default)]
+pub(crate) struct TxTable {
+    pub open: U64Map<Arc<TxCell>>,
+    /// Cells of committed transactions that nobody else referenced any more, their `Tx`
+    /// reset (`Core::reset_tx`): a transaction reuses one instead of allocating a cell and
+    /// moving a `Tx` into it and out of it again (`PoolStore::begin_tx`).
+    pub spare: Vec<Arc<TxCell>>,
+}
+
 /// A pool over a persistent-memory region.
 pub struct PoolStore<R: Region> {
     pub(crate) core: Arc<Core<R>>,
     pub(crate) handles: RwLock<U64Map<Arc<Handle>>>,
     next_fh: AtomicU64,
-    pub(crate) txs: Mutex<U64Map<Arc<TxCell>>>,
+    pub(crate) txs: Mutex<TxTable>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     report: RecoveryReport,
 }
@@ -69,7 +79,7 @@ impl<R: Region> PoolStore<R> {
             core,
             handles: RwLock::new(U64Map::default()),
             next_fh: AtomicU64::new(1),
-            txs: Mutex::new(U64Map::default()),
+            txs: Mutex::new(TxTable::default()),
             threads: Mutex::new(handles),
             report,
         })
@@ -267,8 +277,7 @@ impl<R: Region> PoolStore<R> {
         if implicit.as_ref().is_none_or(|t| !t.lock().active) && unbound {
             // An implicit transaction is never the one that created the file.
             self.core.creates.check(h.ino, 0)?;
-            let cell = self.begin_tx()?;
-            let id = cell.lock().id;
+            let (cell, id) = self.begin_tx()?;
             if let Err(e) = self.bind(&cell, id, h) {
                 let _ = self.abort_id(id);
                 return Err(e);
@@ -565,8 +574,7 @@ impl<R: Region> Store for PoolStore<R> {
 
     fn tx_begin(&self, files: &[Fh]) -> Result<TxId> {
         self.core.check_open()?;
-        let cell = self.begin_tx()?;
-        let id = cell.lock().id;
+        let (cell, id) = self.begin_tx()?;
         for &fh in files {
             // `bind` checks that the file still exists, under the inode lock it takes.
             if let Err(e) = self.open_handle(fh).and_then(|h| self.bind(&cell, id, &h)) {
@@ -585,7 +593,9 @@ impl<R: Region> Store for PoolStore<R> {
 
     fn tx_commit(&self, tx: TxId) -> Result<()> {
         self.core.check_open()?;
-        let cell = self.tx_cell(tx.0)?;
+        // Out of the table at once (`commit_cell` would take it out anyway): the table's
+        // reference becomes this call's, no second lookup or count.
+        let cell = (self.txs.lock().open.remove(&tx.0)).ok_or(Error::NoSuchTransaction(tx.0))?;
         self.commit_cell(&cell)
     }
 
@@ -608,7 +618,7 @@ impl<R: Region> Store for PoolStore<R> {
     }
 
     fn stats(&self) -> Vec<(String, u64)> {
-        crate::inspect::counters(&self.core, self.txs.lock().len() as u64)
+        crate::inspect::counters(&self.core, self.txs.lock().open.len() as u64)
     }
 
     fn fsck(&self) -> Result<FsckReport> {
@@ -616,13 +626,13 @@ impl<R: Region> Store for PoolStore<R> {
         // Background checkpointing waits (it takes no other lock while holding `pause`).
         let _paused = self.core.checkpointer.pause.write();
         let _ns = self.core.ns.lock();
-        let open: Vec<u64> = self.txs.lock().keys().copied().collect();
+        let open: Vec<u64> = self.txs.lock().open.keys().copied().collect();
         crate::fsck::fsck(&self.core, &open)
     }
 
     fn unmount(&self) -> Result<()> {
         self.core.check_open()?;
-        let open: Vec<u64> = self.txs.lock().keys().copied().collect();
+        let open: Vec<u64> = self.txs.lock().open.keys().copied().collect();
         for id in open {
             let _ = self.abort_id(id);
         }

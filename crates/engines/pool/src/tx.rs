@@ -117,11 +117,20 @@ pub struct Tx {
 pub type TxCell = Mutex<Tx>;
 
 /// Finished transactions kept for reuse.
-const SPARE_TXS_MAX: usize = 64;
+pub(crate) const SPARE_TXS_MAX: usize = 64;
 
 impl<R: Region> Core<R> {
     /// Begin a transaction: a fresh id and a reserved commit slot.
     pub fn tx_new(&self) -> Result<Tx> {
+        let mut tx = self.spare_txs.lock().pop().unwrap_or_default();
+        self.tx_start(&mut tx)?;
+        Ok(tx)
+    }
+
+    /// Begin a transaction in `tx`, a fresh or reset one (`Core::reset_tx`): a fresh id and
+    /// a reserved commit slot.
+    pub fn tx_start(&self, tx: &mut Tx) -> Result<()> {
+        debug_assert!(!tx.active && tx.id == 0, "a transaction starts reset");
         let id = self.next_txid.fetch_add(1, Ordering::Relaxed);
         if id > TXID_MAX {
             return Err(Error::NoSpace("transaction ids exhausted".into()));
@@ -133,15 +142,23 @@ impl<R: Region> Core<R> {
                 .alloc()
                 .ok_or_else(|| Error::LogFull("metadata log (commit entry)".into()))?
         };
-        let mut tx = self.spare_txs.lock().pop().unwrap_or_default();
         tx.id = id;
         tx.active = true;
         tx.commit_slot = commit_slot;
-        Ok(tx)
+        Ok(())
     }
 
     /// Keep a finished transaction's vectors for the next one (a bounded number of them).
     pub fn recycle_tx(&self, mut tx: Tx) {
+        self.reset_tx(&mut tx);
+        let mut spare = self.spare_txs.lock();
+        if spare.len() < SPARE_TXS_MAX {
+            spare.push(tx);
+        }
+    }
+
+    /// Reset a finished transaction for reuse, keeping its vectors' capacity.
+    pub fn reset_tx(&self, tx: &mut Tx) {
         tx.id = 0;
         tx.active = false;
         tx.next_seq = 0;
@@ -173,10 +190,6 @@ impl<R: Region> Core<R> {
         tx.modes.clear();
         tx.early_entries = false;
         tx.fenced_all = false;
-        let mut spare = self.spare_txs.lock();
-        if spare.len() < SPARE_TXS_MAX {
-            spare.push(tx);
-        }
     }
 
     /// Store the data entry of every version of `tx` whose entry is missing or says

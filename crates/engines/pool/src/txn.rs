@@ -30,25 +30,42 @@ struct Committed {
 
 impl<R: Region> PoolStore<R> {
     /// Register a new open transaction.
-    pub(crate) fn begin_tx(&self) -> Result<Arc<TxCell>> {
+    pub(crate) fn begin_tx(&self) -> Result<(Arc<TxCell>, u64)> {
         let mut txs = self.txs.lock();
-        if txs.len() >= self.core.cfg.open_transactions_max {
+        if txs.open.len() >= self.core.cfg.open_transactions_max {
             return Err(Error::TooMany {
                 what: "open transactions",
                 max: self.core.cfg.open_transactions_max as u64,
             });
         }
-        let mut tx = self.core.tx_new()?;
-        tx.early_entries = true;
-        let id = tx.id;
-        let cell = Arc::new(Mutex::new(tx));
-        txs.insert(id, cell.clone());
-        Ok(cell)
+        let (cell, id) = match txs.spare.pop() {
+            Some(cell) => {
+                let mut tx = cell.lock();
+                if let Err(e) = self.core.tx_start(&mut tx) {
+                    drop(tx);
+                    txs.spare.push(cell);
+                    return Err(e);
+                }
+                tx.early_entries = true;
+                let id = tx.id;
+                drop(tx);
+                (cell, id)
+            }
+            None => {
+                let mut tx = self.core.tx_new()?;
+                tx.early_entries = true;
+                let id = tx.id;
+                (Arc::new(Mutex::new(tx)), id)
+            }
+        };
+        txs.open.insert(id, cell.clone());
+        Ok((cell, id))
     }
 
     pub(crate) fn tx_cell(&self, id: u64) -> Result<Arc<TxCell>> {
         self.txs
             .lock()
+            .open
             .get(&id)
             .cloned()
             .ok_or(Error::NoSuchTransaction(id))
@@ -105,14 +122,30 @@ impl<R: Region> PoolStore<R> {
             self.core.commit_persist(&mut tx)?;
             self.core.release_deferred(&mut tx);
             self.core.creates.ended(&tx.allocated_inodes);
-            self.txs.lock().remove(&tx.id);
+            self.txs.lock().open.remove(&tx.id);
             committed_info(&tx)
         };
         let result = self.finalize(done);
-        // Nobody uses a committed transaction again: keep its vectors for the next one.
-        let finished = std::mem::take(&mut *cell.lock());
-        self.core.recycle_tx(finished);
+        self.recycle_cell(cell);
         result
+    }
+
+    /// Nobody uses a finished transaction again: keep its vectors for the next one. Its
+    /// cell too, when the caller's reference is the only one left: then nobody can reach
+    /// the cell (the table and the files no longer name it), so the next transaction may
+    /// take it over. A cell someone else still holds (a thread that looked the id up just
+    /// before the commit) is left to them; they find it finished.
+    fn recycle_cell(&self, cell: &Arc<TxCell>) {
+        if Arc::strong_count(cell) == 1 {
+            self.core.reset_tx(&mut cell.lock());
+            let mut txs = self.txs.lock();
+            if txs.spare.len() < crate::tx::SPARE_TXS_MAX {
+                txs.spare.push(cell.clone());
+            }
+        } else {
+            let finished = std::mem::take(&mut *cell.lock());
+            self.core.recycle_tx(finished);
+        }
     }
 
     fn finalize(&self, done: Committed) -> Result<()> {
@@ -218,7 +251,7 @@ impl<R: Region> PoolStore<R> {
             tx.active = false;
             (tx.id, tx.inodes.clone())
         };
-        self.txs.lock().remove(&id);
+        self.txs.lock().open.remove(&id);
         // First take the versions out of the TLVI, so no reader or writer uses a pending
         // block after it is freed.
         for &ino in &inodes {
@@ -365,7 +398,7 @@ impl<R: Region> PoolStore<R> {
                 return Err(Error::LogFull("metadata log (member entry)".into()));
             };
             m.active = false;
-            self.txs.lock().remove(&m.id);
+            self.txs.lock().open.remove(&m.id);
             if m.commit_slot != u64::MAX {
                 self.core.meta_slots.free(m.commit_slot);
             }
@@ -426,7 +459,7 @@ mod tests {
     use crate::{PoolConfig, PoolStore};
     use pmem::DramRegion;
     use std::sync::Arc;
-    use store::{OpenFlags, Store, ROOT_INO};
+    use store::{Error, OpenFlags, Store, ROOT_INO};
 
     /// An unlinked file whose last handle closes is freed at once, even while another
     /// thread is inside an operation of an unrelated open transaction (holding its lock).
@@ -472,6 +505,67 @@ mod tests {
         let waiting = s.statfs().expect("statfs").inodes_free;
         s.tx_commit(tx).expect("commit");
         assert_eq!(s.statfs().expect("statfs").inodes_free, waiting + 1);
+        assert!(s.fsck().expect("fsck").is_clean());
+    }
+
+    /// A committed transaction's cell is reused by the next transaction (`TxTable::spare`),
+    /// but the old id stays dead: commit, abort and add by it fail, and the new
+    /// transaction's work is its own. A cell that another caller still holds is not reused.
+    #[test]
+    fn a_reused_transaction_cell_never_revives_the_old_id() {
+        let s = PoolStore::format(Arc::new(DramRegion::new(8 << 20)), &PoolConfig::test_min())
+            .expect("format");
+        let rw = OpenFlags {
+            read: true,
+            write: true,
+            ..OpenFlags::default()
+        };
+        let a = s.create(ROOT_INO, b"a", 0o644, None).expect("create a").ino;
+        let b = s.create(ROOT_INO, b"b", 0o644, None).expect("create b").ino;
+        let (fa, fb) = (
+            s.open(a, rw).expect("open a"),
+            s.open(b, rw).expect("open b"),
+        );
+        // (The creates' automatic transactions left their cells already.)
+        let spare = || s.txs.lock().spare.len();
+        let first = s.tx_begin(&[fa]).expect("begin first");
+        let kept = spare();
+        s.write(fa, 0, b"first").expect("write a");
+        s.tx_commit(first).expect("commit first");
+        assert_eq!(spare(), kept + 1, "the committed cell is kept");
+        let second = s.tx_begin(&[fb]).expect("begin second");
+        assert_ne!(second, first);
+        assert_eq!(spare(), kept, "and reused");
+        assert!(matches!(
+            s.tx_commit(first),
+            Err(Error::NoSuchTransaction(_))
+        ));
+        assert!(matches!(
+            s.tx_abort(first),
+            Err(Error::NoSuchTransaction(_))
+        ));
+        assert!(matches!(
+            s.tx_add(first, fa),
+            Err(Error::NoSuchTransaction(_))
+        ));
+        s.write(fb, 0, b"second").expect("write b");
+        // The file of the first transaction is free again: a third may take it.
+        let third = s.tx_begin(&[fa]).expect("begin third");
+        s.write(fa, 0, b"THIRD").expect("write a again");
+        s.tx_abort(third).expect("abort third");
+        s.tx_commit(second).expect("commit second");
+        let mut buf = [0u8; 6];
+        assert_eq!(s.read(fa, 0, &mut buf[..5]).expect("read a"), 5);
+        assert_eq!(&buf[..5], b"first");
+        assert_eq!(s.read(fb, 0, &mut buf).expect("read b"), 6);
+        assert_eq!(&buf, b"second");
+        // A cell still held elsewhere when its transaction commits is left to its holder.
+        let fourth = s.tx_begin(&[fa]).expect("begin fourth");
+        let before = spare();
+        let held = s.tx_cell(fourth.0).expect("open transaction");
+        s.tx_commit(fourth).expect("commit fourth");
+        assert!(!held.lock().active);
+        assert_eq!(spare(), before, "not put back while held");
         assert!(s.fsck().expect("fsck").is_clean());
     }
 }
