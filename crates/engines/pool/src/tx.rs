@@ -122,9 +122,14 @@ pub(crate) const SPARE_TXS_MAX: usize = 64;
 impl<R: Region> Core<R> {
     /// Begin a transaction: a fresh id and a reserved commit slot.
     pub fn tx_new(&self) -> Result<Tx> {
-        let mut tx = self.spare_txs.lock().pop().unwrap_or_default();
+        let mut tx = self.take_spare_tx();
         self.tx_start(&mut tx)?;
         Ok(tx)
+    }
+
+    /// A reset transaction to start (`tx_start`): a recycled one if there is one.
+    pub fn take_spare_tx(&self) -> Tx {
+        self.spare_txs.lock().pop().unwrap_or_default()
     }
 
     /// Begin a transaction in `tx`, a fresh or reset one (`Core::reset_tx`): a fresh id and

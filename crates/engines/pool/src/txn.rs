@@ -38,26 +38,17 @@ impl<R: Region> PoolStore<R> {
                 max: self.core.cfg.open_transactions_max as u64,
             });
         }
-        let (cell, id) = match txs.spare.pop() {
-            Some(cell) => {
-                let mut tx = cell.lock();
-                if let Err(e) = self.core.tx_start(&mut tx) {
-                    drop(tx);
-                    txs.spare.push(cell);
-                    return Err(e);
-                }
-                tx.early_entries = true;
-                let id = tx.id;
-                drop(tx);
-                (cell, id)
-            }
-            None => {
-                let mut tx = self.core.tx_new()?;
-                tx.early_entries = true;
-                let id = tx.id;
-                (Arc::new(Mutex::new(tx)), id)
-            }
-        };
+        let cell =
+            (txs.spare.pop()).unwrap_or_else(|| Arc::new(Mutex::new(self.core.take_spare_tx())));
+        let mut tx = cell.lock();
+        if let Err(e) = self.core.tx_start(&mut tx) {
+            drop(tx);
+            txs.spare.push(cell);
+            return Err(e);
+        }
+        tx.early_entries = true;
+        let id = tx.id;
+        drop(tx);
         txs.open.insert(id, cell.clone());
         Ok((cell, id))
     }
@@ -461,12 +452,8 @@ mod tests {
     use std::sync::Arc;
     use store::{Error, OpenFlags, Store, ROOT_INO};
 
-    /// An unlinked file whose last handle closes is freed at once, even while another
-    /// thread is inside an operation of an unrelated open transaction (holding its lock).
-    /// `reap` used to look into every open transaction for the inode and gave up on one it
-    /// could not lock, leaking the inode and its blocks until the next mount.
-    #[test]
-    fn an_orphan_is_freed_at_its_last_close_while_another_transaction_is_busy() {
+    /// A small pool with the files `a` and `b`, and read-write open flags.
+    fn pool_with_two_files() -> (PoolStore<DramRegion>, OpenFlags, u64, u64) {
         let s = PoolStore::format(Arc::new(DramRegion::new(8 << 20)), &PoolConfig::test_min())
             .expect("format");
         let rw = OpenFlags {
@@ -476,6 +463,16 @@ mod tests {
         };
         let a = s.create(ROOT_INO, b"a", 0o644, None).expect("create a").ino;
         let b = s.create(ROOT_INO, b"b", 0o644, None).expect("create b").ino;
+        (s, rw, a, b)
+    }
+
+    /// An unlinked file whose last handle closes is freed at once, even while another
+    /// thread is inside an operation of an unrelated open transaction (holding its lock).
+    /// `reap` used to look into every open transaction for the inode and gave up on one it
+    /// could not lock, leaking the inode and its blocks until the next mount.
+    #[test]
+    fn an_orphan_is_freed_at_its_last_close_while_another_transaction_is_busy() {
+        let (s, rw, a, b) = pool_with_two_files();
         let fa = s.open(a, rw).expect("open a");
         s.write(fa, 0, &[7u8; 9000]).expect("write a");
         let fb = s.open(b, rw).expect("open b");
@@ -513,15 +510,7 @@ mod tests {
     /// transaction's work is its own. A cell that another caller still holds is not reused.
     #[test]
     fn a_reused_transaction_cell_never_revives_the_old_id() {
-        let s = PoolStore::format(Arc::new(DramRegion::new(8 << 20)), &PoolConfig::test_min())
-            .expect("format");
-        let rw = OpenFlags {
-            read: true,
-            write: true,
-            ..OpenFlags::default()
-        };
-        let a = s.create(ROOT_INO, b"a", 0o644, None).expect("create a").ino;
-        let b = s.create(ROOT_INO, b"b", 0o644, None).expect("create b").ino;
+        let (s, rw, a, b) = pool_with_two_files();
         let (fa, fb) = (
             s.open(a, rw).expect("open a"),
             s.open(b, rw).expect("open b"),
