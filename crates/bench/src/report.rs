@@ -1,7 +1,7 @@
 //! results.json (a stable shape: keep it), the printed ratio table.
 //!
 //! ```text
-//! { "suite": str, "machine": {cpu, cores, memory_bytes, kernel, flush}, "revision": str,
+//! { "suite": str, "machine": {cpu, cores, memory_bytes, kernel, flush, nvmm, core_round_trip_ns}, "revision": str,
 //!   "config": {...}, "rows": [ {figure, system, param (number|null), metric, median, min,
 //!   max, runs: [number], txs: [number]} ] }
 //! ```

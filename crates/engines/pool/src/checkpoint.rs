@@ -399,12 +399,13 @@ pub struct CheckpointQueue {
     pub wake: Condvar,
     pub stop: AtomicBool,
     pub everything: AtomicBool,
-    /// Where the next `checkpoint_while` starts among the files.
-    pub cursor: std::sync::atomic::AtomicUsize,
+    /// Where the next `checkpoint_while` starts among the files (bumped by the checkpoint
+    /// threads: on lines of its own, away from `epoch`, which every commit reads).
+    pub cursor: Padded<std::sync::atomic::AtomicUsize>,
     /// Milliseconds since `epoch` of the last commit (idle trigger). Written by committing
     /// threads (`note_commit`), alone on its lines.
     pub last_commit_ms: Padded<AtomicU64>,
-    pub epoch: Option<Instant>,
+    pub epoch: Padded<Option<Instant>>,
     /// Held shared by a background thread while it checkpoints, exclusively by fsck, so that
     /// fsck sees blocks, entries and free lists at one instant (taken with no other lock).
     pub pause: Padded<RwLock<()>>,
@@ -413,7 +414,7 @@ pub struct CheckpointQueue {
 impl CheckpointQueue {
     pub fn new() -> Self {
         CheckpointQueue {
-            epoch: Some(Instant::now()),
+            epoch: Padded::new(Some(Instant::now())),
             ..Default::default()
         }
     }

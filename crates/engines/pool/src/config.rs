@@ -67,6 +67,12 @@ pub struct PoolConfig {
     pub pending_versions_max: usize,
     /// Checkpointing starts when fewer than this percentage of blocks are free.
     pub free_blocks_low_percent: u64,
+    /// Checkpointing also starts when more than this many data-log entries (pending
+    /// versions) are in use, whatever the log's size (0: only when either log is 80 % full).
+    /// A bounded set of pending blocks and log slots in flight stays within reach of the
+    /// TLB and the caches; at the default of 8192 (32 MB of pending blocks) FCFS's 0-4 KB
+    /// transactions ran 7-9 % faster than with the log-full trigger alone (docs/bench.md).
+    pub checkpoint_pending_high: u64,
     /// Checkpoint everything after this many milliseconds without a commit (0: never on idle).
     pub checkpoint_idle_ms: u64,
     /// Background checkpointing threads (0: checkpoint only on demand and at unmount).
@@ -86,6 +92,7 @@ impl Default for PoolConfig {
             data_log_entries: 131_072,
             pending_versions_max: 5,
             free_blocks_low_percent: 10,
+            checkpoint_pending_high: 8_192,
             checkpoint_idle_ms: 1_000,
             checkpoint_threads: 1,
             open_transactions_max: 4_096,
@@ -104,6 +111,7 @@ impl PoolConfig {
             data_log_entries: 64,
             pending_versions_max: 2,
             free_blocks_low_percent: 10,
+            checkpoint_pending_high: 0,
             checkpoint_idle_ms: 0,
             checkpoint_threads: 0,
             open_transactions_max: 4,

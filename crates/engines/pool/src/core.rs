@@ -14,7 +14,7 @@ use parking_lot::{Mutex, MutexGuard, RwLock};
 use pmem::Region;
 use smallvec::SmallVec;
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use store::{Error, Result};
 
@@ -277,20 +277,22 @@ impl CommitTable {
     }
 }
 
-/// Named counters. Those the transactions' threads bump and those the checkpoint threads
-/// bump are on separate cache lines (`Padded`).
+/// Named counters, each on lines of its own (`Padded`). Rust orders a struct's fields as it
+/// likes: unpadded, the counters a write bumps (`versions_created`) and those a checkpoint
+/// batch bumps (`checkpoint_lines_copied`) were laid out on one line, which then moved
+/// between the two threads' cores on every write.
 #[derive(Default)]
 pub struct Counters {
     pub commits: Padded<AtomicU64>,
-    pub aborts: AtomicU64,
-    pub versions_created: AtomicU64,
-    pub undo_entries: AtomicU64,
+    pub aborts: Padded<AtomicU64>,
+    pub versions_created: Padded<AtomicU64>,
+    pub undo_entries: Padded<AtomicU64>,
     /// Times a data operation had to checkpoint in its own thread because the background
     /// threads had not made room in time (logs or blocks nearly exhausted).
-    pub foreground_checkpoints: AtomicU64,
+    pub foreground_checkpoints: Padded<AtomicU64>,
     pub checkpoints: Padded<AtomicU64>,
-    pub checkpoint_lines_copied: AtomicU64,
-    pub checkpoint_pointer_swings: AtomicU64,
+    pub checkpoint_lines_copied: Padded<AtomicU64>,
+    pub checkpoint_pointer_swings: Padded<AtomicU64>,
 }
 
 /// Shared state of an open pool.
@@ -309,10 +311,18 @@ pub struct Core<R: Region> {
     pub ns: Mutex<()>,
     /// Inodes whose create has not committed, by creating transaction (creates.rs).
     pub creates: Creates,
-    pub next_txid: AtomicU64,
-    pub commit_seq: AtomicU64,
+    /// Bumped by every `begin`, `commit` and write: each on lines of its own (`Padded`), away
+    /// from the read-mostly fields (`geo`, `region`, `cfg`, `checkpointer`) that the
+    /// checkpoint threads read all the time. Sharing a line with them, each bump took the
+    /// line back from the checkpoint thread's core (a round trip of up to ~300 ns when the
+    /// two cores are far apart; see docs/pool.md).
+    pub next_txid: Padded<AtomicU64>,
+    pub commit_seq: Padded<AtomicU64>,
     /// The last time this pool handed out (`Core::now`).
-    pub clock: AtomicU64,
+    pub clock: Padded<AtomicU64>,
+    /// Numbers data operations may still take before `make_room` reads the free counts
+    /// again (`Core::room_headroom`; 0 or less: look now).
+    pub room_credit: Padded<AtomicI64>,
     /// Inodes that open transactions took the last link of, with how many such
     /// transactions (an unlink pushes to `Tx::orphans`). Such an inode is not freed when its
     /// last handle closes (an abort gives the link back); the transaction's commit frees it
@@ -584,11 +594,34 @@ impl<R: Region> Core<R> {
         Ok(())
     }
 
-    /// Either log area below the low-water mark (committed entries wait for a checkpoint)?
+    /// Either log area below the low-water mark (committed entries wait for a checkpoint), or
+    /// more pending versions than `PoolConfig::checkpoint_pending_high`?
     pub fn logs_low(&self) -> bool {
         let pct = self.cfg.free_blocks_low_percent.max(10) * 2;
+        let high = self.cfg.checkpoint_pending_high;
+        if high > 0 && self.data_slots.total() - self.data_slots.free_count() > high {
+            return true;
+        }
         self.data_slots.free_count() * 100 < self.data_slots.total() * pct
             || self.meta_slots.free_count() * 100 < self.meta_slots.total() * pct
+    }
+
+    /// How many numbers any free list can still give before it reaches the mark of
+    /// `blocks_low` or `logs_low` (0 when one has).
+    pub fn room_headroom(&self) -> i64 {
+        let above = |list: &FreeList, percent: u64| {
+            list.free_count() as i64 - (list.total() * percent).div_ceil(100) as i64
+        };
+        let logs = self.cfg.free_blocks_low_percent.max(10) * 2;
+        let mut room = above(&self.blocks, self.cfg.free_blocks_low_percent)
+            .min(above(&self.data_slots, logs))
+            .min(above(&self.meta_slots, logs));
+        let high = self.cfg.checkpoint_pending_high;
+        if high > 0 {
+            let used = self.data_slots.total() - self.data_slots.free_count();
+            room = room.min(high as i64 - used as i64);
+        }
+        room.max(0)
     }
 
     /// Free blocks below the low-water mark?

@@ -16,7 +16,7 @@ use crate::tlvi::Version;
 use parking_lot::{Mutex, RwLock};
 use pmem::Region;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 use store::{Error, Result};
@@ -385,9 +385,10 @@ pub fn open_core<R: Region>(region: Arc<R>, cfg: &PoolConfig) -> Result<(Core<R>
         ns: Mutex::new(()),
         unlinking: Default::default(),
         creates: Default::default(),
-        next_txid: AtomicU64::new(1),
-        commit_seq: AtomicU64::new(1),
-        clock: AtomicU64::new(0),
+        next_txid: Padded::new(AtomicU64::new(1)),
+        commit_seq: Padded::new(AtomicU64::new(1)),
+        clock: Padded::new(AtomicU64::new(0)),
+        room_credit: Padded::new(AtomicI64::new(0)),
         committed: Padded::new(Mutex::new(Default::default())),
         commits_in: Padded::new(Mutex::new(Vec::new())),
         counters: Counters::default(),
@@ -459,8 +460,8 @@ pub fn open_core<R: Region>(region: Arc<R>, cfg: &PoolConfig) -> Result<(Core<R>
         table.insert(txid, record);
     }
     // Both are bounded by Entry::decode (txid <= TXID_MAX, sequence < COMMIT_SEQ_LIMIT).
-    core.next_txid = AtomicU64::new(s.max_txid + 1);
-    core.commit_seq = AtomicU64::new(s.max_seq + 1);
+    core.next_txid = Padded::new(AtomicU64::new(s.max_txid + 1));
+    core.commit_seq = Padded::new(AtomicU64::new(s.max_seq + 1));
     if matches!(cfg.mode, Mode::Nc | Mode::FgWal | Mode::Scsp) {
         // These modes write under the block pointer and never look for versions: committed
         // versions a pool last run in FCFS, SOC or SYNC mode left are applied first, or

@@ -136,6 +136,14 @@ impl<R: Region> PoolStore<R> {
     /// none, checkpoint everything here). No lock is held here.
     fn make_room(&self, blocks: u64) {
         let core = &self.core;
+        // An operation takes at most `blocks + 16` numbers of any list (`short_of_room`'s
+        // margins). While the credit lasts, no list can have reached a low-water mark since
+        // the last look, so the free counts (which sum lines the checkpoint threads write)
+        // are not read on every operation.
+        let need = (blocks + 16) as i64;
+        if core.room_credit.fetch_sub(need, Ordering::Relaxed) >= need {
+            return;
+        }
         let short = || self.short_of_room(blocks, 1);
         if short() {
             core.counters
@@ -149,6 +157,11 @@ impl<R: Region> PoolStore<R> {
             } else {
                 core.checkpointer.push_all();
             }
+        } else {
+            // Half the distance to the nearest mark: numbers taken outside data operations
+            // (commit slots, namespace operations) do not count against the credit.
+            core.room_credit
+                .store(core.room_headroom() / 2, Ordering::Relaxed);
         }
     }
 

@@ -558,3 +558,99 @@ mod tests {
         assert!(s.fsck().expect("fsck").is_clean());
     }
 }
+
+#[cfg(test)]
+mod room_tests {
+    use crate::{PoolConfig, PoolStore};
+    use pmem::DramRegion;
+    use std::sync::Arc;
+    use store::{OpenFlags, Store, ROOT_INO};
+
+    const BLOCKS: u64 = 320;
+    /// Blocks one overwrite spans (one version each).
+    const SPAN: u64 = 32;
+
+    /// A pool with one file of `BLOCKS` blocks, all checkpointed (no version pending), and
+    /// no background checkpoint thread: `make_room` checkpoints in the writer's thread.
+    fn pool_with_checkpointed_file(high: u64) -> (PoolStore<DramRegion>, store::Fh) {
+        let cfg = PoolConfig {
+            data_log_entries: 1024,
+            metadata_log_entries: 1024,
+            checkpoint_pending_high: high,
+            ..PoolConfig::test_min()
+        };
+        let s = PoolStore::format(Arc::new(DramRegion::new(16 << 20)), &cfg).expect("format");
+        let rw = OpenFlags {
+            read: true,
+            write: true,
+            ..OpenFlags::default()
+        };
+        let ino = s.create(ROOT_INO, b"a", 0o644, None).expect("create").ino;
+        let fh = s.open(ino, rw).expect("open");
+        s.write(fh, 0, &vec![1u8; (BLOCKS * 4096) as usize])
+            .expect("fill");
+        s.checkpoint_all().expect("checkpoint");
+        (s, fh)
+    }
+
+    fn pending(s: &PoolStore<DramRegion>) -> u64 {
+        let slots = &s.core.data_slots;
+        slots.total() - slots.free_count()
+    }
+
+    /// Overwrite `SPAN` blocks from block `first` (all but 100 bytes at each end), with
+    /// `byte`.
+    fn overwrite(s: &PoolStore<DramRegion>, fh: store::Fh, first: u64, byte: u8) {
+        let data = vec![byte; (SPAN * 4096 - 200) as usize];
+        s.write(fh, first * 4096 + 100, &data).expect("overwrite");
+    }
+
+    /// With `checkpoint_pending_high`, more pending versions than the mark start a
+    /// checkpoint, and `make_room`'s credit (which skips reading the free counts) never lets
+    /// an operation start past the mark unseen: after every overwrite at most one
+    /// operation's versions beyond the mark are pending. Without the mark, versions pile up
+    /// to the log's own mark.
+    #[test]
+    fn the_pending_mark_starts_checkpoints_and_the_room_credit_never_hides_it() {
+        let high = 64;
+        let (s, fh) = pool_with_checkpointed_file(high);
+        assert_eq!(pending(&s), 0);
+        assert_eq!(s.core.room_headroom(), high as i64);
+        let mut most = 0;
+        for round in 0..3u64 {
+            for first in (0..BLOCKS).step_by(SPAN as usize) {
+                overwrite(&s, fh, first, (round * 16 + first / SPAN) as u8);
+                most = most.max(pending(&s));
+                assert!(
+                    pending(&s) <= high + SPAN,
+                    "{} versions pending after blocks {first}.., mark {high}",
+                    pending(&s)
+                );
+            }
+        }
+        assert!(most > high, "the writes passed the mark ({most} at most)");
+        let checkpoints = s
+            .stats()
+            .into_iter()
+            .find(|(k, _)| k == "checkpoints")
+            .map(|(_, v)| v)
+            .unwrap_or(0);
+        assert!(checkpoints > 0, "the mark started no checkpoint");
+        let mut buf = vec![0u8; (SPAN * 4096 - 200) as usize];
+        for first in [0, BLOCKS / 2, BLOCKS - SPAN] {
+            s.read(fh, first * 4096 + 100, &mut buf).expect("read");
+            let want = (2 * 16 + first / SPAN) as u8;
+            assert!(buf.iter().all(|&b| b == want), "blocks {first}.. read back");
+        }
+
+        let (s, fh) = pool_with_checkpointed_file(0);
+        for first in (0..BLOCKS).step_by(SPAN as usize) {
+            overwrite(&s, fh, first, 9);
+        }
+        assert_eq!(
+            pending(&s),
+            BLOCKS,
+            "without the mark nothing was checkpointed"
+        );
+    }
+}
