@@ -597,37 +597,49 @@ impl<R: Region> Core<R> {
     /// Either log area below the low-water mark (committed entries wait for a checkpoint), or
     /// more pending versions than `PoolConfig::checkpoint_pending_high`?
     pub fn logs_low(&self) -> bool {
-        let pct = self.cfg.free_blocks_low_percent.max(10) * 2;
-        let high = self.cfg.checkpoint_pending_high;
-        if high > 0 && self.data_slots.total() - self.data_slots.free_count() > high {
-            return true;
-        }
-        self.data_slots.free_count() * 100 < self.data_slots.total() * pct
-            || self.meta_slots.free_count() * 100 < self.meta_slots.total() * pct
-    }
-
-    /// How many numbers any free list can still give before it reaches the mark of
-    /// `blocks_low` or `logs_low` (0 when one has).
-    pub fn room_headroom(&self) -> i64 {
-        let above = |list: &FreeList, percent: u64| {
-            list.free_count() as i64 - (list.total() * percent).div_ceil(100) as i64
-        };
-        let logs = self.cfg.free_blocks_low_percent.max(10) * 2;
-        let mut room = above(&self.blocks, self.cfg.free_blocks_low_percent)
-            .min(above(&self.data_slots, logs))
-            .min(above(&self.meta_slots, logs));
-        let high = self.cfg.checkpoint_pending_high;
-        if high > 0 {
-            let used = self.data_slots.total() - self.data_slots.free_count();
-            room = room.min(high as i64 - used as i64);
-        }
-        room.max(0)
+        self.logs_headroom() < 0
     }
 
     /// Free blocks below the low-water mark?
     pub fn blocks_low(&self) -> bool {
-        self.blocks.free_count() * 100 < self.blocks.total() * self.cfg.free_blocks_low_percent
+        self.blocks_headroom() < 0
     }
+
+    /// How many numbers any free list can still give before `blocks_low` or `logs_low`
+    /// holds (negative when one does).
+    pub fn room_headroom(&self) -> i64 {
+        self.blocks_headroom().min(self.logs_headroom())
+    }
+
+    /// Free blocks above the mark (fewer than `free_blocks_low_percent` free).
+    fn blocks_headroom(&self) -> i64 {
+        above_mark(&self.blocks, self.cfg.free_blocks_low_percent)
+    }
+
+    /// Log slots above the nearest log mark: a log 80 % full (twice the blocks' percentage,
+    /// at least 20 %) or, with `checkpoint_pending_high`, that many pending versions.
+    fn logs_headroom(&self) -> i64 {
+        let percent = self.cfg.free_blocks_low_percent.max(10) * 2;
+        let free = self.data_slots.free_count() as i64;
+        let mut room = above_mark_of(free, self.data_slots.total(), percent)
+            .min(above_mark(&self.meta_slots, percent));
+        let high = self.cfg.checkpoint_pending_high;
+        if high > 0 {
+            let used = self.data_slots.total() as i64 - free;
+            room = room.min(high as i64 - used);
+        }
+        room
+    }
+}
+
+/// Free numbers of `list` above `percent` % of its size: negative exactly when
+/// `free * 100 < total * percent`.
+fn above_mark(list: &FreeList, percent: u64) -> i64 {
+    above_mark_of(list.free_count() as i64, list.total(), percent)
+}
+
+fn above_mark_of(free: i64, total: u64, percent: u64) -> i64 {
+    free - total.saturating_mul(percent).div_ceil(100) as i64
 }
 
 /// Data blocks a tree of `height` levels addresses.
@@ -637,9 +649,26 @@ pub fn capacity(height: u32) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{CommitRecord, CommitTable, WINDOW_GAP_MAX};
+    use super::{above_mark_of, CommitRecord, CommitTable, WINDOW_GAP_MAX};
     use proptest::prelude::*;
     use std::collections::BTreeMap;
+
+    proptest! {
+        /// The headroom is negative exactly when the low-water test `free * 100 < total *
+        /// percent` (which `blocks_low` and `logs_low` used to compute) holds.
+        #[test]
+        fn headroom_is_negative_exactly_below_the_mark(
+            total in 0u64..10_000_000,
+            free_part in 0u64..=1000,
+            percent in 0u64..=100,
+        ) {
+            let free = total * free_part / 1000;
+            prop_assert_eq!(
+                above_mark_of(free as i64, total, percent) < 0,
+                free * 100 < total * percent
+            );
+        }
+    }
 
     /// A record of `n` data entries; every third id also has an undo entry (kept in the
     /// slab), the others only their commit slot (kept in the window).

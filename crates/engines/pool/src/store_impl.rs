@@ -151,7 +151,11 @@ impl<R: Region> PoolStore<R> {
                 .fetch_add(1, Ordering::Relaxed);
             core.checkpointer.push_all();
             let _ = core.checkpoint_while(short);
-        } else if core.blocks_low() || core.logs_low() {
+            return;
+        }
+        let room = core.room_headroom();
+        if room < 0 {
+            // A low-water mark passed (`blocks_low` or `logs_low`).
             if core.cfg.checkpoint_threads == 0 {
                 let _ = core.checkpoint_all();
             } else {
@@ -160,8 +164,7 @@ impl<R: Region> PoolStore<R> {
         } else {
             // Half the distance to the nearest mark: numbers taken outside data operations
             // (commit slots, namespace operations) do not count against the credit.
-            core.room_credit
-                .store(core.room_headroom() / 2, Ordering::Relaxed);
+            core.room_credit.store(room / 2, Ordering::Relaxed);
         }
     }
 
