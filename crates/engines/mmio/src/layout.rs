@@ -30,6 +30,12 @@
 //! 32 delta u64 (low 32 bits: chunk offset in the block, high 32: chunk length; one atomic word)
 //! 40 checksum u32 (crc32c of bytes 8..32 and the epoch)   44..64 zero
 //!
+//! home record (in the superblock's page, at HOME_RECORD_OFF = 1024; written and persisted
+//! before the superblock when the store is created through its pool file path)
+//!  0 magic u64 "ATFSHOME"   8 len u32 (bytes of the path)   12 checksum u32 (crc32c of the
+//! path)   16 path (the home directory, canonical and absolute, len bytes, at most
+//! HOME_PATH_MAX)
+//!
 //! transaction record (256 bytes)
 //!  0 state u64 (0 free, TX_COMMITTED: the commit word)  8 count u32  12 checksum u32
 //! 16 txid u64   24 files[14] { slot u32, pad u32, target_epoch u64 }   248..256 zero
@@ -49,6 +55,55 @@ pub const TX_FILES_MAX: usize = 14;
 pub const FILE_MAGIC: u64 = 0x4C49_464D; // "MFIL"
 pub const NO_EPOCH: u64 = u64::MAX;
 pub const TX_COMMITTED: u64 = u64::from_le_bytes(*b"COMMITTD");
+
+/// Where the home record sits in the superblock's page.
+pub const HOME_RECORD_OFF: u64 = 1024;
+pub const HOME_MAGIC: u64 = u64::from_le_bytes(*b"ATFSHOME");
+/// Longest home directory path a pool file records.
+pub const HOME_PATH_MAX: usize = (SUPERBLOCK_LEN - HOME_RECORD_OFF) as usize - 16;
+
+const _: () = assert!(HOME_RECORD_OFF >= 128 && HOME_PATH_MAX >= 2048);
+
+/// The home record for `path`: [`HOME_RECORD_OFF`]'s bytes.
+pub fn encode_home(path: &[u8]) -> MmioResult<Vec<u8>> {
+    if path.is_empty() || path.len() > HOME_PATH_MAX || path.contains(&0) {
+        return Err(MmioError::Config(format!(
+            "home directory path of {} bytes: it must be 1..={HOME_PATH_MAX} bytes without NUL",
+            path.len()
+        )));
+    }
+    let mut b = Vec::with_capacity(16 + path.len());
+    b.extend_from_slice(&HOME_MAGIC.to_le_bytes());
+    b.extend_from_slice(&(path.len() as u32).to_le_bytes());
+    b.extend_from_slice(&crc32c::crc32c(path).to_le_bytes());
+    b.extend_from_slice(path);
+    let decoded = decode_home(&b)?;
+    assert_eq!(
+        decoded.as_deref(),
+        Some(path),
+        "home record does not decode"
+    );
+    Ok(b)
+}
+
+/// Decode a home record (`None`: no record, as in a store created over its media directly).
+pub fn decode_home(b: &[u8]) -> MmioResult<Option<Vec<u8>>> {
+    if b.len() < 16 || get_u64(b, 0) != HOME_MAGIC {
+        return Ok(None);
+    }
+    let len = get_u32(b, 8) as usize;
+    let path = b
+        .get(16..16usize.saturating_add(len))
+        .filter(|_| len > 0 && len <= HOME_PATH_MAX)
+        .ok_or_else(|| MmioError::corrupt("home record length out of range", HOME_RECORD_OFF))?;
+    if get_u32(b, 12) != crc32c::crc32c(path) || path.contains(&0) {
+        return Err(MmioError::corrupt(
+            "home record checksum mismatch",
+            HOME_RECORD_OFF,
+        ));
+    }
+    Ok(Some(path.to_vec()))
+}
 
 const _: () = assert!(24 + TX_FILES_MAX as u64 * 16 <= TX_RECORD_LEN);
 const _: () = assert!(FILE_META_LEN == 64 && INDEX_ENTRY_LEN == 64);

@@ -32,7 +32,7 @@ mod store_impl;
 pub use layout::Policy;
 pub use media::{FileMedia, HostMedia, SimMedia, SimNamespace, Window};
 pub use nvmmap::NvMap;
-pub use store_impl::{HostMmioStore, MmioStore, RecoveryReport};
+pub use store_impl::{recorded_home, HostMmioStore, MmioStore, RecoveryReport};
 
 use std::time::Duration;
 

@@ -12,6 +12,7 @@ use parking_lot::Mutex;
 use pmem::{MappedRegion, Region};
 use std::any::Any;
 use std::collections::HashMap;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -145,10 +146,43 @@ fn new_store_id() -> u64 {
 impl HostMmioStore {
     /// Format a new store: `dir` (an existing directory) holds the files, `log_pool` (a new
     /// file, best on tmpfs/DAX) the logs.
+    /// The log pool records `dir` (canonical) in its home record, so that
+    /// [`open_recorded`](Self::open_recorded) needs only the log pool's path.
     pub fn create(dir: &Path, log_pool: &Path, config: &MmioConfig) -> Result<Self> {
-        let media = HostMedia::new(dir).map_err(|e| io_err(dir, "open", e))?;
+        let dir = dir.canonicalize().map_err(|e| io_err(dir, "open", e))?;
+        let media = HostMedia::new(&dir).map_err(|e| io_err(&dir, "open", e))?;
+        let record = layout::encode_home(dir.as_os_str().as_bytes())?;
         let pool = MappedRegion::create(log_pool, config.log_pool_len).map_err(pm_err)?;
+        pool.write(layout::HOME_RECORD_OFF, &record);
+        // persist: the home record is durable before the superblock makes the pool valid, so
+        // a valid pool always names its directory.
+        pool.persist(layout::HOME_RECORD_OFF, record.len() as u64);
         Self::create_on(pool, media, config)
+    }
+
+    /// Open the store whose log pool is `log_pool`, in the home directory it records.
+    pub fn open_recorded(log_pool: &Path, config: &MmioConfig) -> Result<Self> {
+        let dir = recorded_home(log_pool)?.ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "{}: the log pool records no home directory (open it with its directory)",
+                log_pool.display()
+            ))
+        })?;
+        Self::open(&dir, log_pool, config).map_err(|e| match e {
+            Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                Error::NotFound(format!(
+                    "home directory {} of {} is missing (moved or deleted?)",
+                    dir.display(),
+                    log_pool.display()
+                ))
+            }
+            Error::CrossStore(m) => Error::CrossStore(format!(
+                "{} and its home directory {} do not belong together: {m}",
+                log_pool.display(),
+                dir.display()
+            )),
+            other => other,
+        })
     }
 
     /// Open an existing store, running recovery.
@@ -157,6 +191,28 @@ impl HostMmioStore {
         let pool = MappedRegion::open(log_pool).map_err(pm_err)?;
         Self::open_on(pool, media, config)
     }
+}
+
+/// The home directory recorded in the log pool file at `log_pool` (`None` when it records
+/// none). Reads the file; never maps or changes it.
+pub fn recorded_home(log_pool: &Path) -> Result<Option<PathBuf>> {
+    use std::io::Read;
+    let file = std::fs::File::open(log_pool).map_err(|e| io_err(log_pool, "open", e))?;
+    let file_len = file
+        .metadata()
+        .map_err(|e| io_err(log_pool, "stat", e))?
+        .len();
+    let mut page = Vec::with_capacity(layout::SUPERBLOCK_LEN as usize);
+    file.take(layout::SUPERBLOCK_LEN)
+        .read_to_end(&mut page)
+        .map_err(|e| io_err(log_pool, "read", e))?;
+    let mut head = [0u8; 128];
+    head.copy_from_slice(page.get(..128).ok_or(MmioError::BadMagic)?);
+    Superblock::decode(&head, file_len)?;
+    let record = page
+        .get(layout::HOME_RECORD_OFF as usize..)
+        .unwrap_or_default();
+    Ok(layout::decode_home(record)?.map(|p| PathBuf::from(std::ffi::OsString::from_vec(p))))
 }
 
 fn pm_err(e: pmem::PmError) -> Error {

@@ -20,6 +20,7 @@ mod counters;
 use crate::{check_range, lines_in, PmError, PmResult, Region, RegionStats};
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -120,16 +121,31 @@ pub fn scratch_dir() -> PathBuf {
 }
 
 impl MappedRegion {
-    /// Create a new pool file of `len` bytes (it must not exist yet) and map it.
+    /// Create a new pool file of `len` bytes and map it. The file must not exist yet, or be
+    /// empty: a store registry creates (mode 0600) and locks the file before an engine formats
+    /// it, so that no other process can open the store while it is being made.
     pub fn create(path: impl AsRef<Path>, len: u64) -> PmResult<Self> {
         let path = path.as_ref();
         check_len(path, len, POOL_LEN_MIN)?;
         let file = OpenOptions::new()
             .read(true)
             .write(true)
-            .create_new(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
             .open(path)
             .map_err(|e| io_error(path, "create", e))?;
+        let existing = file.metadata().map_err(|e| io_error(path, "stat", e))?;
+        if !existing.is_file() || existing.len() != 0 {
+            return Err(io_error(
+                path,
+                "create",
+                std::io::Error::new(
+                    std::io::ErrorKind::AlreadyExists,
+                    "file exists and is not empty",
+                ),
+            ));
+        }
         file.set_len(len)
             .map_err(|e| io_error(path, "set_len", e))?;
         // persist: the file's size must survive a crash before anything is stored in it.
