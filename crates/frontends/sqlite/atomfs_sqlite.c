@@ -7,7 +7,9 @@
  *   PRAGMA journal_mode=OFF;                      (or MEMORY; crash-safe either way)
  *
  * The pool is the `pool=` URI parameter of the database, else $ATOMFS_POOL; a missing pool
- * file is created when $ATOMFS_CREATE_SIZE is set (bytes, or 0 for the default size).
+ * file is created when $ATOMFS_CREATE_SIZE is set (bytes, or 0 for the default size) or the
+ * URI names an engine: `engine=` (else $ATOMFS_ENGINE, else pool) and `options=` (else
+ * $ATOMFS_OPTIONS), e.g. `file:/t.db?vfs=atomfs&pool=/dev/shm/m.pool&engine=mmio&options=home=/srv/db`.
  *
  * Crash safety without a journal (ACCFS SADJ mode): the main database file is opened in
  * O_ATOMIC mode, so every write since the last xSync becomes durable atomically at the next
@@ -20,10 +22,12 @@
  * SQLITE_ENABLE_BATCH_ATOMIC_WRITE (other builds never send them).
  *
  * Temporary files (no name, temp databases and journals, sub-journals) go to the default
- * VFS. Locking is per process only: the pool belongs to one process at a time.
+ * VFS. Locking is per process only: the store belongs to one process at a time (a second
+ * process gets SQLITE_CANTOPEN, errno EBUSY, whichever front end holds the store).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -250,14 +254,28 @@ static const sqlite3_io_methods atomfs_io = {
     0, 0, 0, 0, 0, 0,
 };
 
-/* Open (creating if asked by $ATOMFS_CREATE_SIZE) the pool named `path`. */
-static atomfs_pool *open_pool(const char *path)
+/* Open the store at `path`; when it does not exist and $ATOMFS_CREATE_SIZE is set or the
+ * database URI names an engine (`engine=`), create it with that engine ($ATOMFS_ENGINE, else
+ * "pool") and its options (`options=` in the URI, else $ATOMFS_OPTIONS: "key=value,..."). */
+static atomfs_pool *open_pool(const char *path, const char *engine, const char *options)
 {
     atomfs_pool *pool = atomfs_pool_open(path);
     const char *size = getenv("ATOMFS_CREATE_SIZE");
-    if (!pool && errno == ENOENT && size) {
-        unsigned long long bytes = strtoull(size, NULL, 0);
-        pool = atomfs_pool_create(path, bytes ? bytes : ATOMFS_CREATE_SIZE_DEFAULT);
+    if (!pool && errno == ENOENT && (size || (engine && *engine))) {
+        char all[1024];
+        unsigned long long bytes = size ? strtoull(size, NULL, 0) : 0;
+        if (!engine || !*engine)
+            engine = getenv("ATOMFS_ENGINE");
+        if (!options || !*options)
+            options = getenv("ATOMFS_OPTIONS");
+        if (!options)
+            options = "";
+        if (strstr(options, "size=") || !size)
+            snprintf(all, sizeof all, "%s", options);
+        else
+            snprintf(all, sizeof all, "%s%ssize=%llu", options, *options ? "," : "",
+                     bytes ? bytes : (unsigned long long) ATOMFS_CREATE_SIZE_DEFAULT);
+        pool = atomfs_create(path, engine, all);
         if (!pool && errno == EEXIST) /* created meanwhile */
             pool = atomfs_pool_open(path);
     }
@@ -268,6 +286,8 @@ static atomfs_pool *open_pool(const char *path)
 static atomfs_pool *pool_for(const char *name, int use_uri)
 {
     const char *path = use_uri && name ? sqlite3_uri_parameter(name, "pool") : NULL;
+    const char *engine = use_uri && name ? sqlite3_uri_parameter(name, "engine") : NULL;
+    const char *options = use_uri && name ? sqlite3_uri_parameter(name, "options") : NULL;
     char remembered[sizeof current_pool];
     if (!path || !*path)
         path = getenv("ATOMFS_POOL");
@@ -280,7 +300,7 @@ static atomfs_pool *pool_for(const char *name, int use_uri)
         errno = ENOENT;
         return NULL;
     }
-    return open_pool(remembered);
+    return open_pool(remembered, engine, options);
 }
 
 static int x_open(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *f, int flags, int *out_flags)

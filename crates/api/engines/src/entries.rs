@@ -106,6 +106,24 @@ impl PoolEngine {
     }
 }
 
+impl PoolEngine {
+    /// Format a pool of `size` bytes with a typed configuration in the empty, locked file at
+    /// `path` (for [`create_with`](crate::create_with)).
+    pub fn create_config(
+        &self,
+        path: &Path,
+        size: u64,
+        config: &pool::PoolConfig,
+    ) -> Result<Arc<dyn Store>> {
+        pool::create(path, size, config)
+    }
+
+    /// Open the locked pool file at `path` with a typed configuration.
+    pub fn open_config(&self, path: &Path, config: &pool::PoolConfig) -> Result<Arc<dyn Store>> {
+        pool::open(path, config)
+    }
+}
+
 impl Engine for PoolEngine {
     fn name(&self) -> &'static str {
         "pool"
@@ -201,6 +219,25 @@ impl MmioEngine {
             config.checkpoint_period = (!period.is_zero()).then_some(period);
         }
         Ok(config)
+    }
+}
+
+impl MmioEngine {
+    /// Format a store whose files live in `home` with a typed configuration, its log pool
+    /// in the empty, locked file at `path`.
+    pub fn create_config(
+        &self,
+        path: &Path,
+        home: &Path,
+        config: &mmio::MmioConfig,
+    ) -> Result<Arc<dyn Store>> {
+        Ok(Arc::new(mmio::HostMmioStore::create(home, path, config)?))
+    }
+
+    /// Open the locked log pool file at `path` (and the home directory it records) with a
+    /// typed configuration.
+    pub fn open_config(&self, path: &Path, config: &mmio::MmioConfig) -> Result<Arc<dyn Store>> {
+        Ok(Arc::new(mmio::HostMmioStore::open_recorded(path, config)?))
     }
 }
 

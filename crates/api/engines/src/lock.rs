@@ -93,6 +93,14 @@ impl StoreLock {
         self.held.iter().map(|h| h.path.as_path())
     }
 
+    /// The descriptors holding the locks.
+    pub fn fds(&self) -> Vec<i32> {
+        self.held
+            .iter()
+            .map(|h| h.fd.load(Ordering::Relaxed))
+            .collect()
+    }
+
     /// Whether `fd` is one of this lock's descriptors.
     pub fn holds_fd(&self, fd: i32) -> bool {
         self.held.iter().any(|h| h.fd.load(Ordering::Relaxed) == fd)

@@ -1,42 +1,45 @@
 //! Which engine serves a file system, and with which options.
+//!
+//! Every store is created and opened through the engine registry (crate `atomfs-engines`),
+//! which also takes the store's lock: one owner process per store, whichever front end each
+//! side uses (a second opener gets [`Error::Busy`](crate::Error::Busy) naming the holder).
 
-use crate::{Error, Fs, Result};
-use std::path::Path;
+use crate::{Fs, Result};
+use engines::{Options, MMIO, POOL};
+use std::path::{Path, PathBuf};
 
-/// Engine and options for [`Fs::create`] and [`Fs::open`]. One variant per engine; only the
-/// `pool` engine (FCFS) exists so far.
+pub use engines::config::{MmioConfig, PolicyMode, PoolConfig, PoolMode};
+pub use engines::pool_config_for;
+
+/// Engine and options for [`Fs::create`] and [`Fs::open`].
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub enum Config {
-    /// Files live in a persistent-memory pool file (mapped; on /dev/shm its page cache is the
-    /// emulated NVMM). `size` is used by [`Fs::create`] only.
-    Pool { size: u64, config: pool::PoolConfig },
+    /// Any registered engine, by name, with its `key=value` options (`atomfs mkfs -o`'s
+    /// keys; see each engine's options in the registry). With no engine named, [`Fs::create`]
+    /// makes a `pool` and [`Fs::open`] opens whatever engine made the file.
+    Registry {
+        engine: Option<String>,
+        options: Options,
+    },
+    /// `pool` (FCFS): files live in a persistent-memory pool file (mapped; on /dev/shm its
+    /// page cache is the emulated NVMM). `size` is used by [`Fs::create`] only.
+    Pool { size: u64, config: PoolConfig },
+    /// `mmio` (Libnvmmio): files live in the host directory `home`, logs in the pool file,
+    /// which records `home` (used by [`Fs::create`] only; [`Fs::open`] reads it back).
+    Mmio { home: PathBuf, config: MmioConfig },
 }
 
-/// Default pool size for [`Config::default`].
+/// Default pool size for [`Config::pool`]'s callers that want one.
 pub const POOL_SIZE_DEFAULT: u64 = 256 << 20;
 
 impl Default for Config {
+    /// Create: a 256 MiB `pool`. Open: whichever engine made the file.
     fn default() -> Self {
-        Config::Pool {
-            size: POOL_SIZE_DEFAULT,
-            config: pool::PoolConfig::default(),
+        Config::Registry {
+            engine: None,
+            options: Options::new(),
         }
-    }
-}
-
-/// The default pool configuration with its format-time geometry scaled to a pool of `size`
-/// bytes, so that small pools keep most of their space for file data: about 32 KiB of pool
-/// per inode, 1 KiB per metadata log entry and 8 KiB per data log entry (one pending block
-/// version each), each within a floor, with the defaults as ceiling for the logs and a million
-/// inodes at most.
-pub fn pool_config_for(size: u64) -> pool::PoolConfig {
-    let d = pool::PoolConfig::default();
-    pool::PoolConfig {
-        inode_count: (size / (32 << 10)).clamp(256, d.inode_count.max(1 << 20)),
-        metadata_log_entries: (size / 1024).clamp(4096, d.metadata_log_entries.max(4096)),
-        data_log_entries: (size / (8 << 10)).clamp(1024, d.data_log_entries.max(1024)),
-        ..d
     }
 }
 
@@ -50,61 +53,45 @@ impl Config {
         }
     }
 
-    /// The same configuration with the pool's update protocol set to `mode`.
-    pub fn with_pool_mode(self, mode: pool::Mode) -> Self {
+    /// An mmio store over the host directory `home`, with the default configuration.
+    pub fn mmio(home: impl Into<PathBuf>) -> Self {
+        Config::Mmio {
+            home: home.into(),
+            config: MmioConfig::default(),
+        }
+    }
+
+    /// The registered engine `name` with no options yet ([`Config::option`] adds them).
+    pub fn engine(name: &str) -> Self {
+        Config::Registry {
+            engine: Some(name.to_string()),
+            options: Options::new(),
+        }
+    }
+
+    /// The same configuration with one more `key=value` option (registry configurations
+    /// only; a typed configuration is returned unchanged).
+    pub fn option(mut self, key: &str, value: impl Into<String>) -> Self {
+        if let Config::Registry { options, .. } = &mut self {
+            options.set(key, value);
+        }
+        self
+    }
+
+    /// The same configuration with the pool's update protocol set to `mode` (pool
+    /// configurations only).
+    pub fn with_pool_mode(self, mode: PoolMode) -> Self {
         match self {
             Config::Pool { size, config } => Config::Pool {
                 size,
                 config: config.with_mode(mode),
             },
+            Config::Registry { engine, options } => Config::Registry {
+                engine,
+                options: options.with("mode", mode.name()),
+            },
+            other => other,
         }
-    }
-}
-
-/// An exclusive advisory lock on a pool file, held while a process serves it: two processes
-/// mapping one pool would corrupt it.
-#[derive(Debug)]
-pub(crate) struct PoolLock {
-    _file: std::fs::File,
-}
-
-impl PoolLock {
-    pub(crate) fn take(path: &Path) -> Result<PoolLock> {
-        let io = |op: &'static str| {
-            move |source| Error::Io {
-                path: path.display().to_string(),
-                op,
-                source,
-            }
-        };
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .open(path)
-            .map_err(io("open"))?;
-        if !try_flock(&file).map_err(io("flock"))? {
-            return Err(Error::Busy(format!(
-                "{} is in use by another process (mounted, or open in another atomfs command)",
-                path.display()
-            )));
-        }
-        Ok(PoolLock { _file: file })
-    }
-}
-
-#[allow(unsafe_code)]
-fn try_flock(file: &std::fs::File) -> std::io::Result<bool> {
-    use std::os::unix::io::AsRawFd;
-    // SAFETY: flock on a descriptor that `file` keeps open for the duration of the call; no
-    // memory is passed.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc == 0 {
-        return Ok(true);
-    }
-    let err = std::io::Error::last_os_error();
-    if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
-        Ok(false)
-    } else {
-        Err(err)
     }
 }
 
@@ -112,33 +99,48 @@ impl Fs {
     /// Create a new file system in a new file at `path` (which must not exist).
     pub fn create(path: impl AsRef<Path>, config: Config) -> Result<Fs> {
         let path = path.as_ref();
-        match config {
-            Config::Pool { size, config } => {
-                if path.exists() {
-                    return Err(Error::Exists(path.display().to_string()));
-                }
-                let store = pool::create(path, size, &config)?;
-                let lock = PoolLock::take(path);
-                match lock {
-                    Ok(lock) => Ok(Fs::owning_locked(store, Some(lock))),
-                    Err(e) => {
-                        let _ = store.unmount();
-                        Err(e)
-                    }
-                }
+        let opened = match config {
+            Config::Registry { engine, options } => {
+                engines::create(path, engine.as_deref().unwrap_or("pool"), &options)?
             }
-        }
+            Config::Pool { size, config } => {
+                engines::create_with(path, &POOL, &Options::new(), |p| {
+                    POOL.create_config(p, size, &config)
+                })?
+            }
+            Config::Mmio { home, config } => {
+                let options = Options::new().with("home", home.display().to_string());
+                engines::create_with(path, &MMIO, &options, |p| {
+                    MMIO.create_config(p, &home, &config)
+                })?
+            }
+        };
+        Ok(Fs::from_opened(opened))
     }
 
     /// Open an existing file system (running the engine's recovery).
     pub fn open(path: impl AsRef<Path>, config: Config) -> Result<Fs> {
         let path = path.as_ref();
-        match config {
-            Config::Pool { config, .. } => {
-                let lock = PoolLock::take(path)?;
-                let store = pool::open(path, &config)?;
-                Ok(Fs::owning_locked(store, Some(lock)))
+        let opened = match config {
+            Config::Registry { engine, options } => {
+                let opened = engines::open(path, &options)?;
+                if let Some(name) = engine.filter(|n| n != opened.engine.name()) {
+                    let found = opened.engine.name();
+                    let _ = opened.unmount();
+                    return Err(crate::Error::InvalidArgument(format!(
+                        "{} is a store of engine {found}, not {name}",
+                        path.display()
+                    )));
+                }
+                opened
             }
-        }
+            Config::Pool { config, .. } => {
+                engines::open_with(path, &POOL, |p| POOL.open_config(p, &config))?
+            }
+            Config::Mmio { config, .. } => {
+                engines::open_with(path, &MMIO, |p| MMIO.open_config(p, &config))?
+            }
+        };
+        Ok(Fs::from_opened(opened))
     }
 }

@@ -1,6 +1,5 @@
 //! The file system handle and its namespace helpers.
 
-use crate::config::PoolLock;
 use crate::{DirEntry, File, FsckReport, Metadata, OpenOptions, Result, StatFs, Store, Tx};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -18,8 +17,8 @@ pub(crate) struct Shared {
     /// Unmount (checkpoint and close) the store when the last user goes away: true for a
     /// store this crate opened, false for one handed in by [`Fs::from_store`].
     unmount_on_drop: bool,
-    /// The pool file's lock, released after the unmount.
-    _lock: Option<PoolLock>,
+    /// The store's lock (one owner process), released after the unmount.
+    _lock: Option<engines::StoreLock>,
 }
 
 impl Drop for Shared {
@@ -65,7 +64,13 @@ impl Fs {
         Self::owning_locked(store, None)
     }
 
-    pub(crate) fn owning_locked(store: Arc<dyn Store>, lock: Option<PoolLock>) -> Fs {
+    /// A file system over a store the registry opened: unmounted when the last user goes,
+    /// then its lock released.
+    pub(crate) fn from_opened(opened: engines::OpenedStore) -> Fs {
+        Self::owning_locked(opened.store, Some(opened.lock))
+    }
+
+    fn owning_locked(store: Arc<dyn Store>, lock: Option<engines::StoreLock>) -> Fs {
         Fs {
             shared: Arc::new(Shared {
                 store,

@@ -36,11 +36,13 @@ mod file;
 mod fs;
 mod tx;
 
-pub use config::{pool_config_for, Config, POOL_SIZE_DEFAULT};
+pub use config::{
+    pool_config_for, Config, MmioConfig, PolicyMode, PoolConfig, PoolMode, POOL_SIZE_DEFAULT,
+};
+/// The engine registry: every engine's name, options and description.
+pub use engines;
 pub use file::{File, OpenOptions};
 pub use fs::Fs;
-/// The pool engine (FCFS), for its configuration types.
-pub use pool;
 pub use store::{DirEntry, Error, FileKind, FsckReport, Metadata, Result, StatFs, Store};
 pub use tx::Tx;
 

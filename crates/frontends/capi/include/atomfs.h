@@ -58,8 +58,16 @@ typedef struct atomfs_pool atomfs_pool;
 /* Create a new pool file of `size` bytes at `path`. NULL + errno (EEXIST if it exists). */
 atomfs_pool *atomfs_pool_create(const char *path, uint64_t size);
 
-/* Open an existing pool file. NULL + errno (ENOENT, EUCLEAN if it is not a pool). The same
- * file opened twice in one process shares one store. */
+/* Create a new store at `path` with the engine `engine` ("pool", "mmio", ...; NULL: "pool")
+ * and its options as "key=value,..." (NULL or "": the defaults; e.g. "size=64M,mode=nc", or
+ * "home=/srv/data,size=64M" for mmio, whose files live in that directory). NULL + errno
+ * (EEXIST if it exists, EINVAL for an unknown engine or option: the reason goes to stderr). */
+atomfs_pool *atomfs_create(const char *path, const char *engine, const char *options);
+
+/* Open an existing store, whichever engine made it. NULL + errno (ENOENT, EUCLEAN if no
+ * engine recognises the file, EBUSY if another process has it open: through any front end,
+ * the FUSE mount and the CLI included). The same file opened twice in one process shares one
+ * store. */
 atomfs_pool *atomfs_pool_open(const char *path);
 
 /* Close a pool handle. Descriptors still open on it stay usable; the pool is unmounted

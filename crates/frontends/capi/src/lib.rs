@@ -121,11 +121,12 @@ fn new_handle() -> usize {
     NEXT_HANDLE.fetch_add(1, Ordering::Relaxed) as usize
 }
 
-fn open_pool(path: *const c_char, create: Option<u64>) -> PResult<*mut atomfs_pool> {
+fn open_pool(path: *const c_char, create: Option<px::CreateSpec>) -> PResult<*mut atomfs_pool> {
     // SAFETY: the caller passes NULL or a C string (atomfs.h contract).
     let path = unsafe { c_str(path) }?;
     let path = Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path));
-    let pool = px::open_pool(path, create, create.is_some()).map_err(|e| e.errno())?;
+    let exclusive = create.is_some();
+    let pool = px::open_pool(path, create, exclusive).map_err(|e| e.errno())?;
     let handle = new_handle();
     state()
         .pools
@@ -144,10 +145,44 @@ pub extern "C" fn atomfs_pool_create(path: *const c_char, size: u64) -> *mut ato
         set_errno(libc::EINVAL);
         return std::ptr::null_mut();
     }
-    ret(open_pool(path, Some(size)), std::ptr::null_mut())
+    let spec = px::CreateSpec {
+        engine: "pool".into(),
+        options: engines::Options::new().with("size", size.to_string()),
+    };
+    ret(open_pool(path, Some(spec)), std::ptr::null_mut())
 }
 
-/// Open an existing pool file.
+/// Create a new store at `path` (`EEXIST` if it exists) with the registered engine `engine`
+/// (NULL: `pool`) and its `key=value,...` options (NULL or "": the defaults), e.g.
+/// `atomfs_create("/dev/shm/m.pool", "mmio", "home=/srv/data,size=64M")`. `EINVAL` for an
+/// unknown engine or option (the message goes to standard error).
+#[no_mangle]
+pub extern "C" fn atomfs_create(
+    path: *const c_char,
+    engine: *const c_char,
+    options: *const c_char,
+) -> *mut atomfs_pool {
+    ret(create_spec(engine, options).and_then(|spec| open_pool(path, Some(spec))), std::ptr::null_mut())
+}
+
+fn create_spec(engine: *const c_char, options: *const c_char) -> PResult<px::CreateSpec> {
+    let text = |p: *const c_char| -> PResult<String> {
+        if p.is_null() {
+            return Ok(String::new());
+        }
+        // SAFETY: the caller passes NULL (handled above) or a C string (atomfs.h contract).
+        let bytes = unsafe { c_str(p) }?;
+        String::from_utf8(bytes.to_vec()).map_err(|_| libc::EINVAL)
+    };
+    let engine = Some(text(engine)?).filter(|e| !e.is_empty()).unwrap_or_else(|| "pool".into());
+    let options = engines::Options::parse(&text(options)?).map_err(|e| {
+        eprintln!("atomfs_create: {e}");
+        libc::EINVAL
+    })?;
+    Ok(px::CreateSpec { engine, options })
+}
+
+/// Open an existing store (whichever engine made it).
 #[no_mangle]
 pub extern "C" fn atomfs_pool_open(path: *const c_char) -> *mut atomfs_pool {
     ret(open_pool(path, None), std::ptr::null_mut())

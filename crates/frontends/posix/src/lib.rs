@@ -20,7 +20,9 @@ mod pools;
 mod tx;
 
 pub use ops::*;
-pub use pools::{is_internal_fd, open_pool, relocate_internal_fd, Pool, CREATE_SIZE_DEFAULT};
+pub use pools::{
+    is_internal_fd, open_pool, relocate_internal_fd, CreateSpec, Pool, CREATE_SIZE_DEFAULT,
+};
 pub use tx::{tx_abort, tx_add, tx_begin, tx_commit, TX_FILES_MAX};
 
 use std::collections::HashMap;

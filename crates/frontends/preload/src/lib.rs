@@ -97,7 +97,16 @@ fn pool() -> PResult<Arc<Pool>> {
             eprintln!("atomfs-preload: ATOMFS_POOL is not set; calls under {prefix} fail with ENODEV");
             return Err(libc::ENODEV);
         };
-        match atomfs_posix::open_pool(std::path::Path::new(path), cfg.create_size, false) {
+        // ATOMFS_ENGINE and ATOMFS_OPTIONS say how to create a store that does not exist yet
+        // (read only then; an existing store is opened with the engine that made it).
+        let create = match cfg.create_size.map(atomfs_posix::CreateSpec::from_env).transpose() {
+            Ok(create) => create,
+            Err(e) => {
+                eprintln!("atomfs-preload: {e}; calls under {prefix} fail with EINVAL");
+                return Err(libc::EINVAL);
+            }
+        };
+        match atomfs_posix::open_pool(std::path::Path::new(path), create, false) {
             Ok(pool) => {
                 POOL_OPEN.store(true, Ordering::Relaxed);
                 Ok(pool)
