@@ -64,9 +64,9 @@ impl Fs {
         Self::owning_locked(store, None)
     }
 
-    /// A file system over a store the registry opened: unmounted when the last user goes,
-    /// then its lock released.
-    pub(crate) fn from_opened(opened: engines::OpenedStore) -> Fs {
+    /// A file system over a store the registry opened (`engines::create`, `open`,
+    /// `replace`): unmounted when the last user goes, then its lock released.
+    pub fn from_opened(opened: engines::OpenedStore) -> Fs {
         Self::owning_locked(opened.store, Some(opened.lock))
     }
 

@@ -162,7 +162,10 @@ pub extern "C" fn atomfs_create(
     engine: *const c_char,
     options: *const c_char,
 ) -> *mut atomfs_pool {
-    ret(create_spec(engine, options).and_then(|spec| open_pool(path, Some(spec))), std::ptr::null_mut())
+    ret(
+        create_spec(engine, options).and_then(|spec| open_pool(path, Some(spec))),
+        std::ptr::null_mut(),
+    )
 }
 
 fn create_spec(engine: *const c_char, options: *const c_char) -> PResult<px::CreateSpec> {
@@ -174,7 +177,9 @@ fn create_spec(engine: *const c_char, options: *const c_char) -> PResult<px::Cre
         let bytes = unsafe { c_str(p) }?;
         String::from_utf8(bytes.to_vec()).map_err(|_| libc::EINVAL)
     };
-    let engine = Some(text(engine)?).filter(|e| !e.is_empty()).unwrap_or_else(|| "pool".into());
+    let engine = Some(text(engine)?)
+        .filter(|e| !e.is_empty())
+        .unwrap_or_else(|| "pool".into());
     let options = engines::Options::parse(&text(options)?).map_err(|e| {
         eprintln!("atomfs_create: {e}");
         libc::EINVAL

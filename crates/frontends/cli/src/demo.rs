@@ -4,7 +4,7 @@
 use crate::size::human;
 use crate::workload::{writer_at, Model, Workload};
 use crate::{CmdResult, Failure};
-use atomfs::pool::Mode;
+use atomfs::PoolMode as Mode;
 use atomfs::{Config, Fs};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::Rng;

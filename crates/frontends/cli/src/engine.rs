@@ -5,6 +5,7 @@ use crate::render;
 use crate::size::{human, parse_size};
 use crate::{CmdResult, Failure, InspectWhat};
 use atomfs::{Config, Fs};
+use engines::Options;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::ExitCode;
@@ -14,22 +15,19 @@ use store::{Error, Store};
 /// Smallest pool `mkfs` accepts.
 pub const POOL_SIZE_MIN: u64 = 8 << 20;
 
-/// The configuration every command opens pools with.
+/// The configuration every command opens stores with: whichever engine made the file.
 pub fn config() -> Config {
-    Config::Pool {
-        size: 0,
-        config: atomfs::pool::PoolConfig::default(),
-    }
+    Config::default()
 }
 
-/// Why a pool could not be opened, in words that say what to do.
+/// Why a store could not be opened, in words that say what to do.
 pub fn open_failure(pool: &Path, e: Error) -> Failure {
     let shown = pool.display();
     let message = match &e {
         Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
             format!("{shown}: no such pool file (create one with: atomfs mkfs {shown} --size 512M)")
         }
-        Error::BadMagic(_) => format!("{shown} is not an atomfs pool ({e})"),
+        Error::BadMagic(_) => format!("{shown} is not an atomfs store ({e})"),
         Error::UnsupportedVersion { .. } => format!("{shown}: {e}"),
         Error::Corrupt { .. } => {
             format!("{shown} is corrupted: {e}\n  run `atomfs fsck {shown}` for a full report")
@@ -40,13 +38,62 @@ pub fn open_failure(pool: &Path, e: Error) -> Failure {
     Failure::new(message)
 }
 
-/// Open a pool (running recovery), with a person-readable error.
+/// Open a store (running recovery), with a person-readable error.
 pub fn open(pool: &Path) -> Result<Fs, Failure> {
     Fs::open(pool, config()).map_err(|e| open_failure(pool, e))
 }
 
-pub fn mkfs(pool: &Path, size: &str, inodes: Option<u64>, force: bool) -> CmdResult {
-    let bytes = parse_size(size).map_err(Failure::new)?;
+/// What `atomfs mkfs` was asked for.
+pub struct MkfsArgs<'a> {
+    pub pool: &'a Path,
+    pub engine: &'a str,
+    pub size: &'a str,
+    pub inodes: Option<u64>,
+    pub home: Option<&'a Path>,
+    pub options: &'a [String],
+    pub force: bool,
+}
+
+/// The registry options `atomfs mkfs`'s flags and `-o key=value` pairs describe.
+fn mkfs_options(args: &MkfsArgs<'_>, bytes: u64) -> Result<Options, Failure> {
+    let mut options = Options::new();
+    for text in args.options {
+        for pair in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            options.push_pair(pair)?;
+        }
+    }
+    options.set("size", bytes.to_string());
+    if let Some(n) = args.inodes {
+        if n < 2 {
+            return Err(Failure::new(
+                "--inodes must be at least 2 (the root and one file)",
+            ));
+        }
+        options.set("inodes", n.to_string());
+    }
+    if let Some(home) = args.home {
+        options.set("home", home.display().to_string());
+    }
+    let engine = engines::by_name(args.engine)?;
+    if args.home.is_some() && !engine.options().iter().any(|o| o.key == "home") {
+        return Err(Failure::new(format!(
+            "--home: engine {} keeps its files in the pool file and takes no home directory",
+            engine.name()
+        )));
+    }
+    if args.inodes.is_some() && !engine.options().iter().any(|o| o.key == "inodes") {
+        return Err(Failure::new(format!(
+            "--inodes: engine {} takes no inode count",
+            engine.name()
+        )));
+    }
+    options.validate(engine.name(), engine.options())?;
+    Ok(options)
+}
+
+pub fn mkfs(args: MkfsArgs<'_>) -> CmdResult {
+    let pool = args.pool;
+    let bytes = parse_size(args.size).map_err(Failure::new)?;
     if bytes < POOL_SIZE_MIN {
         return Err(Failure::new(format!(
             "pool size {} is too small: the minimum is {}",
@@ -54,6 +101,7 @@ pub fn mkfs(pool: &Path, size: &str, inodes: Option<u64>, force: bool) -> CmdRes
             human(POOL_SIZE_MIN)
         )));
     }
+    let options = mkfs_options(&args, bytes)?;
     if let Some(parent) = pool.parent().filter(|p| !p.as_os_str().is_empty()) {
         if !parent.is_dir() {
             return Err(Failure::new(format!(
@@ -71,40 +119,30 @@ pub fn mkfs(pool: &Path, size: &str, inodes: Option<u64>, force: bool) -> CmdRes
             )));
         }
     }
-    if pool.exists() {
-        if !force {
-            return Err(Failure::new(format!(
-                "{} exists (use --force to replace it)",
-                pool.display()
-            )));
-        }
-        std::fs::remove_file(pool)?;
-    }
-    let mut config = atomfs::pool_config_for(bytes);
-    if let Some(n) = inodes {
-        if n < 2 {
-            return Err(Failure::new(
-                "--inodes must be at least 2 (the root and one file)",
-            ));
-        }
-        config.inode_count = n;
+    if pool.exists() && !args.force {
+        return Err(Failure::new(format!(
+            "{} exists (use --force to replace it)",
+            pool.display()
+        )));
     }
     let started = Instant::now();
-    let fs = Fs::create(
-        pool,
-        Config::Pool {
-            size: bytes,
-            config,
-        },
-    )
-    .map_err(|e| {
-        let _ = std::fs::remove_file(pool);
-        Failure::new(format!("cannot create {}: {e}", pool.display()))
+    // --force takes the store's lock first: a store in use (mounted, or open in any program)
+    // is refused and left as it is.
+    let made = if args.force {
+        engines::replace(pool, args.engine, &options)
+    } else {
+        engines::create(pool, args.engine, &options)
+    };
+    let opened = made.map_err(|e| match e {
+        Error::Busy(m) => Failure::new(format!("cannot replace {}: {m}", pool.display())),
+        e => Failure::new(format!("cannot create {}: {e}", pool.display())),
     })?;
+    let engine = opened.engine.name();
+    let fs = Fs::from_opened(opened);
     let statfs = fs.statfs()?;
     fs.unmount()?;
     println!(
-        "created {}: {} ({} blocks of {} bytes free, {} inodes) in {:.0?}",
+        "created {} ({engine}): {} ({} blocks of {} bytes free, {} inodes) in {:.0?}",
         pool.display(),
         human(bytes),
         statfs.blocks_free,
@@ -272,4 +310,49 @@ pub fn recover(pool: &Path, json: bool) -> CmdResult {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// `atomfs engines`: every engine of this build and its options.
+pub fn list_engines(json: bool) -> CmdResult {
+    let value: Vec<Value> = engines::ENGINES
+        .iter()
+        .map(|e| {
+            let options: Vec<Value> = e
+                .options()
+                .iter()
+                .map(|o| {
+                    json!({
+                        "key": o.key,
+                        "default": o.default,
+                        "when": match o.when {
+                            engines::OptionUse::Create => "create",
+                            engines::OptionUse::Runtime => "runtime",
+                        },
+                        "help": o.help,
+                    })
+                })
+                .collect();
+            json!({"name": e.name(), "description": e.description(), "options": options})
+        })
+        .collect();
+    if json {
+        render::print(&Value::Array(value), true);
+        return Ok(ExitCode::SUCCESS);
+    }
+    for e in engines::ENGINES {
+        println!("{}: {}", e.name(), e.description());
+        for o in e.options() {
+            let default = if o.default.is_empty() {
+                String::new()
+            } else {
+                format!(" (default {})", o.default)
+            };
+            let when = match o.when {
+                engines::OptionUse::Create => ", at mkfs",
+                engines::OptionUse::Runtime => "",
+            };
+            println!("  {:<22} {}{default}{when}", o.key, o.help);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

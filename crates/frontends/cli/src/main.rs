@@ -70,22 +70,38 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Create a new, empty pool file.
+    /// Create a new, empty store (its pool file, and for a host-file engine the link to its
+    /// home directory).
     #[command(
-        after_help = "Examples:\n  atomfs mkfs /dev/shm/a.pool --size 512M\n  atomfs mkfs big.pool --size 4G --inodes 100000"
+        after_help = "Engines: pool (FCFS, files in the pool file; the default), mmio (Libnvmmio, files in --home DIR, logs in the pool file). Options (-o key=value,...): each engine's, listed by `atomfs engines`.\n\nExamples:\n  atomfs mkfs /dev/shm/a.pool --size 512M\n  atomfs mkfs big.pool --size 4G --inodes 100000\n  atomfs mkfs /dev/shm/m.pool --engine mmio --home /srv/data --size 1G\n  atomfs mkfs /dev/shm/nc.pool --size 64M -o mode=nc"
     )]
     Mkfs {
         /// Path of the pool file to create (must not exist unless --force).
         pool: PathBuf,
-        /// Pool size: bytes, or with a suffix K, M, G, T (powers of 1024), e.g. 512M, 4G.
+        /// Pool size: bytes, or with a suffix K, M, G, T (powers of 1024), e.g. 512M, 1.5G.
         #[arg(long, short = 's')]
         size: String,
-        /// Number of inodes (files and directories) the pool can hold.
+        /// The engine (`atomfs engines` lists them).
+        #[arg(long, default_value = "pool")]
+        engine: String,
+        /// Home directory of the files, for engines that keep them on a host file system.
+        #[arg(long)]
+        home: Option<PathBuf>,
+        /// Number of inodes (files and directories) the pool can hold (pool engine).
         #[arg(long)]
         inodes: Option<u64>,
-        /// Replace an existing file.
+        /// Engine options, key=value (repeatable or comma separated).
+        #[arg(short = 'o')]
+        options: Vec<String>,
+        /// Replace an existing store (refused while any process has it open).
         #[arg(long)]
         force: bool,
+    },
+    /// List the engines of this build and the options each takes.
+    #[command(after_help = "Example:\n  atomfs engines\n  atomfs engines --json")]
+    Engines {
+        #[arg(long)]
+        json: bool,
     },
     /// Show a pool's engine, geometry, usage and counters.
     #[command(
@@ -239,9 +255,21 @@ fn run(cli: Cli) -> CmdResult {
         Mkfs {
             pool,
             size,
+            engine,
+            home,
             inodes,
+            options,
             force,
-        } => engine::mkfs(&pool, &size, inodes, force),
+        } => engine::mkfs(engine::MkfsArgs {
+            pool: &pool,
+            engine: &engine,
+            size: &size,
+            inodes,
+            home: home.as_deref(),
+            options: &options,
+            force,
+        }),
+        Engines { json } => engine::list_engines(json),
         Info { pool, json } => engine::info(&pool, json),
         Fsck { pool, json } => engine::fsck(&pool, json),
         Inspect { pool, what, json } => engine::inspect(&pool, what, json),

@@ -395,7 +395,7 @@ fn a_pool_open_in_another_process_is_busy_not_shared() {
         !out.status.success(),
         "a second process opened a pool in use"
     );
-    assert!(stderr.contains("open in another process"), "{stderr}");
+    assert!(stderr.contains("in use by process"), "{stderr}");
     assert!(stderr.contains("Device or resource busy"), "{stderr}");
     holder.wait().unwrap();
     // Once the holder is gone the pool opens again.
