@@ -278,3 +278,82 @@ fn install_script_and_pkg_config() {
         "file1=data1 file2=data2\n"
     );
 }
+
+const MAKE_STORE_C: &str = r#"
+#include <atomfs.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+int main(int argc, char **argv) {
+    if (argc < 4) return 2;
+    atomfs_pool *p = atomfs_create(argv[1], argv[2], argv[3]);
+    if (!p) { fprintf(stderr, "atomfs_create: %s\n", strerror(errno)); return 1; }
+    return atomfs_pool_close(p) == 0 ? 0 : 1;
+}
+"#;
+
+#[test]
+fn figure1_runs_on_an_mmio_store_made_by_atomfs_create() {
+    if !have_cc() {
+        return;
+    }
+    let dir = scratch("figure1-mmio");
+    let make = dir.join("make_store");
+    let make_src = dir.join("make_store.c");
+    std::fs::write(&make_src, MAKE_STORE_C).unwrap();
+    let lib = format!("-L{}", lib_dir().display());
+    cc(&[
+        "-std=c99",
+        "-Wall",
+        "-Werror",
+        &include(),
+        make_src.to_str().unwrap(),
+        &lib,
+        "-latomfs",
+        "-o",
+        make.to_str().unwrap(),
+    ]);
+    let exe = dir.join("figure1");
+    let src = crate_dir().join("examples/figure1.c");
+    cc(&[
+        "-std=c99",
+        &include(),
+        src.to_str().unwrap(),
+        &lib,
+        "-latomfs",
+        "-o",
+        exe.to_str().unwrap(),
+    ]);
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let pool = dir.join("m.pool");
+    let options = format!("home={},size=32M", home.display());
+    run(&make, &[pool.to_str().unwrap(), "mmio", &options]);
+    // Bad engine or option: EINVAL, nothing created.
+    let bad = dir.join("bad.pool");
+    for (engine, opts) in [("nosuch", ""), ("pool", "colour=red"), ("mmio", "")] {
+        let out = std::process::Command::new(&make)
+            .args([bad.to_str().unwrap(), engine, opts])
+            .env("LD_LIBRARY_PATH", lib_dir())
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{engine} {opts} accepted");
+        assert!(!bad.exists(), "{engine} {opts} left a file");
+    }
+    // figure1 opens the store by its path alone and updates both files atomically; the
+    // files are plain files in the home directory.
+    assert_eq!(
+        run(&exe, &[pool.to_str().unwrap()]),
+        "file1=data1 file2=data2\n"
+    );
+    let names: Vec<String> = std::fs::read_dir(&home)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with(".atomfs"))
+        .collect();
+    assert!(!names.is_empty(), "no file in the home directory");
+    assert_eq!(
+        run(&exe, &[pool.to_str().unwrap()]),
+        "file1=data1 file2=data2\n"
+    );
+}

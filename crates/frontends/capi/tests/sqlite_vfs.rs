@@ -227,17 +227,36 @@ print(db.execute("SELECT sum(balance), count(*) FROM acct").fetchone())
 print(db.execute("SELECT n FROM meta").fetchone()[0])
 "#;
 
-fn py(python: &str, code: &str, args: &[&str]) -> std::process::Output {
+fn py(python: &str, code: &str, args: &[&str], env: &[(String, String)]) -> std::process::Output {
     Command::new(python)
         .arg("-c")
         .arg(code)
         .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
         .expect("run python")
 }
 
-fn crash_loop(kills: u32) {
-    let dir = scratch("crash");
+/// The environment that makes the VFS create its store with `engine` (for mmio: with a home
+/// directory in `dir`).
+fn engine_env(dir: &Path, engine: &str) -> Vec<(String, String)> {
+    let mut env = vec![
+        ("ATOMFS_CREATE_SIZE".to_string(), "0".to_string()),
+        ("ATOMFS_ENGINE".to_string(), engine.to_string()),
+    ];
+    if engine == "mmio" {
+        let home = dir.join("home");
+        std::fs::create_dir_all(&home).expect("home directory");
+        env.push((
+            "ATOMFS_OPTIONS".to_string(),
+            format!("home={},size=64M", home.display()),
+        ));
+    }
+    env
+}
+
+fn crash_loop(kills: u32, engine: &str) {
+    let dir = scratch(&format!("crash-{engine}"));
     if !build_extension(&dir) {
         return;
     }
@@ -248,11 +267,12 @@ fn crash_loop(kills: u32) {
         ext.to_str().expect("utf-8 path"),
         pool.to_str().expect("utf-8 path"),
     );
-    std::env::set_var("ATOMFS_CREATE_SIZE", "0");
+    let env = engine_env(&dir, engine);
     let init = py(
         &python,
         &format!("{PY_SETUP}{PY_INIT}"),
         &[ext_s, pool_s, "OFF"],
+        &env,
     );
     assert!(
         init.status.success(),
@@ -272,6 +292,7 @@ fn crash_loop(kills: u32) {
             .arg("-c")
             .arg(format!("{PY_SETUP}{PY_WORK}"))
             .args([ext_s, pool_s, mode, &(seed % 1_000_000).to_string()])
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -301,6 +322,7 @@ fn crash_loop(kills: u32) {
             &python,
             &format!("{PY_SETUP}{PY_CHECK}"),
             &[ext_s, pool_s, "OFF"],
+            &env,
         );
         let out = String::from_utf8_lossy(&check.stdout).into_owned();
         assert!(
@@ -331,7 +353,7 @@ fn crash_loop(kills: u32) {
         last_acked = n;
     }
     eprintln!(
-        "sqlite crash test: {kills} SIGKILLs, {last_acked} transactions committed, {:?}",
+        "sqlite crash test ({engine}): {kills} SIGKILLs, {last_acked} transactions committed, {:?}",
         started.elapsed()
     );
     assert!(last_acked > 0, "no transaction was ever acknowledged");
@@ -344,12 +366,21 @@ fn python_sqlite_survives_sigkill_mid_transaction() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(30);
-    crash_loop(kills);
+    crash_loop(kills, "pool");
+}
+
+#[test]
+fn python_sqlite_on_an_mmio_store_survives_sigkills() {
+    let kills = std::env::var("ATOMFS_SQLITE_KILLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(30);
+    crash_loop(kills, "mmio");
 }
 
 /// The full run of the issue: 200 kills. `cargo test -p atomfs-capi -- --ignored`.
 #[test]
 #[ignore]
 fn python_sqlite_survives_200_sigkills() {
-    crash_loop(200);
+    crash_loop(200, "pool");
 }
