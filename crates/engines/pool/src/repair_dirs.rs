@@ -128,7 +128,7 @@ fn check_block<R: Region>(
 }
 
 fn damaged_or_free(pass: &InodePass, ino: u64) -> String {
-    if pass.salvaged.iter().any(|(i, _)| *i == ino) {
+    if pass.salvaged.iter().any(|v| v.ino == ino) {
         format!("inode {ino} was damaged and is quarantined")
     } else {
         format!("inode {ino} is free")

@@ -34,8 +34,8 @@ pub(crate) struct InodePass {
     pub trees: BTreeMap<u64, Tree>,
     /// How many trees name each block.
     pub refs: Vec<u8>,
-    /// Inodes quarantined, and the bytes read from each file.
-    pub salvaged: Vec<(u64, Vec<u8>)>,
+    /// What could be read of each quarantined file.
+    pub salvaged: Vec<Salvaged>,
 }
 
 /// Walk `ino`'s tree without trusting it.
@@ -240,9 +240,8 @@ fn quarantine<R: Region>(
         ..Quarantined::default()
     };
     if kind == KIND_FILE {
-        let data = salvage_bytes(c, ino, tree, &mut entry);
-        entry.bytes_salvaged = data.len() as u64;
-        pass.salvaged.push((ino, data));
+        let salvaged = salvage_blocks(c, ino, tree, &mut entry);
+        pass.salvaged.push(salvaged);
     }
     if ino == ROOT_INO {
         let mut fresh = [0u8; INODE_SIZE as usize];
@@ -270,40 +269,47 @@ fn quarantine<R: Region>(
     report.quarantined.push(entry);
 }
 
-/// The bytes of a damaged file: every block whose pointer is in range (a shared block too:
-/// each sharer gets a copy), zeros for holes and unreadable blocks, up to its size when the
-/// size is plausible, else to its last block.
-fn salvage_bytes<R: Region>(
+/// The readable blocks of a damaged file: every block whose pointer is in range (a shared
+/// block too: each sharer gets a copy), and its length: its size when plausible, cut to
+/// its last block. Holes and unreadable blocks read as zeros; memory is the blocks read.
+fn salvage_blocks<R: Region>(
     c: &Core<R>,
     ino: u64,
     tree: &Tree,
     entry: &mut Quarantined,
-) -> Vec<u8> {
+) -> Salvaged {
     let size = c.read_u64(c.geo.inode(ino) + I_SIZE);
     let end = tree
         .data
         .keys()
         .next_back()
-        .map_or(0, |&l| (l + 1) * BLOCK_SIZE);
+        .map_or(0, |&l| (l + 1).saturating_mul(BLOCK_SIZE));
     let len = if size <= crate::data::FILE_SIZE_MAX {
         size.min(end)
     } else {
         end
     };
-    let mut data = vec![0u8; len as usize];
+    let mut blocks = Vec::new();
     for (&lbn, &pbn) in &tree.data {
-        let start = lbn * BLOCK_SIZE;
+        let start = lbn.saturating_mul(BLOCK_SIZE);
         if start >= len {
             break;
         }
-        let n = (len - start).min(BLOCK_SIZE) as usize;
-        let at = start as usize;
-        if let Some(dst) = data.get_mut(at..at + n) {
-            c.region.read(c.geo.block(pbn), dst);
-        }
+        let mut block = vec![0u8; (len - start).min(BLOCK_SIZE) as usize];
+        c.region.read(c.geo.block(pbn), &mut block);
+        entry.bytes_salvaged += block.len() as u64;
+        blocks.push((lbn, block));
     }
     entry.blocks_unreadable = tree.faults.len() as u64;
-    data
+    Salvaged { ino, len, blocks }
+}
+
+/// What could be read of a damaged file.
+pub(crate) struct Salvaged {
+    pub ino: u64,
+    pub len: u64,
+    /// (lbn, bytes) of each readable block.
+    pub blocks: Vec<(u64, Vec<u8>)>,
 }
 
 /// A root whose kind byte is not a directory stops recovery before it starts: make it one

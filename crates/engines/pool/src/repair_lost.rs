@@ -9,6 +9,7 @@
 use crate::core::Core;
 use crate::layout::*;
 use crate::repair::RepairReport;
+use crate::repair_inodes::Salvaged;
 use crate::store_impl::PoolStore;
 use pmem::Region;
 use std::collections::HashMap;
@@ -23,7 +24,7 @@ pub(crate) struct Placed {
 /// Write the salvaged files and make the placeholders (through the store).
 pub(crate) fn place<R: Region>(
     s: &PoolStore<R>,
-    salvaged: &[(u64, Vec<u8>)],
+    salvaged: &[Salvaged],
     lost: &[(u64, u8)],
     report: &mut RepairReport,
 ) -> Option<Placed> {
@@ -37,8 +38,9 @@ pub(crate) fn place<R: Region>(
             return None;
         }
     };
-    for (ino, data) in salvaged {
-        match write_salvaged(s, dir, *ino, data) {
+    for salvaged in salvaged {
+        let ino = &salvaged.ino;
+        match write_salvaged(s, dir, salvaged) {
             Ok(name) => {
                 let path = format!("/lost+found/{name}");
                 report.change(format!("salvaged bytes of inode {ino} written to {path}"));
@@ -100,8 +102,8 @@ fn free_name<R: Region>(s: &PoolStore<R>, dir: u64, ino: u64) -> Result<String> 
     Err(Error::Exists(format!("#{ino}")))
 }
 
-fn write_salvaged<R: Region>(s: &PoolStore<R>, dir: u64, ino: u64, data: &[u8]) -> Result<String> {
-    let name = free_name(s, dir, ino)?;
+fn write_salvaged<R: Region>(s: &PoolStore<R>, dir: u64, salvaged: &Salvaged) -> Result<String> {
+    let name = free_name(s, dir, salvaged.ino)?;
     let meta = s.create(dir, name.as_bytes(), 0o600, None)?;
     let flags = OpenFlags {
         read: true,
@@ -109,21 +111,20 @@ fn write_salvaged<R: Region>(s: &PoolStore<R>, dir: u64, ino: u64, data: &[u8]) 
         ..OpenFlags::default()
     };
     let fh = s.open(meta.ino, flags)?;
-    let mut off = 0usize;
-    let written = loop {
-        let Some(chunk) = data.get(off..).filter(|c| !c.is_empty()) else {
-            break Ok(());
-        };
-        let chunk = &chunk[..chunk.len().min(1 << 20)];
-        match s.write(fh, off as u64, chunk) {
-            Ok(n) if n > 0 => off += n,
-            Ok(_) => break Err(Error::NoSpace("salvaged bytes".into())),
-            Err(e) => break Err(e),
-        }
-    };
+    let written = write_blocks(s, fh, salvaged);
     let released = s.release(fh);
     written.and(released)?;
     Ok(name)
+}
+
+fn write_blocks<R: Region>(s: &PoolStore<R>, fh: store::Fh, salvaged: &Salvaged) -> Result<()> {
+    for (lbn, bytes) in &salvaged.blocks {
+        let off = lbn.saturating_mul(BLOCK_SIZE);
+        if s.write(fh, off, bytes)? != bytes.len() {
+            return Err(Error::NoSpace("salvaged bytes".into()));
+        }
+    }
+    s.set_len(fh, salvaged.len)
 }
 
 /// Point each placeholder's entry at its lost inode and free the placeholder (pool closed).

@@ -6,6 +6,7 @@ use crate::config::PoolConfig;
 use crate::repair::{repair, RepairReport};
 use crate::store_impl::PoolStore;
 use pmem::Region;
+use std::io::Read;
 use std::sync::Arc;
 use store::{FileKind, OpenFlags, Result, Store, ROOT_INO};
 
@@ -13,8 +14,9 @@ use store::{FileKind, OpenFlags, Result, Store, ROOT_INO};
 pub trait SalvageSink {
     /// Make directory `path` (relative, `/`-separated, never empty).
     fn dir(&mut self, path: &str) -> std::io::Result<()>;
-    /// Write file `path` with `data`.
-    fn file(&mut self, path: &str, data: &[u8]) -> std::io::Result<()>;
+    /// Write file `path` of `size` bytes from `data` (read it to the end). Returns the
+    /// bytes written.
+    fn file(&mut self, path: &str, size: u64, data: &mut dyn Read) -> std::io::Result<u64>;
 }
 
 /// What salvage copied and what it could not.
@@ -80,15 +82,12 @@ fn copy_tree(s: &dyn Store, sink: &mut dyn SalvageSink, report: &mut SalvageRepo
                     }
                     Err(e) => report.unreadable.push((shown(&child), e.to_string())),
                 },
-                FileKind::File => match read_all(s, entry.ino).map_err(|e| e.to_string()) {
-                    Ok(data) => match sink.file(&child, &data) {
-                        Ok(()) => {
-                            report.files += 1;
-                            report.bytes += data.len() as u64;
-                        }
-                        Err(e) => report.unreadable.push((shown(&child), e.to_string())),
-                    },
-                    Err(e) => report.unreadable.push((shown(&child), e)),
+                FileKind::File => match copy_file(s, entry.ino, &child, sink) {
+                    Ok(bytes) => {
+                        report.files += 1;
+                        report.bytes += bytes;
+                    }
+                    Err(e) => report.unreadable.push((shown(&child), e.to_string())),
                 },
                 FileKind::Symlink => report
                     .unreadable
@@ -102,28 +101,42 @@ fn shown(path: &str) -> String {
     format!("/{path}")
 }
 
-fn read_all(s: &dyn Store, ino: u64) -> Result<Vec<u8>> {
+/// Stream one file into the sink.
+fn copy_file(
+    s: &dyn Store,
+    ino: u64,
+    path: &str,
+    sink: &mut dyn SalvageSink,
+) -> std::io::Result<u64> {
     let flags = OpenFlags {
         read: true,
         ..OpenFlags::default()
     };
-    let fh = s.open(ino, flags)?;
-    let size = s.fstat(fh).map(|m| m.size);
-    let mut data = Vec::new();
-    let read = size.and_then(|size| {
-        data = vec![0u8; size as usize];
-        let mut off = 0usize;
-        while off < data.len() {
-            let n = s.read(fh, off as u64, &mut data[off..])?;
-            if n == 0 {
-                data.truncate(off);
-                break;
-            }
-            off += n;
-        }
-        Ok(())
+    let fh = s.open(ino, flags).map_err(std::io::Error::other)?;
+    let copied = s.fstat(fh).map_err(std::io::Error::other).and_then(|meta| {
+        let mut reader = StoreReader { s, fh, off: 0 };
+        sink.file(path, meta.size, &mut reader)
     });
-    let released = s.release(fh);
-    read.and(released)?;
-    Ok(data)
+    let released = s.release(fh).map_err(std::io::Error::other);
+    let copied = copied?;
+    released?;
+    Ok(copied)
+}
+
+/// `Read` over an open file of a store.
+struct StoreReader<'a> {
+    s: &'a dyn Store,
+    fh: store::Fh,
+    off: u64,
+}
+
+impl Read for StoreReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self
+            .s
+            .read(self.fh, self.off, buf)
+            .map_err(std::io::Error::other)?;
+        self.off += n as u64;
+        Ok(n)
+    }
 }

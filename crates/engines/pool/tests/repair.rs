@@ -171,9 +171,11 @@ impl SalvageSink for MapSink {
     fn dir(&mut self, _: &str) -> std::io::Result<()> {
         Ok(())
     }
-    fn file(&mut self, path: &str, data: &[u8]) -> std::io::Result<()> {
-        self.0.insert(format!("/{path}"), data.to_vec());
-        Ok(())
+    fn file(&mut self, path: &str, _: u64, data: &mut dyn std::io::Read) -> std::io::Result<u64> {
+        let mut bytes = Vec::new();
+        data.read_to_end(&mut bytes)?;
+        self.0.insert(format!("/{path}"), bytes.clone());
+        Ok(bytes.len() as u64)
     }
 }
 
