@@ -15,6 +15,8 @@
 //!   tx, entry                      undo log, commit / abort, 64-byte log entries
 //!   checkpoint                     selective checkpointing, background threads
 //!   recovery, fsck, inspect        open/recover, check, read-only views
+//!   image                          private DRAM images of a pool file (read-only checks)
+//!   repair, repair_*, salvage      fsck --repair, and copying files out of a damaged pool
 //!   core, layout, alloc            shared state, on-media layout, volatile allocators
 //!   sharing                        what transactions and checkpoint threads share: padded
 //!                                  words, spin-then-sleep locking
@@ -32,6 +34,7 @@ mod data;
 mod dir;
 mod entry;
 mod fsck;
+mod image;
 mod inspect;
 mod layout;
 mod lines;
@@ -44,6 +47,11 @@ mod orphan;
 mod plan;
 mod radix;
 mod recovery;
+mod repair;
+mod repair_dirs;
+mod repair_inodes;
+mod repair_lost;
+mod salvage;
 mod sharing;
 mod store_impl;
 mod tlvi;
@@ -52,10 +60,13 @@ mod txn;
 
 pub use config::{Mode, PoolConfig};
 pub use data::NT_COPY_MIN;
+pub use image::{load_image, open_private, region_bytes};
 pub use inspect::{
     BlockMapInfo, LogEntryInfo, LogOccupancy, PendingListInfo, SuperblockInfo, VersionInfo,
 };
 pub use layout::{Geometry, BLOCK_SIZE, FORMAT_VERSION};
 pub use mapped::{create, open, prefault};
 pub use recovery::RecoveryReport;
+pub use repair::{repair, Quarantined, RepairReport};
+pub use salvage::{salvage, SalvageReport, SalvageSink};
 pub use store_impl::PoolStore;

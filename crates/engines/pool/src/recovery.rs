@@ -355,6 +355,17 @@ fn used_blocks<R: Region>(core: &Core<R>) -> Result<Vec<bool>> {
 /// Open a formatted pool: validate, recover, rebuild the volatile state.
 pub fn open_core<R: Region>(region: Arc<R>, cfg: &PoolConfig) -> Result<(Core<R>, RecoveryReport)> {
     let started = Instant::now();
+    let mut core = bare_core(region, cfg)?;
+    let mut report = RecoveryReport::default();
+    recover(&mut core, cfg, &mut report)?;
+    report.micros = started.elapsed().as_micros() as u64;
+    Ok((core, report))
+}
+
+/// A core over a pool whose superblock validates, with empty volatile state: nothing read
+/// past the superblock, nothing written. Recovery (`recover`) and repair (repair.rs) start
+/// from it.
+pub(crate) fn bare_core<R: Region>(region: Arc<R>, cfg: &PoolConfig) -> Result<Core<R>> {
     let geo = read_geometry(&*region)?;
     region.define_area("superblock", 0, SB_SIZE);
     region.define_area(
@@ -373,7 +384,7 @@ pub fn open_core<R: Region>(region: Arc<R>, cfg: &PoolConfig) -> Result<(Core<R>
         geo.inode_count * INODE_SIZE,
     );
     region.define_area("blocks", geo.blocks_offset, geo.block_count * BLOCK_SIZE);
-    let mut core = Core {
+    let core = Core {
         region,
         geo,
         cfg: cfg.clone(),
@@ -396,17 +407,27 @@ pub fn open_core<R: Region>(region: Arc<R>, cfg: &PoolConfig) -> Result<(Core<R>
         checkpointer: Arc::new(CheckpointQueue::new()),
         spare_txs: Mutex::new(Vec::new()),
     };
+    Ok(core)
+}
+
+/// Run recovery on a bare core and rebuild its volatile state. `report` counts what was
+/// done even when a damaged structure stops it part way (repair reads the partial counts).
+pub(crate) fn recover<R: Region>(
+    core: &mut Core<R>,
+    cfg: &PoolConfig,
+    report: &mut RecoveryReport,
+) -> Result<()> {
+    let geo = core.geo;
     if core.read_u8(geo.inode(ROOT_INO) + I_KIND) != KIND_DIR {
         return Err(Error::corrupt(
             "root inode is not a directory",
             geo.inode(ROOT_INO),
         ));
     }
-    let mut report = RecoveryReport::default();
-    let mut s = scan(&core, &mut report);
-    let committed = undo_uncommitted(&core, &mut s, &mut report);
-    free_orphans(&core, &mut report)?;
-    let remaining = rebuild_tlvi(&core, &s, &committed, &mut report)?;
+    let mut s = scan(core, report);
+    let committed = undo_uncommitted(core, &mut s, report);
+    free_orphans(core, report)?;
+    let remaining = rebuild_tlvi(core, &s, &committed, report)?;
     let mut records = HashMap::new();
     for (&txid, &(_, slot, _)) in &s.commits {
         match remaining.get(&txid) {
@@ -427,7 +448,7 @@ pub fn open_core<R: Region>(region: Arc<R>, cfg: &PoolConfig) -> Result<(Core<R>
     // persist: commit entries with nothing left are freed (durable before slot reuse).
     core.region.fence();
     report.committed_txs = s.commits.len() as u64;
-    let used = used_blocks(&core)?;
+    let used = used_blocks(core)?;
     core.blocks = FreeList::new(geo.block_count, |pbn| !used[pbn as usize]);
     let meta_used: std::collections::HashSet<u64> =
         records.values().map(|r| r.commit_slot).collect();
@@ -468,6 +489,5 @@ pub fn open_core<R: Region>(region: Arc<R>, cfg: &PoolConfig) -> Result<(Core<R>
         // reads would keep serving their lines over the newer bytes.
         core.checkpoint_all()?;
     }
-    report.micros = started.elapsed().as_micros() as u64;
-    Ok((core, report))
+    Ok(())
 }

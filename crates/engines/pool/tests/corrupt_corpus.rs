@@ -8,7 +8,9 @@
 //! wrong magic and unknown version.
 //!
 //! Each image goes through tests/common/hostile.rs (open, fsck, read everything, write,
-//! commit, unlink, unmount, reopen). The rules: never a panic; `open` refuses with a typed
+//! commit, unlink, unmount, reopen), then through `repair` (afterwards it opens and passes
+//! fsck, or the repair is refused with a typed error) and `salvage` (never a panic; every
+//! file of an image that opened clean is copied). The rules: never a panic; `open` refuses with a typed
 //! error naming what and where, or opens; every fsck problem has a name and a location; a
 //! structural corruption fsck can see (marked `Detect`) is refused or reported, never
 //! served silently. The random-flip test beside it is tests/corrupt.rs.
@@ -83,6 +85,83 @@ fn check_error(label: &str, e: &Error) {
     assert!(typed, "{label}: open refused with an untyped error: {e:?}");
 }
 
+/// `fsck --repair` on a copy of the image: it opens and passes fsck afterwards, or the
+/// repair is refused with a typed error. Salvage of another copy never panics, and copies
+/// every file of an image that opened clean.
+fn repair_and_salvage(case: &Case, opened_clean: bool) {
+    let cfg = image_config();
+    let region = Arc::new(DramRegion::from_bytes(&case.image));
+    match pool::repair(region.clone(), &cfg) {
+        Err(e) => check_error(&format!("{}: repair", case.label), &e),
+        Ok(report) => {
+            assert!(
+                report.is_clean(),
+                "{}: repair left problems: {:?}\nchanges: {:?}",
+                case.label,
+                report.remaining,
+                report.changes
+            );
+            let s = PoolStore::open(region, &cfg)
+                .unwrap_or_else(|e| panic!("{}: repaired pool does not open: {e}", case.label));
+            let report = s.fsck().unwrap();
+            assert!(
+                report.is_clean(),
+                "{}: repaired pool: {:?}",
+                case.label,
+                report.problems
+            );
+            hostile::read_everything(&s);
+        }
+    }
+    let mut sink = CountSink::default();
+    let salvaged = pool::salvage(
+        Arc::new(DramRegion::from_bytes(&case.image)),
+        &cfg,
+        &mut sink,
+    );
+    if opened_clean {
+        let s = PoolStore::open(Arc::new(DramRegion::from_bytes(&case.image)), &cfg).unwrap();
+        let files = count_files(&s);
+        assert!(
+            salvaged.is_ok(),
+            "{}: salvage of a clean image failed",
+            case.label
+        );
+        assert_eq!(sink.files, files, "{}: salvage missed files", case.label);
+    }
+}
+
+#[derive(Default)]
+struct CountSink {
+    files: u64,
+}
+
+impl pool::SalvageSink for CountSink {
+    fn dir(&mut self, _: &str) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn file(&mut self, _: &str, _: u64, data: &mut dyn std::io::Read) -> std::io::Result<u64> {
+        self.files += 1;
+        // Read a bounded prefix: a corrupt size may claim terabytes of holes.
+        let mut buf = vec![0u8; 64 << 10];
+        data.read(&mut buf).map(|n| n as u64)
+    }
+}
+
+fn count_files(s: &dyn Store) -> u64 {
+    let mut stack = vec![store::ROOT_INO];
+    let mut files = 0;
+    while let Some(dir) = stack.pop() {
+        for e in s.read_dir(dir).unwrap() {
+            match e.kind {
+                store::FileKind::Dir => stack.push(e.ino),
+                _ => files += 1,
+            }
+        }
+    }
+    files
+}
+
 fn run(case: &Case, tally: &mut Tally) {
     let cfg = image_config();
     let outcome = std::panic::catch_unwind(|| hostile::exercise(&case.image, &cfg));
@@ -97,6 +176,16 @@ fn run(case: &Case, tally: &mut Tally) {
             panic!("{}: panic: {msg}", case.label)
         }
     };
+    let opened_clean = matches!(&outcome, Outcome::Opened(r) if r.is_clean());
+    let repaired = std::panic::catch_unwind(|| repair_and_salvage(case, opened_clean));
+    if let Err(p) = repaired {
+        let msg = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        panic!("{}: repair or salvage: {msg}", case.label)
+    }
     match outcome {
         Outcome::Refused(e) => {
             check_error(&case.label, &e);

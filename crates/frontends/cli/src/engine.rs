@@ -1,9 +1,11 @@
-//! Pool-level commands: mkfs, info, fsck, inspect, recover; and opening a pool with errors a
+//! Pool-level commands: mkfs, recover (info, fsck, inspect: check.rs); and opening a pool with errors a
 //! person can act on.
 
+/// The read-only fsck report (check.rs), for the commands that show it on a damaged pool.
+pub use crate::check::fsck_report;
 use crate::render;
 use crate::size::{human, parse_size};
-use crate::{CmdResult, Failure, InspectWhat};
+use crate::{CmdResult, Failure};
 use atomfs::{Config, Fs};
 use engines::Options;
 use serde_json::{json, Value};
@@ -187,55 +189,6 @@ pub fn describe(store: &dyn Store) -> Result<Value, Error> {
     }))
 }
 
-pub fn info(pool: &Path, json: bool) -> CmdResult {
-    let fs = open(pool)?;
-    let mut value = describe(&**fs.store())?;
-    if let Some(obj) = value.as_object_mut() {
-        obj.insert("pool".into(), json!(pool.display().to_string()));
-        obj.insert("file_size".into(), json!(std::fs::metadata(pool)?.len()));
-        if let Some(extra) = crate::poolview::pool_details(&**fs.store()) {
-            obj.insert("pool_engine".into(), extra);
-        }
-    }
-    fs.unmount()?;
-    render::print(&value, json);
-    Ok(ExitCode::SUCCESS)
-}
-
-/// The fsck report of `pool` as JSON, and whether it is clean. A pool that cannot be opened
-/// because it is damaged is a report with one problem, not an error.
-pub fn fsck_report(pool: &Path) -> Result<(Value, bool), Failure> {
-    let fs = match Fs::open(pool, config()) {
-        Ok(fs) => fs,
-        Err(
-            e @ (Error::Corrupt { .. } | Error::BadMagic(_) | Error::UnsupportedVersion { .. }),
-        ) => {
-            let value = json!({
-                "pool": pool.display().to_string(),
-                "clean": false,
-                "problems": [{"what": e.to_string(), "location": "pool header or log (the pool cannot be opened)"}],
-                "checked": {},
-            });
-            return Ok((value, false));
-        }
-        Err(e) => return Err(open_failure(pool, e)),
-    };
-    let report = fs.fsck()?;
-    fs.unmount()?;
-    let problems: Vec<Value> = report
-        .problems
-        .iter()
-        .map(|p| json!({"what": p.what, "location": p.location}))
-        .collect();
-    let value = json!({
-        "pool": pool.display().to_string(),
-        "clean": report.is_clean(),
-        "problems": problems,
-        "checked": counters(report.checked.clone()),
-    });
-    Ok((value, report.is_clean()))
-}
-
 /// Text form of a fsck report.
 pub fn fsck_text(value: &Value) -> String {
     let mut out = String::new();
@@ -261,28 +214,6 @@ pub fn fsck_text(value: &Value) -> String {
         }
     }
     out
-}
-
-pub fn fsck(pool: &Path, json: bool) -> CmdResult {
-    let (value, clean) = fsck_report(pool)?;
-    if json {
-        render::print(&value, true);
-    } else {
-        print!("{}", fsck_text(&value));
-    }
-    Ok(if clean {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
-}
-
-pub fn inspect(pool: &Path, what: Option<InspectWhat>, json: bool) -> CmdResult {
-    let fs = open(pool)?;
-    let value = crate::poolview::pool_inspect(&fs, what.as_ref())?;
-    fs.unmount()?;
-    render::print(&value, json);
-    Ok(ExitCode::SUCCESS)
 }
 
 pub fn recover(pool: &Path, json: bool) -> CmdResult {

@@ -1,6 +1,7 @@
 //! `atomfs`: create, check, inspect, mount and demonstrate atomfs pools.
 
 mod bench;
+mod check;
 mod crashtest;
 mod demo;
 mod engine;
@@ -103,7 +104,7 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Show a pool's engine, geometry, usage and counters.
+    /// Show a pool's engine, geometry, usage and counters (never writes the pool).
     #[command(
         after_help = "Examples:\n  atomfs info /dev/shm/a.pool\n  atomfs info /dev/shm/a.pool --json | jq .statfs"
     )]
@@ -113,16 +114,23 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Check a pool's consistency. Exit status: 0 clean, 1 problems found (or unreadable pool).
+    /// Check a pool's consistency, read-only: recovery is simulated in memory and reported
+    /// (what it would undo, keep and drop), nothing is written. With --repair: recover, then
+    /// repair what can be repaired (damaged inodes quarantined into /lost+found), reporting
+    /// every change. Exit status: 0 clean, 1 problems found or left (or unreadable pool).
     #[command(
-        after_help = "Examples:\n  atomfs fsck /dev/shm/a.pool && echo clean\n  atomfs fsck /dev/shm/a.pool --json"
+        after_help = "Examples:\n  atomfs fsck /dev/shm/a.pool && echo clean\n  atomfs fsck /dev/shm/a.pool --json\n  atomfs fsck --repair /dev/shm/a.pool"
     )]
     Fsck {
         pool: PathBuf,
         #[arg(long)]
         json: bool,
+        /// Recover and repair the pool (writes it; without this flag fsck never writes).
+        #[arg(long)]
+        repair: bool,
     },
     /// Dump the engine's internal state: the log, one file's block map, the pending blocks.
+    /// Never writes the pool (recovery is simulated in memory).
     #[command(
         after_help = "Examples:\n  atomfs inspect /dev/shm/a.pool\n  atomfs inspect /dev/shm/a.pool log --json\n  atomfs inspect /dev/shm/a.pool file /dir/name\n  atomfs inspect /dev/shm/a.pool pending"
     )]
@@ -131,6 +139,16 @@ enum Command {
         #[command(subcommand)]
         what: Option<InspectWhat>,
         #[arg(long, global = true)]
+        json: bool,
+    },
+    /// Copy every readable file of a (possibly damaged) pool into a host directory, never
+    /// writing the pool; reports what could not be read (exit status 1 if anything).
+    #[command(after_help = "Example:\n  atomfs salvage /dev/shm/a.pool ./rescued")]
+    Salvage {
+        pool: PathBuf,
+        /// Directory to copy into (created; must be empty if it exists).
+        dir: PathBuf,
+        #[arg(long)]
         json: bool,
     },
     /// Run crash recovery on a pool and report what was undone and redone.
@@ -270,9 +288,10 @@ fn run(cli: Cli) -> CmdResult {
             force,
         }),
         Engines { json } => engine::list_engines(json),
-        Info { pool, json } => engine::info(&pool, json),
-        Fsck { pool, json } => engine::fsck(&pool, json),
-        Inspect { pool, what, json } => engine::inspect(&pool, what, json),
+        Info { pool, json } => check::info(&pool, json),
+        Fsck { pool, json, repair } => check::fsck(&pool, json, repair),
+        Inspect { pool, what, json } => check::inspect(&pool, what, json),
+        Salvage { pool, dir, json } => check::salvage(&pool, &dir, json),
         Recover { pool, json } => engine::recover(&pool, json),
         Ls { pool, path, long } => files::ls(&pool, &path, long),
         Cat { pool, path } => files::cat(&pool, &path),
@@ -313,8 +332,26 @@ fn run(cli: Cli) -> CmdResult {
     }
 }
 
+/// Printing commands die quietly of SIGPIPE when their reader goes away (`| head`), as
+/// other Unix tools do, instead of failing a print with EPIPE. Not for the mount server and
+/// the internal children, whose stdout may outlive its reader.
+fn quiet_on_closed_pipe(command: &Command) {
+    if matches!(
+        command,
+        Command::Mount { .. } | Command::DemoChild(_) | Command::CrashtestChild(_)
+    ) {
+        return;
+    }
+    // SAFETY: restoring the default disposition of SIGPIPE at start, before any thread is
+    // spawned; no handler is installed.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    quiet_on_closed_pipe(&cli.command);
     match run(cli) {
         Ok(code) => code,
         Err(f) => {
