@@ -1,6 +1,7 @@
 //! Builds the C programs of this crate with the system C compiler against the freshly built
 //! `libatomfs.so` / `libatomfs.a` and runs them: the header alone with -Wall -Werror
-//! -std=c99 -pedantic, the seed's Figure 1, and `api_test.c` (every call and its error paths).
+//! -std=c99 -pedantic, the seed's Figure 1, `api_test.c` (every call and its error paths) and
+//! `umask_test.c` (the umask applied to created files and directories).
 //! Skips with a message when no C compiler is installed.
 
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
@@ -203,6 +204,35 @@ fn api_test_exercises_every_call_and_error_path() {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("unexpected output {out:?}"));
     assert!(checks > 300, "only {checks} checks ran");
+}
+
+#[test]
+fn created_files_and_directories_get_the_process_umask() {
+    if !have_cc() {
+        return;
+    }
+    let dir = scratch("umask");
+    let exe = dir.join("umask_test");
+    let src = crate_dir().join("tests/c/umask_test.c");
+    let lib = format!("-L{}", lib_dir().display());
+    cc(&[
+        "-std=c99",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        &include(),
+        src.to_str().unwrap(),
+        &lib,
+        "-latomfs",
+        "-o",
+        exe.to_str().unwrap(),
+    ]);
+    let pool = dir.join("umask.pool");
+    // mask, then file 0666, directory 0777, file 0640, directory 0750 after the mask.
+    assert_eq!(
+        run(&exe, &[pool.to_str().unwrap()]),
+        "022 644 755 640 750\n077 600 700 600 700\n027 640 750 640 750\n000 666 777 640 750\n"
+    );
 }
 
 #[test]
