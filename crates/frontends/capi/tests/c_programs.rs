@@ -307,4 +307,46 @@ fn install_script_and_pkg_config() {
         String::from_utf8_lossy(&out.stdout),
         "file1=data1 file2=data2\n"
     );
+    sqlite_extension_loads_from(&prefix.join("lib"), &dir);
+}
+
+/// The installed SQLite extension (when libsqlite3-dev made one installable) loads from the
+/// prefix alone, finding the installed libatomfs.so, and serves a database.
+fn sqlite_extension_loads_from(libdir: &Path, dir: &Path) {
+    let ext = libdir.join("libatomfs_sqlite.so");
+    if !ext.exists() {
+        eprintln!("SKIP: libatomfs_sqlite.so not installed (no sqlite3ext.h)");
+        return;
+    }
+    let script = format!(
+        ".load {}\n.open file:/t.db?vfs=atomfs&pool={}\nCREATE TABLE t(x);\nINSERT INTO t VALUES (7);\nSELECT x FROM t;\n",
+        ext.with_extension("").display(),
+        dir.join("sqlite.pool").display()
+    );
+    let child = Command::new("sqlite3")
+        .arg("-batch")
+        .env_remove("LD_LIBRARY_PATH")
+        .env("ATOMFS_CREATE_SIZE", "0")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let Ok(mut child) = child else {
+        eprintln!("SKIP: no sqlite3 shell");
+        return;
+    };
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "7\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
