@@ -53,13 +53,22 @@ fn scratch(name: &str) -> Scratch {
     Scratch(dir)
 }
 
+/// Print why a test cannot run here; with `ATOMFS_REQUIRE_ALL=1` that is a failure instead.
+fn skip(why: &str) {
+    assert!(
+        std::env::var_os("ATOMFS_REQUIRE_ALL").is_none_or(|v| v != "1"),
+        "ATOMFS_REQUIRE_ALL=1 but: {why}"
+    );
+    eprintln!("SKIP: {why}");
+}
+
 fn have_cc() -> bool {
     let ok = Command::new("cc")
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
-        eprintln!("SKIP: no C compiler `cc` (install build-essential: scripts/install-deps.sh)");
+        skip("no C compiler `cc` (install build-essential: scripts/install-deps.sh)");
     }
     ok
 }
@@ -241,10 +250,10 @@ fn install_script_and_pkg_config() {
         return;
     }
     if !lib_dir().join("libatomfs_preload.so").exists() {
-        eprintln!(
-            "SKIP: libatomfs_preload.so not built in {} (cargo build -p atomfs-preload)",
+        skip(&format!(
+            "libatomfs_preload.so not built in {} (cargo build -p atomfs-preload)",
             lib_dir().display()
-        );
+        ));
         return;
     }
     let have_pkg_config = Command::new("pkg-config")
@@ -252,7 +261,7 @@ fn install_script_and_pkg_config() {
         .output()
         .is_ok_and(|o| o.status.success());
     if !have_pkg_config {
-        eprintln!("SKIP: pkg-config missing (scripts/install-deps.sh)");
+        skip("pkg-config missing (scripts/install-deps.sh)");
         return;
     }
     let dir = scratch("install");
@@ -315,7 +324,7 @@ fn install_script_and_pkg_config() {
 fn sqlite_extension_loads_from(libdir: &Path, dir: &Path) {
     let ext = libdir.join("libatomfs_sqlite.so");
     if !ext.exists() {
-        eprintln!("SKIP: libatomfs_sqlite.so not installed (no sqlite3ext.h)");
+        skip("libatomfs_sqlite.so not installed (no sqlite3ext.h)");
         return;
     }
     let script = format!(
@@ -332,7 +341,7 @@ fn sqlite_extension_loads_from(libdir: &Path, dir: &Path) {
         .stderr(std::process::Stdio::piped())
         .spawn();
     let Ok(mut child) = child else {
-        eprintln!("SKIP: no sqlite3 shell");
+        skip("no sqlite3 shell");
         return;
     };
     use std::io::Write;

@@ -33,6 +33,15 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// Print why a test cannot run here; with `ATOMFS_REQUIRE_ALL=1` that is a failure instead.
+fn skip(why: &str) {
+    assert!(
+        std::env::var_os("ATOMFS_REQUIRE_ALL").is_none_or(|v| v != "1"),
+        "ATOMFS_REQUIRE_ALL=1 but: {why}"
+    );
+    eprintln!("SKIP: {why}");
+}
+
 fn have(tool: &str) -> bool {
     let ok = Command::new("sh")
         .arg("-c")
@@ -40,7 +49,9 @@ fn have(tool: &str) -> bool {
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
-        eprintln!("SKIP: `{tool}` is not installed (scripts/install-deps.sh installs it)");
+        skip(&format!(
+            "`{tool}` is not installed (scripts/install-deps.sh installs it)"
+        ));
     }
     ok
 }
@@ -223,7 +234,7 @@ fn build_c(dir: &Path) -> Option<PathBuf> {
         .output();
     match status {
         Err(_) => {
-            eprintln!("SKIP: no C compiler `cc`");
+            skip("no C compiler `cc`");
             None
         }
         Ok(o) if !o.status.success() => panic!("cc failed: {}", String::from_utf8_lossy(&o.stderr)),
