@@ -1,6 +1,7 @@
 //! Builds the C programs of this crate with the system C compiler against the freshly built
 //! `libatomfs.so` / `libatomfs.a` and runs them: the header alone with -Wall -Werror
-//! -std=c99 -pedantic, the seed's Figure 1, and `api_test.c` (every call and its error paths).
+//! -std=c99 -pedantic, the seed's Figure 1, `api_test.c` (every call and its error paths) and
+//! `umask_test.c` (the umask applied to created files and directories).
 //! Skips with a message when no C compiler is installed.
 
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
@@ -52,13 +53,22 @@ fn scratch(name: &str) -> Scratch {
     Scratch(dir)
 }
 
+/// Print why a test cannot run here; with `ATOMFS_REQUIRE_ALL=1` that is a failure instead.
+fn skip(why: &str) {
+    assert!(
+        std::env::var_os("ATOMFS_REQUIRE_ALL").is_none_or(|v| v != "1"),
+        "ATOMFS_REQUIRE_ALL=1 but: {why}"
+    );
+    eprintln!("SKIP: {why}");
+}
+
 fn have_cc() -> bool {
     let ok = Command::new("cc")
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
-        eprintln!("SKIP: no C compiler `cc` (install build-essential: scripts/install-deps.sh)");
+        skip("no C compiler `cc` (install build-essential: scripts/install-deps.sh)");
     }
     ok
 }
@@ -206,15 +216,44 @@ fn api_test_exercises_every_call_and_error_path() {
 }
 
 #[test]
+fn created_files_and_directories_get_the_process_umask() {
+    if !have_cc() {
+        return;
+    }
+    let dir = scratch("umask");
+    let exe = dir.join("umask_test");
+    let src = crate_dir().join("tests/c/umask_test.c");
+    let lib = format!("-L{}", lib_dir().display());
+    cc(&[
+        "-std=c99",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        &include(),
+        src.to_str().unwrap(),
+        &lib,
+        "-latomfs",
+        "-o",
+        exe.to_str().unwrap(),
+    ]);
+    let pool = dir.join("umask.pool");
+    // mask, then file 0666, directory 0777, file 0640, directory 0750 after the mask.
+    assert_eq!(
+        run(&exe, &[pool.to_str().unwrap()]),
+        "022 644 755 640 750\n077 600 700 600 700\n027 640 750 640 750\n000 666 777 640 750\n"
+    );
+}
+
+#[test]
 fn install_script_and_pkg_config() {
     if !have_cc() {
         return;
     }
     if !lib_dir().join("libatomfs_preload.so").exists() {
-        eprintln!(
-            "SKIP: libatomfs_preload.so not built in {} (cargo build -p atomfs-preload)",
+        skip(&format!(
+            "libatomfs_preload.so not built in {} (cargo build -p atomfs-preload)",
             lib_dir().display()
-        );
+        ));
         return;
     }
     let have_pkg_config = Command::new("pkg-config")
@@ -222,7 +261,7 @@ fn install_script_and_pkg_config() {
         .output()
         .is_ok_and(|o| o.status.success());
     if !have_pkg_config {
-        eprintln!("SKIP: pkg-config missing (scripts/install-deps.sh)");
+        skip("pkg-config missing (scripts/install-deps.sh)");
         return;
     }
     let dir = scratch("install");
@@ -276,6 +315,48 @@ fn install_script_and_pkg_config() {
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
         "file1=data1 file2=data2\n"
+    );
+    sqlite_extension_loads_from(&prefix.join("lib"), &dir);
+}
+
+/// The installed SQLite extension (when libsqlite3-dev made one installable) loads from the
+/// prefix alone, finding the installed libatomfs.so, and serves a database.
+fn sqlite_extension_loads_from(libdir: &Path, dir: &Path) {
+    let ext = libdir.join("libatomfs_sqlite.so");
+    if !ext.exists() {
+        skip("libatomfs_sqlite.so not installed (no sqlite3ext.h)");
+        return;
+    }
+    let script = format!(
+        ".load {}\n.open file:/t.db?vfs=atomfs&pool={}\nCREATE TABLE t(x);\nINSERT INTO t VALUES (7);\nSELECT x FROM t;\n",
+        ext.with_extension("").display(),
+        dir.join("sqlite.pool").display()
+    );
+    let child = Command::new("sqlite3")
+        .arg("-batch")
+        .env_remove("LD_LIBRARY_PATH")
+        .env("ATOMFS_CREATE_SIZE", "0")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let Ok(mut child) = child else {
+        skip("no sqlite3 shell");
+        return;
+    };
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "7\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }
 

@@ -9,8 +9,7 @@ use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
-    /// Suite: fcfs-micro, fcfs-threads, fcfs-value-size, fcfs-idle, fcfs-latency, recovery,
-    /// floor, external, or all.
+    /// Suite: one of those listed below, or all.
     pub suite: String,
     /// Small sizes, under 2 minutes per suite on 2 cores (the default).
     #[arg(long, conflicts_with_all = ["full", "tiny"])]
@@ -34,6 +33,36 @@ pub struct BenchArgs {
     /// fcfs-micro, fcfs-value-size, fcfs-idle, fcfs-latency), e.g. fcfs,nc,pmdk.
     #[arg(long)]
     pub systems: Option<String>,
+}
+
+/// The suites of `atomfs-bench`: its own list (`SUITES`: name, description), compiled in
+/// here too so that the help names every suite the binary has.
+mod suite_list {
+    include!("../../../bench/src/suite_list.rs");
+}
+
+const EXAMPLES: &str = "Examples:\n  atomfs bench fcfs-micro --quick\n  \
+    atomfs bench external --full --out results/external\n  atomfs bench sqlite --tiny\n  \
+    atomfs bench all --quick --out results";
+
+/// The text after `atomfs bench --help`'s options: every suite with its description, then
+/// examples.
+pub fn after_help() -> String {
+    let width = suite_list::SUITES
+        .iter()
+        .map(|(name, _)| name.len())
+        .max()
+        .unwrap_or(0);
+    let mut text = String::from("Suites:\n");
+    for (name, description) in suite_list::SUITES {
+        text.push_str(&format!("  {name:width$}  {description}\n"));
+    }
+    text.push_str(&format!(
+        "  {:width$}  every suite above, one after the other\n\n",
+        "all"
+    ));
+    text.push_str(EXAMPLES);
+    text
 }
 
 /// The `atomfs-bench` binary: `ATOMFS_BENCH` if set, else next to this executable, else
@@ -102,5 +131,30 @@ pub fn run(args: BenchArgs) -> CmdResult {
             "bench {} was killed by a signal",
             args.suite
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn help_lists_every_suite_of_the_bench_binary() {
+        let help = after_help();
+        assert!(suite_list::SUITES.len() >= 11, "{help}");
+        for (name, description) in suite_list::SUITES {
+            let line = help
+                .lines()
+                .find(|l| l.split_whitespace().next() == Some(name))
+                .unwrap_or_else(|| panic!("{name} missing from:\n{help}"));
+            assert!(line.ends_with(description), "{line}");
+        }
+        for name in ["sqlite", "fuse", "mmio", "all"] {
+            assert!(
+                help.lines()
+                    .any(|l| l.split_whitespace().next() == Some(name)),
+                "{name} missing from:\n{help}"
+            );
+        }
     }
 }

@@ -246,11 +246,10 @@ anything else is passed to the kernel (e.g. noatime).\n\nExamples:\n  atomfs mou
         after_help = "Engines: pool (= pool-fcfs), pool-nc, pool-fgwal, pool-scsp, pool-soc, pool-sync, mmio (= mmio-hybrid), mmio-undo, mmio-redo (pool-nc has no consistency and must fail).\n\nExamples:\n  atomfs crashtest\n  atomfs crashtest --engine pool-scsp --workloads 100 --kills 200\n  atomfs crashtest --engine pool-nc --kills 0   # shows the violations of no-consistency mode\n  atomfs crashtest --long                       # 1,000,000 crash images + 10,000 kills, summary table\n  atomfs crashtest --long --images 50000 --kills 500 --jobs 2"
     )]
     Crashtest(crashtest::CrashtestArgs),
-    /// Reproduce the FCFS seed's evaluation (Figs. 7-11) and the external baselines on this
-    /// machine: results.json, PNG plots and a ratio table (runs the atomfs-bench binary).
-    #[command(
-        after_help = "Suites: fcfs-micro, fcfs-threads, fcfs-value-size, fcfs-idle, fcfs-latency, recovery, floor, external, all.\n\nExamples:\n  atomfs bench fcfs-micro --quick\n  atomfs bench external --full --out results/external\n  atomfs bench all --quick --out results"
-    )]
+    /// Reproduce the seeds' evaluations (FCFS Figs. 7-11, Libnvmmio, SQLite, FUSE) and the
+    /// external baselines on this machine: results.json, PNG plots and a ratio table (runs
+    /// the atomfs-bench binary).
+    #[command(after_help = bench::after_help())]
     Bench(bench::BenchArgs),
     /// (internal) The crash test's torture victim.
     #[command(hide = true)]

@@ -4,7 +4,7 @@
 //! new session and waits for its "ready" line, so that every error (corrupt pool, busy
 //! mount point) still reaches the terminal and the exit status.
 
-use crate::engine::{fsck_report, fsck_text, open};
+use crate::engine::{fsck_report, fsck_text, open, open_failure};
 use crate::{CmdResult, Failure};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
@@ -47,16 +47,31 @@ pub fn mount(
 ) -> CmdResult {
     let opts = mount_options(pool, options)?;
     atomfs_fuse::check_mountpoint(dir).map_err(|e| Failure::new(e.to_string()))?;
-    if !pool.is_file() {
-        return Err(Failure::new(format!(
-            "{}: no such pool file",
-            pool.display()
-        )));
-    }
+    check_pool_file(pool)?;
     if foreground {
         serve(pool, dir, &opts, ready_notify)
     } else {
         spawn_server(pool, dir, options)
+    }
+}
+
+/// A missing pool gets the message (with the mkfs hint) of every other command; anything
+/// else that is not a regular file is refused before a server starts.
+fn check_pool_file(pool: &Path) -> Result<(), Failure> {
+    match std::fs::metadata(pool) {
+        Ok(meta) if meta.is_file() => Ok(()),
+        Ok(_) => Err(Failure::new(format!(
+            "{}: not a pool file (a pool is a regular file made by atomfs mkfs)",
+            pool.display()
+        ))),
+        Err(source) => Err(open_failure(
+            pool,
+            store::Error::Io {
+                path: pool.display().to_string(),
+                op: "stat",
+                source,
+            },
+        )),
     }
 }
 

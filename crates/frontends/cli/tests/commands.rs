@@ -69,15 +69,65 @@ fn mkfs_files_info_fsck_inspect_recover() {
 }
 
 #[test]
+fn mkfs_takes_a_size_with_a_fraction() {
+    let dir = scratch("fraction");
+    let pool = dir.join("f.pool");
+    let p = s(&pool);
+    atomfs_ok(&["mkfs", p, "--size", "24.5M"]);
+    let info: serde_json::Value =
+        serde_json::from_str(&atomfs_ok(&["info", p, "--json"])).expect("info json");
+    assert_eq!(info["file_size"], 24 * 1024 * 1024 + 512 * 1024, "{info}");
+    let _ = fs::remove_dir_all(dir);
+}
+
+#[test]
+fn bench_help_lists_every_suite() {
+    let help = atomfs_ok(&["bench", "--help"]);
+    let listed: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Suites:"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    for suite in [
+        "external",
+        "fcfs-micro",
+        "fcfs-threads",
+        "fcfs-value-size",
+        "fcfs-idle",
+        "fcfs-latency",
+        "recovery",
+        "floor",
+        "sqlite",
+        "fuse",
+        "mmio",
+        "all",
+    ] {
+        assert!(
+            listed.contains(&suite),
+            "{suite} not in {listed:?}:\n{help}"
+        );
+    }
+}
+
+#[test]
 fn bad_input_gives_clear_errors() {
     let dir = scratch("bad");
     let pool = dir.join("b.pool");
     let p = s(&pool);
+    let mnt = dir.join("mnt");
+    fs::create_dir(&mnt).expect("mkdir mnt");
+    let hint = format!("{p}: no such pool file (create one with: atomfs mkfs {p} --size 512M)");
     for (args, needle) in [
         (vec!["mkfs", p, "--size", "lots"], "invalid size"),
+        (vec!["mkfs", p, "--size", "1.5.5G"], "invalid size"),
+        (vec!["mkfs", p, "--size", "1,5G"], "invalid size"),
+        (vec!["mount", p, s(&mnt)], hint.as_str()),
+        (vec!["mount", s(&mnt), s(&mnt)], "not a pool file"),
         (vec!["mkfs", p, "--size", "1M"], "too small"),
         (vec!["mkfs", p, "--size", "64T"], "exceeds"),
-        (vec!["info", p], "no such pool file"),
+        (vec!["info", p], hint.as_str()),
         (
             vec!["mkfs", "/nonexistent-dir/x.pool", "--size", "16M"],
             "does not exist",

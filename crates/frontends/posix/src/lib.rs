@@ -9,7 +9,8 @@
 //!   shim uses real kernel descriptors it reserved);
 //! - transaction ids of the C calls (`tx_begin` ...) over the store's [`store::TxId`]s, valid
 //!   process-wide and never reused;
-//! - errors as errno values ([`Errno`]).
+//! - errors as errno values ([`Errno`]);
+//! - the process umask applied to the modes of created files and directories ([`umask`]).
 //!
 //! Nothing here panics on bad input: every failure is an errno.
 
@@ -18,6 +19,7 @@
 mod ops;
 mod pools;
 mod tx;
+pub mod umask;
 
 pub use ops::*;
 pub use pools::{

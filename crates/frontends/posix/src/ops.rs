@@ -14,7 +14,8 @@ fn err(e: Error) -> i32 {
     e.errno()
 }
 
-/// Open `path` (inside the pool) with open(2) `flags` (plus [`O_ATOMIC`]) and `mode`.
+/// Open `path` (inside the pool) with open(2) `flags` (plus [`O_ATOMIC`]) and `mode`; a
+/// file it creates gets `mode` less the process umask, as open(2) gives it.
 pub fn open(pool: &Arc<Pool>, path: &[u8], flags: i32, mode: u32) -> PResult<Arc<OpenFile>> {
     let store = &*pool.store;
     let access = flags & libc::O_ACCMODE;
@@ -33,7 +34,7 @@ pub fn open(pool: &Arc<Pool>, path: &[u8], flags: i32, mode: u32) -> PResult<Arc
             }
             Ok(meta) => meta,
             Err(Error::NotFound(_)) if flags & libc::O_CREAT != 0 => store
-                .create(parent, &name, mode & 0o7777, None)
+                .create(parent, &name, crate::umask::apply(mode), None)
                 .map_err(err)?,
             Err(e) => return Err(err(e)),
         },
@@ -234,14 +235,14 @@ pub fn stat(pool: &Pool, path: &[u8]) -> PResult<Metadata> {
     store::resolve(&*pool.store, path).map_err(err)
 }
 
-/// mkdir(2).
+/// mkdir(2): the directory gets `mode` (permission and sticky bits) less the process umask.
 pub fn mkdir(pool: &Pool, path: &[u8], mode: u32) -> PResult<()> {
     let (parent, name) = store::resolve_parent(&*pool.store, path).map_err(|e| match e {
         Error::InvalidArgument(_) => libc::EEXIST,
         e => err(e),
     })?;
     pool.store
-        .mkdir(parent, &name, mode & 0o7777, None)
+        .mkdir(parent, &name, crate::umask::apply(mode & 0o1777), None)
         .map(|_| ())
         .map_err(err)
 }

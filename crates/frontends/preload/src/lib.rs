@@ -36,6 +36,7 @@ mod fds;
 mod paths;
 mod real;
 mod stdio;
+mod umask;
 
 use std::cell::Cell;
 use std::ffi::{c_char, c_int, CStr};
@@ -106,6 +107,8 @@ fn pool() -> PResult<Arc<Pool>> {
                 return Err(libc::EINVAL);
             }
         };
+        // From now on the shim creates files: know the umask they get (see umask.rs).
+        atomfs_posix::umask::track();
         match atomfs_posix::open_pool(std::path::Path::new(path), create, false) {
             Ok(pool) => {
                 POOL_OPEN.store(true, Ordering::Relaxed);
@@ -175,14 +178,19 @@ fn ours<T>(f: impl FnOnce() -> T) -> T {
 /// In the child after fork: the pool stays the parent's. Only an atomic store here: a fork
 /// handler must not take locks.
 extern "C" fn after_fork_child() {
+    umask::after_fork_child();
     if POOL_OPEN.load(Ordering::Relaxed) {
         FORKED.store(true, Ordering::Relaxed);
     }
 }
 
+/// Register the fork handler, once.
 fn register_atfork() {
-    // SAFETY: registering plain extern "C" handlers with no captured state.
-    unsafe { libc::pthread_atfork(None, None, Some(after_fork_child)) };
+    static REGISTERED: std::sync::Once = std::sync::Once::new();
+    REGISTERED.call_once(|| {
+        // SAFETY: registering plain extern "C" handlers with no captured state.
+        unsafe { libc::pthread_atfork(None, None, Some(after_fork_child)) };
+    });
 }
 
 fn set_errno(e: c_int) {
@@ -228,3 +236,4 @@ pub use dirs::*;
 pub use fds::*;
 pub use paths::*;
 pub use stdio::*;
+pub use umask::umask;

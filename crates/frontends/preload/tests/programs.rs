@@ -33,6 +33,15 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// Print why a test cannot run here; with `ATOMFS_REQUIRE_ALL=1` that is a failure instead.
+fn skip(why: &str) {
+    assert!(
+        std::env::var_os("ATOMFS_REQUIRE_ALL").is_none_or(|v| v != "1"),
+        "ATOMFS_REQUIRE_ALL=1 but: {why}"
+    );
+    eprintln!("SKIP: {why}");
+}
+
 fn have(tool: &str) -> bool {
     let ok = Command::new("sh")
         .arg("-c")
@@ -40,7 +49,9 @@ fn have(tool: &str) -> bool {
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
-        eprintln!("SKIP: `{tool}` is not installed (scripts/install-deps.sh installs it)");
+        skip(&format!(
+            "`{tool}` is not installed (scripts/install-deps.sh installs it)"
+        ));
     }
     ok
 }
@@ -198,6 +209,8 @@ fn fio_psync_verify_crc32c() {
         "--do_verify=1",
         "--thread",
         "--minimal",
+        // No verify state file left in the working directory (the crate's source folder).
+        "--verify_state_save=0",
     ];
     let out = ok(&under_shim(&dir, "fio", &args, None), "fio");
     // terse format: field 6 is the KB read by the verify pass, field 47 the KB written.
@@ -221,7 +234,7 @@ fn build_c(dir: &Path) -> Option<PathBuf> {
         .output();
     match status {
         Err(_) => {
-            eprintln!("SKIP: no C compiler `cc`");
+            skip("no C compiler `cc`");
             None
         }
         Ok(o) if !o.status.success() => panic!("cc failed: {}", String::from_utf8_lossy(&o.stderr)),
@@ -400,5 +413,77 @@ fn a_pool_open_in_another_process_is_busy_not_shared() {
     holder.wait().unwrap();
     // Once the holder is gone the pool opens again.
     assert_eq!(cat(&dir, "/atomfs/a"), "x");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `program args` under the shim with the umask `initial` set before exec (so the shim
+/// reads it from /proc/self/status).
+fn under_shim_with_umask(
+    dir: &Path,
+    initial: libc::mode_t,
+    program: &str,
+    args: &[&str],
+) -> Output {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .env("LD_PRELOAD", shim())
+        .env("ATOMFS_POOL", dir.join("pool"))
+        .env("ATOMFS_PREFIX", "/atomfs")
+        .env("ATOMFS_CREATE_SIZE", "0");
+    // SAFETY: umask(2) is async-signal-safe and cannot fail; it changes only the child.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::umask(initial);
+            Ok(())
+        });
+    }
+    cmd.output().expect("run program")
+}
+
+#[test]
+fn created_files_and_directories_get_the_umask_the_program_starts_with() {
+    if !have("mkdir") || !have("touch") || !have("stat") {
+        return;
+    }
+    let dir = scratch("umask");
+    for (mask, name, expected) in [(0o022, "a", "644\n755\n"), (0o077, "b", "600\n700\n")] {
+        // Only the programs sh runs touch the pool (one process holds it at a time).
+        let script = format!(
+            "mkdir /atomfs/{name}.d && touch /atomfs/{name}.f && stat -c %a /atomfs/{name}.f /atomfs/{name}.d"
+        );
+        let out = under_shim_with_umask(&dir, mask, "sh", &["-c", &script]);
+        assert_eq!(ok(&out, "create"), expected, "umask {mask:o}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn created_files_and_directories_get_the_umask_the_program_sets() {
+    if !have("python3") {
+        return;
+    }
+    let dir = scratch("umask-set");
+    // os.umask calls umask(); each mask applies to the creates after it, in the same process.
+    let script = r#"
+import os
+def create(name, mask):
+    old = os.umask(mask)
+    os.mkdir("/atomfs/" + name + ".d")
+    with open("/atomfs/" + name + ".f", "w"):
+        pass
+    st = [os.stat("/atomfs/" + name + s).st_mode & 0o7777 for s in (".f", ".d")]
+    print("%o %o %o" % (old, st[0], st[1]))
+create("a", 0o077)
+create("b", 0o022)
+create("c", 0o027)
+os.mkdir("/atomfs/d.d", 0o750)
+print("%o" % (os.stat("/atomfs/d.d").st_mode & 0o7777))
+"#;
+    let out = under_shim_with_umask(&dir, 0o002, "python3", &["-c", script]);
+    assert_eq!(
+        ok(&out, "python3"),
+        "2 600 700\n77 644 755\n22 640 750\n750\n"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
