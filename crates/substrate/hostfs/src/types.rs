@@ -54,7 +54,7 @@ impl OpenOptions {
 }
 
 /// Kind of a directory entry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum FileKind {
     File,
     Dir,
