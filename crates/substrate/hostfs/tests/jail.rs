@@ -22,15 +22,26 @@ fn setup() -> (TempDir, std::path::PathBuf, std::path::PathBuf) {
     std::fs::create_dir_all(&outside).expect("outside");
     std::fs::write(outside.join("secret"), b"secret").expect("secret");
     std::os::unix::fs::symlink(&outside, root.join("escape")).expect("dir symlink");
-    std::os::unix::fs::symlink(outside.join("secret"), root.join("secret_link")).expect("file symlink");
+    std::os::unix::fs::symlink(outside.join("secret"), root.join("secret_link"))
+        .expect("file symlink");
     std::os::unix::fs::symlink("../outside", root.join("relative_escape")).expect("rel symlink");
     (base, root, outside)
 }
 
 fn outside_untouched(outside: &Path) {
-    assert_eq!(std::fs::read(outside.join("secret")).expect("secret"), b"secret");
-    let names: Vec<_> = std::fs::read_dir(outside).expect("ls").map(|e| e.expect("entry").file_name()).collect();
-    assert_eq!(names, vec![std::ffi::OsString::from("secret")], "nothing created outside");
+    assert_eq!(
+        std::fs::read(outside.join("secret")).expect("secret"),
+        b"secret"
+    );
+    let names: Vec<_> = std::fs::read_dir(outside)
+        .expect("ls")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(
+        names,
+        vec![std::ffi::OsString::from("secret")],
+        "nothing created outside"
+    );
 }
 
 fn refused<T>(result: Result<T, HostFsError>, what: &str) -> HostFsError {
@@ -46,7 +57,14 @@ fn check_resolver(resolver: Resolver) {
     let rw = OpenOptions::create();
     let long = "x".repeat(5000);
     let nul = OsStr::from_bytes(b"a\0b");
-    for bad in ["../outside/secret", "/etc/passwd", long.as_str(), "a/../../x", "./a", ""] {
+    for bad in [
+        "../outside/secret",
+        "/etc/passwd",
+        long.as_str(),
+        "a/../../x",
+        "./a",
+        "",
+    ] {
         let e = refused(fs.open(Path::new(bad), &rw), bad);
         assert!(matches!(e, HostFsError::InvalidPath { .. }), "{bad}: {e}");
     }
@@ -65,18 +83,40 @@ fn check_resolver(resolver: Resolver) {
             "{path}: {e}"
         );
     }
-    refused(fs.mkdir(Path::new("escape/d"), 0o755), "mkdir through symlink");
-    refused(fs.unlink(Path::new("escape/secret")), "unlink through symlink");
-    refused(fs.rename(Path::new("escape/secret"), Path::new("stolen")), "rename from outside");
-    refused(fs.link(Path::new("escape/secret"), Path::new("stolen")), "link from outside");
+    refused(
+        fs.mkdir(Path::new("escape/d"), 0o755),
+        "mkdir through symlink",
+    );
+    refused(
+        fs.unlink(Path::new("escape/secret")),
+        "unlink through symlink",
+    );
+    refused(
+        fs.rename(Path::new("escape/secret"), Path::new("stolen")),
+        "rename from outside",
+    );
+    refused(
+        fs.link(Path::new("escape/secret"), Path::new("stolen")),
+        "link from outside",
+    );
     refused(fs.read_dir(Path::new("escape")), "readdir through symlink");
-    refused(fs.set_perm(Path::new("secret_link"), 0o777), "chmod through symlink");
-    refused(fs.set_times(Path::new("secret_link"), Some(0), Some(0)), "utimens through symlink");
+    refused(
+        fs.set_perm(Path::new("secret_link"), 0o777),
+        "chmod through symlink",
+    );
+    refused(
+        fs.set_times(Path::new("secret_link"), Some(0), Some(0)),
+        "utimens through symlink",
+    );
     refused(fs.sync_dir(Path::new("escape")), "fsync through symlink");
     refused(fs.stat(Path::new("escape/secret")), "stat through symlink");
     // The symlink itself is an entry of the root: it can be described and removed.
-    assert_eq!(fs.stat(Path::new("secret_link")).expect("lstat").kind, hostfs::FileKind::Symlink);
-    fs.unlink(Path::new("secret_link")).expect("unlink the link itself");
+    assert_eq!(
+        fs.stat(Path::new("secret_link")).expect("lstat").kind,
+        hostfs::FileKind::Symlink
+    );
+    fs.unlink(Path::new("secret_link"))
+        .expect("unlink the link itself");
     outside_untouched(&outside);
     assert!(std::fs::metadata(root.join("stolen")).is_err());
 }
@@ -101,11 +141,23 @@ fn unusable_roots_are_named_with_their_reason() {
     let base = TempDir::new("roots");
     let missing = base.path().join("missing");
     let e = RealHostFs::open(&missing).err().expect("missing root");
-    assert_eq!(e.to_string(), format!("{}: unusable store directory: does not exist", missing.display()));
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{}: unusable store directory: does not exist",
+            missing.display()
+        )
+    );
     let file = base.path().join("file");
     std::fs::write(&file, b"x").expect("file");
     let e = RealHostFs::open(&file).err().expect("file root");
-    assert_eq!(e.to_string(), format!("{}: unusable store directory: not a directory", file.display()));
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{}: unusable store directory: not a directory",
+            file.display()
+        )
+    );
     let ro = base.path().join("ro");
     std::fs::create_dir(&ro).expect("ro");
     if !make_read_only(&ro) {
@@ -113,7 +165,13 @@ fn unusable_roots_are_named_with_their_reason() {
     }
     let e = RealHostFs::open(&ro).err().expect("read-only root");
     let text = e.to_string();
-    assert!(text.starts_with(&format!("{}: unusable store directory: not writable", ro.display())), "{text}");
+    assert!(
+        text.starts_with(&format!(
+            "{}: unusable store directory: not writable",
+            ro.display()
+        )),
+        "{text}"
+    );
     assert_eq!(text.lines().count(), 1);
     let _ = std::process::Command::new("umount").arg(&ro).output();
 }

@@ -16,7 +16,9 @@ fn file_and_namespace_operations_round_trip() {
     let dir = TempDir::new("real");
     let fs = RealHostFs::open(dir.path()).expect("open");
     fs.mkdir(p("d"), 0o750).expect("mkdir");
-    let f = fs.open(p("d/a"), &OpenOptions::create_new()).expect("create");
+    let f = fs
+        .open(p("d/a"), &OpenOptions::create_new())
+        .expect("create");
     fs.write_all_at(&f, 0, b"hello world").expect("write");
     fs.set_len(&f, 5).expect("truncate");
     fs.sync_data(&f).expect("fdatasync");
@@ -26,18 +28,39 @@ fn file_and_namespace_operations_round_trip() {
     let mut buf = [0u8; 16];
     assert_eq!(fs.read_full_at(&f, 0, &mut buf).expect("read"), 5);
     assert_eq!(&buf[..5], b"hello");
-    assert!(fs.open(p("d/a"), &OpenOptions::create_new()).is_err(), "create_new on an existing file");
+    assert!(
+        fs.open(p("d/a"), &OpenOptions::create_new()).is_err(),
+        "create_new on an existing file"
+    );
     fs.link(p("d/a"), p("b")).expect("link");
     assert_eq!(fs.stat(p("b")).expect("stat").nlink, 2);
     fs.rename(p("b"), p("d/c")).expect("rename");
-    let mut names: Vec<_> = fs.read_dir(p("d")).expect("readdir").into_iter().map(|e| (e.name, e.kind)).collect();
+    let mut names: Vec<_> = fs
+        .read_dir(p("d"))
+        .expect("readdir")
+        .into_iter()
+        .map(|e| (e.name, e.kind))
+        .collect();
     names.sort();
-    assert_eq!(names, vec![(b"a".to_vec(), FileKind::File), (b"c".to_vec(), FileKind::File)]);
+    assert_eq!(
+        names,
+        vec![
+            (b"a".to_vec(), FileKind::File),
+            (b"c".to_vec(), FileKind::File)
+        ]
+    );
     fs.set_perm(p("d/a"), 0o600).expect("chmod");
-    fs.set_times(p("d/a"), None, Some(1_000_000_000_123)).expect("utimens");
+    fs.set_times(p("d/a"), None, Some(1_000_000_000_123))
+        .expect("utimens");
     let st = fs.stat(p("d/a")).expect("stat");
-    assert_eq!((st.perm, st.mtime_ns, st.len), (0o600, 1_000_000_000_123, 5));
-    assert_eq!(fs.stat(p("d")).expect("stat").perm & 0o777, 0o750 & !umask());
+    assert_eq!(
+        (st.perm, st.mtime_ns, st.len),
+        (0o600, 1_000_000_000_123, 5)
+    );
+    assert_eq!(
+        fs.stat(p("d")).expect("stat").perm & 0o777,
+        0o750 & !umask()
+    );
     assert_eq!(fs.stat(p("")).expect("stat root").kind, FileKind::Dir);
     fs.unlink(p("d/a")).expect("unlink");
     fs.unlink(p("d/c")).expect("unlink");
@@ -88,12 +111,17 @@ fn a_missing_capability_is_named_with_the_file_system() {
         Err(e) => {
             assert!(!caps.reflink);
             let text = e.to_string();
-            assert!(text.starts_with("reflink (FICLONERANGE) is not available on "), "{text}");
+            assert!(
+                text.starts_with("reflink (FICLONERANGE) is not available on "),
+                "{text}"
+            );
             assert!(text.contains(&caps.fs_type.to_string()), "{text}");
         }
     }
     if !caps.has(Capability::ExchangeRange) {
-        let e = fs.exchange_range(&a, 0, &b, 0, 4096).expect_err("no exchange-range");
+        let e = fs
+            .exchange_range(&a, 0, &b, 0, 4096)
+            .expect_err("no exchange-range");
         assert!(e.to_string().contains("exchange-range"), "{e}");
     }
 }
