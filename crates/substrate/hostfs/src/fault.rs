@@ -318,6 +318,10 @@ impl<F: HostFs> HostFs for Faulty<F> {
         self.inner.map(&file.inner, len)
     }
 
+    fn check_map(&self, map: &Self::Map) -> HostFsResult<()> {
+        self.inner.check_map(map)
+    }
+
     fn clone_range(
         &self,
         src: &Self::File,

@@ -124,6 +124,11 @@ pub trait HostFs: Send + Sync + 'static {
     /// flush + fence of the region, which on a host file system `msync`s the flushed pages.
     fn map(&self, file: &Self::File, len: u64) -> HostFsResult<Self::Map>;
 
+    /// The first failed write-back (msync at a fence) of `map` since the last call, if any:
+    /// a failed msync means the fence did not make the flushed stores durable, so engines
+    /// check this at commit.
+    fn check_map(&self, map: &Self::Map) -> HostFsResult<()>;
+
     /// FICLONERANGE: `dst[dst_off..+len]` shares `src[src_off..+len]`'s blocks. Offsets and
     /// length block-aligned (a length reaching the source's end may be unaligned). Durable
     /// after `sync_data` of `dst`; until then each block independently old or new.

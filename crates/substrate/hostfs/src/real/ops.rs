@@ -260,6 +260,11 @@ impl HostFs for RealHostFs {
             .map_err(|e| invalid(&path, "mmap", e.to_string()))
     }
 
+    fn check_map(&self, map: &MappedRegion) -> HostFsResult<()> {
+        map.take_sync_error()
+            .map_err(|e| invalid(map.path(), "msync", e.to_string()))
+    }
+
     fn clone_range(
         &self,
         src: &RealFile,

@@ -477,6 +477,10 @@ impl HostFs for SimHostFs {
         ))
     }
 
+    fn check_map(&self, _map: &SimMap) -> HostFsResult<()> {
+        Ok(())
+    }
+
     fn clone_range(
         &self,
         src: &SimFile,
