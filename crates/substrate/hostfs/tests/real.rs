@@ -125,3 +125,33 @@ fn a_missing_capability_is_named_with_the_file_system() {
         assert!(e.to_string().contains("exchange-range"), "{e}");
     }
 }
+
+#[test]
+fn faults_are_injected_over_the_real_directory() {
+    use hostfs::{Fault, FaultKind, FaultOp, FaultPlan, Faulty};
+    let dir = TempDir::new("faulty");
+    let plan = FaultPlan::new();
+    let fs = Faulty::new(RealHostFs::open(dir.path()).expect("open"), plan.clone());
+    plan.add(Fault::once(FaultOp::Create, FaultKind::NoSpace));
+    let e = fs
+        .open(p("a"), &OpenOptions::create())
+        .err()
+        .expect("ENOSPC");
+    assert_eq!(e.errno(), libc::ENOSPC);
+    assert!(!dir.path().join("a").exists(), "nothing created");
+    let f = fs.open(p("a"), &OpenOptions::create()).expect("create");
+    plan.add(Fault::once(
+        FaultOp::Write,
+        FaultKind::ShortWrite { len: 3 },
+    ));
+    assert_eq!(fs.write_at(&f, 0, b"abcdef").expect("short write"), 3);
+    assert_eq!(std::fs::read(dir.path().join("a")).expect("read"), b"abc");
+    plan.add(Fault::once(FaultOp::SyncFile, FaultKind::Io).on("a"));
+    assert_eq!(fs.sync_data(&f).expect_err("EIO").errno(), libc::EIO);
+    fs.sync_data(&f).expect("the next fsync succeeds");
+    fs.truncate_behind(p("a"), 1).expect("truncate behind");
+    assert_eq!(fs.file_stat(&f).expect("stat").len, 1);
+    fs.delete_behind(p("a")).expect("delete behind");
+    assert!(!dir.path().join("a").exists());
+    assert_eq!(plan.injected().len(), 3);
+}
