@@ -160,9 +160,9 @@ fn unusable_roots_are_named_with_their_reason() {
     );
     let ro = base.path().join("ro");
     std::fs::create_dir(&ro).expect("ro");
-    if !make_read_only(&ro) {
+    let Some(_guard) = make_read_only(&ro) else {
         return common::skip("cannot make a directory unwritable (root without mount rights)");
-    }
+    };
     let e = RealHostFs::open(&ro).err().expect("read-only root");
     let text = e.to_string();
     assert!(
@@ -173,20 +173,32 @@ fn unusable_roots_are_named_with_their_reason() {
         "{text}"
     );
     assert_eq!(text.lines().count(), 1);
-    let _ = std::process::Command::new("umount").arg(&ro).output();
+}
+
+/// Unmounts a read-only mount (if one was made) on every path out of the test.
+struct ReadOnly(Option<std::path::PathBuf>);
+
+impl Drop for ReadOnly {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.0 {
+            let _ = std::process::Command::new("umount").arg(dir).output();
+        }
+    }
 }
 
 /// Make `dir` unwritable: a read-only tmpfs over it as root (permission bits do not stop
 /// root), else mode 0555.
-fn make_read_only(dir: &Path) -> bool {
+fn make_read_only(dir: &Path) -> Option<ReadOnly> {
     if common::is_root() {
-        std::process::Command::new("mount")
+        let mounted = std::process::Command::new("mount")
             .args(["-t", "tmpfs", "-o", "ro,size=1m", "tmpfs"])
             .arg(dir)
             .status()
-            .is_ok_and(|s| s.success())
+            .is_ok_and(|s| s.success());
+        mounted.then(|| ReadOnly(Some(dir.to_path_buf())))
     } else {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o555)).is_ok()
+        let set = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o555));
+        set.is_ok().then_some(ReadOnly(None))
     }
 }
