@@ -117,9 +117,19 @@ impl LoopFs {
         Ok(())
     }
 
+    /// Unmount, retrying for a while when the mount is busy: a child process another test
+    /// thread forks may hold a copy of a descriptor on it until it execs.
     fn unmount(&mut self) -> Result<(), String> {
         let dir = self.dir().to_str().ok_or("mount path")?.to_string();
-        run("umount", &[&dir])?;
+        let mut result = run("umount", &[&dir]);
+        for _ in 0..50 {
+            if result.is_ok() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            result = run("umount", &[&dir]);
+        }
+        result?;
         self.mounted = false;
         Ok(())
     }
@@ -342,7 +352,8 @@ fn check_kind(kind: Kind) -> Result<(), String> {
         pattern(&has, &SimOrReal::Sim(&sim)).map_err(|e| format!("{name} on the model: {e}"))?;
         pattern(&has, &SimOrReal::Real(&real)).map_err(|e| format!("{name} on {kind:?}: {e}"))?;
         drop(real);
-        lfs.crash_and_remount()?;
+        lfs.crash_and_remount()
+            .map_err(|e| format!("{name}: {e}"))?;
         let real = RealHostFs::open(lfs.dir()).map_err(|e| e.to_string())?;
         let seen = observed(&real);
         let point = sim.crash_point();
