@@ -25,12 +25,36 @@ pub const CHECKPOINT_BATCH_ENTRIES: usize = 64;
 /// Bytes one batch copies home at most (bounds how long it holds its entries' locks).
 pub const CHECKPOINT_BATCH_BYTES: u64 = 1 << 20;
 
+/// Snapshots one background checkpoint takes at most when its drain stops at an entry its
+/// snapshot does not reach (the file grew meanwhile); what is left waits for the next call.
+const SNAPSHOTS_MAX: usize = 4;
+
 /// The home side of a checkpoint: the mapping (the file's current one, or a snapshot of it
 /// taken by the background thread), the host length, the path (for errors).
 pub(crate) struct Home<'a, Map> {
     pub map: Option<&'a Map>,
     pub host_len: u64,
     pub path: &'a Path,
+    /// `map` and `host_len` are the file's current ones (its lock is held), not a snapshot
+    /// that commits may have outdated since it was taken.
+    pub current: bool,
+}
+
+impl<Map: Region> Home<'_, Map> {
+    /// Whether a committed chunk ending at `end` can be copied home through this view. The
+    /// current view clips a chunk at the host length (bytes past the file's end do not exist).
+    /// A snapshot must hold the whole chunk: a chunk past its host length belongs to a page
+    /// the file gained after the snapshot (a commit grew it, a later commit overwrote the new
+    /// page through the log), and clipping it would free the entry without copying it home.
+    fn reaches(&self, end: u64) -> bool {
+        self.map.is_some_and(|m| {
+            if self.current {
+                end.min(self.host_len) <= m.len()
+            } else {
+                end <= self.host_len && end <= m.len()
+            }
+        })
+    }
 }
 
 type Taken<'a> = Vec<(u32, u32, RwLockWriteGuard<'a, EntryState>)>;
@@ -78,21 +102,31 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
     }
 
     /// Checkpoint every committed entry, holding no file lock across the copies (the
-    /// background thread, `checkpoint_all`). The mapping is a snapshot: an entry past its end
-    /// (the file grew and was remapped since) waits for the next call.
+    /// background thread, `checkpoint_all`). The mapping and host length are a snapshot,
+    /// which commits going on meanwhile may outdate: an entry the snapshot does not wholly
+    /// reach (the file grew since) stops the drain, which goes on with a fresh snapshot.
     pub fn checkpoint_committed(&self, s: &Shared<R, M>) -> Result<usize> {
-        let (map, host_len, path) = {
-            let st = self.state.read();
-            (st.map.clone(), st.host_len, st.path.clone())
-        };
-        let path = path.unwrap_or_else(|| "?".into());
-        let home = Home {
-            map: map.as_deref(),
-            host_len,
-            path: &path,
-        };
-        let _one = self.ckpt.lock();
-        self.drain_committed(s, &home)
+        let mut total = 0;
+        for _ in 0..SNAPSHOTS_MAX {
+            let (map, host_len, path) = {
+                let st = self.state.read();
+                (st.map.clone(), st.host_len, st.path.clone())
+            };
+            let path = path.unwrap_or_else(|| "?".into());
+            let home = Home {
+                map: map.as_deref(),
+                host_len,
+                path: &path,
+                current: false,
+            };
+            let _one = self.ckpt.lock();
+            let (n, outdated) = self.drain_committed(s, &home)?;
+            total += n;
+            if !outdated {
+                break;
+            }
+        }
+        Ok(total)
     }
 
     /// Checkpoint every committed entry, the file's lock held by the caller (shared or
@@ -102,29 +136,38 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
             map: st.map.as_deref(),
             host_len: st.host_len,
             path: st.path.as_deref().unwrap_or("?".as_ref()),
+            current: true,
         };
         let _one = self.ckpt.lock();
-        self.drain_committed(s, &home)
+        Ok(self.drain_committed(s, &home)?.0)
     }
 
-    /// Batches off the queue's front until it holds no committed entry (checkpoint mutex held).
-    fn drain_committed(&self, s: &Shared<R, M>, home: &Home<'_, M::Map>) -> Result<usize> {
+    /// Batches off the queue's front until it holds no committed entry (checkpoint mutex
+    /// held). Returns how many entries were checkpointed, and whether the drain stopped at a
+    /// committed entry `home` does not reach.
+    fn drain_committed(&self, s: &Shared<R, M>, home: &Home<'_, M::Map>) -> Result<(usize, bool)> {
         let mut total = 0;
         loop {
-            let batch = self.take_committed(s, home);
+            let (batch, outdated) = self.take_committed(s, home);
             if batch.is_empty() {
-                return Ok(total);
+                return Ok((total, outdated));
             }
             total += batch.len();
             self.checkpoint_batch(s, home, batch)?;
         }
     }
 
-    /// The oldest committed entries, locked (stale queue items are dropped on the way).
-    fn take_committed<'s>(&self, s: &'s Shared<R, M>, home: &Home<'_, M::Map>) -> Taken<'s> {
+    /// The oldest committed entries, locked (stale queue items are dropped on the way), and
+    /// whether taking stopped at a committed entry `home` does not reach.
+    fn take_committed<'s>(
+        &self,
+        s: &'s Shared<R, M>,
+        home: &Home<'_, M::Map>,
+    ) -> (Taken<'s>, bool) {
         let epoch = self.epoch.load(Ordering::Acquire);
         let mut out = Vec::new();
         let mut bytes = 0u64;
+        let mut outdated = false;
         while out.len() < CHECKPOINT_BATCH_ENTRIES && bytes < CHECKPOINT_BATCH_BYTES {
             let Some((id, generation)) = self.queue.lock().pop_front() else {
                 break;
@@ -139,9 +182,10 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
                 continue; // freed out of order (and perhaps reused): not ours any more
             }
             let end = g.file_off + g.delta_off as u64 + g.delta_len as u64;
-            let reachable =
-                !g.policy_redo || home.map.is_some_and(|m| end.min(home.host_len) <= m.len());
-            if g.epoch >= epoch || !reachable {
+            let committed = g.epoch < epoch;
+            let reachable = !g.policy_redo || home.reaches(end);
+            if !committed || !reachable {
+                outdated = committed;
                 drop(g);
                 self.queue.lock().push_front((id, generation));
                 break;
@@ -149,7 +193,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
             bytes += g.delta_len as u64;
             out.push((id, generation, g));
         }
-        out
+        (out, outdated)
     }
 
     /// Copy a batch's redo chunks home, make them durable, free the entries.
