@@ -62,6 +62,23 @@ fn skip(why: &str) {
     eprintln!("SKIP: {why}");
 }
 
+/// Compile `src` into `out` against the freshly built libatomfs.so (C99, warnings as errors).
+fn build_against_lib(src: &Path, out: &Path) {
+    let lib = format!("-L{}", lib_dir().display());
+    cc(&[
+        "-std=c99",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        &include(),
+        src.to_str().unwrap(),
+        &lib,
+        "-latomfs",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+}
+
 fn have_cc() -> bool {
     let ok = Command::new("cc")
         .arg("--version")
@@ -139,20 +156,8 @@ fn figure1_updates_two_files_atomically() {
     }
     let dir = scratch("figure1");
     let exe = dir.join("figure1");
+    build_against_lib(&crate_dir().join("examples/figure1.c"), &exe);
     let src = crate_dir().join("examples/figure1.c");
-    let lib = format!("-L{}", lib_dir().display());
-    cc(&[
-        "-std=c99",
-        "-Wall",
-        "-Wextra",
-        "-Werror",
-        &include(),
-        src.to_str().unwrap(),
-        &lib,
-        "-latomfs",
-        "-o",
-        exe.to_str().unwrap(),
-    ]);
     let pool = dir.join("fig.pool");
     assert_eq!(
         run(&exe, &[pool.to_str().unwrap()]),
@@ -382,29 +387,9 @@ fn figure1_runs_on_an_mmio_store_made_by_atomfs_create() {
     let make = dir.join("make_store");
     let make_src = dir.join("make_store.c");
     std::fs::write(&make_src, MAKE_STORE_C).unwrap();
-    let lib = format!("-L{}", lib_dir().display());
-    cc(&[
-        "-std=c99",
-        "-Wall",
-        "-Werror",
-        &include(),
-        make_src.to_str().unwrap(),
-        &lib,
-        "-latomfs",
-        "-o",
-        make.to_str().unwrap(),
-    ]);
+    build_against_lib(&make_src, &make);
     let exe = dir.join("figure1");
-    let src = crate_dir().join("examples/figure1.c");
-    cc(&[
-        "-std=c99",
-        &include(),
-        src.to_str().unwrap(),
-        &lib,
-        "-latomfs",
-        "-o",
-        exe.to_str().unwrap(),
-    ]);
+    build_against_lib(&crate_dir().join("examples/figure1.c"), &exe);
     let home = dir.join("home");
     std::fs::create_dir_all(&home).unwrap();
     let pool = dir.join("m.pool");

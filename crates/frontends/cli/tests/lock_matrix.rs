@@ -22,16 +22,6 @@ fn lib_dir() -> PathBuf {
     PathBuf::from(ATOMFS).parent().unwrap().to_path_buf()
 }
 
-fn require_all() -> bool {
-    std::env::var("ATOMFS_REQUIRE_ALL").is_ok_and(|v| v == "1")
-}
-
-/// Print why a front end is left out, or fail when everything must run.
-fn unavailable(what: &str, why: &str) {
-    assert!(!require_all(), "{what}: {why} (ATOMFS_REQUIRE_ALL=1)");
-    eprintln!("SKIP {what}: {why}");
-}
-
 const PROBE_C: &str = r#"
 #include <atomfs.h>
 #include <errno.h>
@@ -400,19 +390,7 @@ fn mkfs_force_refuses_a_mounted_store_and_loses_nothing() {
 #[test]
 fn an_mmio_store_is_reached_by_its_pool_path_alone() {
     let dir = scratch("mmio-path");
-    let pool = dir.join("m.pool");
-    let home = dir.join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    atomfs_ok(&[
-        "mkfs",
-        pool.to_str().unwrap(),
-        "--engine",
-        "mmio",
-        "--home",
-        home.to_str().unwrap(),
-        "--size",
-        "32M",
-    ]);
+    let (pool, home) = mkfs_mmio(&dir);
     let src = dir.join("src");
     std::fs::write(&src, b"through mmio").unwrap();
     atomfs_ok(&["put", pool.to_str().unwrap(), src.to_str().unwrap(), "/f"]);

@@ -7,62 +7,9 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use support::*;
-
-fn require_all() -> bool {
-    std::env::var("ATOMFS_REQUIRE_ALL").is_ok_and(|v| v == "1")
-}
-
-fn unavailable(what: &str, why: &str) {
-    assert!(!require_all(), "{what}: {why} (ATOMFS_REQUIRE_ALL=1)");
-    eprintln!("SKIP {what}: {why}");
-}
-
-fn have(tool: &str) -> bool {
-    let ok = Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        unavailable(tool, "not installed (scripts/install-deps.sh installs it)");
-    }
-    ok
-}
-
-fn run(program: &str, args: &[&str], cwd: &Path) -> String {
-    let out = Command::new(program)
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{program} {args:?}: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn mkfs_mmio(dir: &Path) -> (PathBuf, PathBuf) {
-    let pool = dir.join("m.pool");
-    let home = dir.join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    atomfs_ok(&[
-        "mkfs",
-        pool.to_str().unwrap(),
-        "--engine",
-        "mmio",
-        "--home",
-        home.to_str().unwrap(),
-        "--size",
-        "64M",
-    ]);
-    (pool, home)
-}
 
 #[test]
 fn git_and_sqlite3_on_a_mounted_mmio_store() {

@@ -155,10 +155,45 @@ pub fn run(prog: &str, args: &[&str], cwd: &Path) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Whether `program` is installed; prints why a test part is skipped when not, and fails
+/// instead when every test must run ([`require_all`]).
 pub fn have(program: &str) -> bool {
     let found = Command::new(program).arg("--version").output().is_ok();
     if !found {
-        println!("SKIP: {program} is not installed");
+        unavailable(
+            program,
+            "not installed (scripts/install-deps.sh installs it)",
+        );
     }
     found
+}
+
+/// Set (to 1) by scripts/test.sh when it runs as root, as CI does: every tool the tests need
+/// is installed then, so a test that finds its environment missing must fail, not skip.
+pub fn require_all() -> bool {
+    std::env::var("ATOMFS_REQUIRE_ALL").is_ok_and(|v| v == "1")
+}
+
+/// Print why `what` is left out, or fail when every test must run.
+pub fn unavailable(what: &str, why: &str) {
+    assert!(!require_all(), "{what}: {why} (ATOMFS_REQUIRE_ALL=1)");
+    println!("SKIP {what}: {why}");
+}
+
+/// `atomfs mkfs` an mmio store `m.pool` in `dir` whose files live in `dir/home`.
+pub fn mkfs_mmio(dir: &Path) -> (PathBuf, PathBuf) {
+    let pool = dir.join("m.pool");
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).expect("home directory");
+    atomfs_ok(&[
+        "mkfs",
+        s(&pool),
+        "--engine",
+        "mmio",
+        "--home",
+        s(&home),
+        "--size",
+        "64M",
+    ]);
+    (pool, home)
 }
