@@ -20,10 +20,12 @@
 //! Adding an engine: implement [`Engine`] in a module of this crate (or in the engine's crate)
 //! and add one line to [`ENGINES`].
 
+pub mod access;
 mod entries;
 pub mod lock;
 mod options;
 
+pub use access::Access;
 pub use entries::{pool_config_for, MmioEngine, PoolEngine, MMIO, POOL};
 pub use lock::StoreLock;
 pub use options::{parse_duration, parse_size, OptionKind, OptionSpec, OptionUse, Options};
@@ -36,7 +38,7 @@ pub mod config {
 
 use std::fs::{File, OpenOptions};
 use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use store::{Error, Result, Store};
@@ -44,8 +46,9 @@ use store::{Error, Result, Store};
 /// How many bytes of a pool file [`probe`] reads: an engine recognises its store from them.
 pub const PROBE_LEN: usize = 4096;
 
-/// Mode of a pool file created by the registry: readable and writable by its owner only.
-pub const POOL_FILE_MODE: u32 = 0o600;
+/// Mode of a pool file created by the registry unless [`Access::mode`] says otherwise:
+/// readable and writable by its owner only.
+pub const POOL_FILE_MODE: u32 = access::MODE_DEFAULT;
 
 /// One engine, as the registry knows it.
 pub trait Engine: Send + Sync {
@@ -186,6 +189,7 @@ pub fn create(path: &Path, engine: &str, options: &Options) -> Result<OpenedStor
 pub fn replace(path: &Path, engine: &str, options: &Options) -> Result<OpenedStore> {
     let engine = by_name(engine)?;
     options.validate(engine.name(), engine.options())?;
+    Access::from_env().check_link(path)?;
     if !path.exists() {
         return create(path, engine.name(), options);
     }
@@ -228,17 +232,23 @@ pub fn create_with(
     options: &Options,
     make: impl FnOnce(&Path) -> Result<Arc<dyn Store>>,
 ) -> Result<OpenedStore> {
+    let access = Access::from_env();
     let file = OpenOptions::new()
         .read(true)
         .write(true)
         .create_new(true)
-        .mode(POOL_FILE_MODE)
+        .mode(access.mode)
         .custom_flags(libc::O_CLOEXEC)
         .open(path)
         .map_err(|e| match e.kind() {
             std::io::ErrorKind::AlreadyExists => Error::Exists(path.display().to_string()),
             _ => io(path, "create", e),
         })?;
+    // Exactly the mode asked for, whatever the umask (it can only have narrowed it).
+    if let Err(e) = file.set_permissions(std::fs::Permissions::from_mode(access.mode)) {
+        let _ = std::fs::remove_file(path);
+        return Err(io(path, "chmod", e));
+    }
     let lock = match StoreLock::acquire_file(path, file) {
         Ok(lock) => lock,
         Err(e) => {
@@ -259,6 +269,7 @@ fn finish_create(
     make: impl FnOnce(&Path) -> Result<Arc<dyn Store>>,
 ) -> Result<OpenedStore> {
     let result = (|| {
+        create_missing_home(engine, options)?;
         if let Some(home) = engine.home_for_create(options)? {
             if !lock.paths().any(|p| p == home) {
                 lock.also(&home).map_err(|e| home_error(path, &home, e))?;
@@ -278,6 +289,27 @@ fn finish_create(
             Err(e)
         }
     }
+}
+
+/// Create a host-file engine's home directory when it does not exist yet (its parent must),
+/// with [`Access::dir_mode`] (0700 by default).
+fn create_missing_home(engine: &dyn Engine, options: &Options) -> Result<()> {
+    if !engine.options().iter().any(|o| o.key == "home") {
+        return Ok(());
+    }
+    let Some(home) = options.path("home") else {
+        return Ok(());
+    };
+    if std::fs::symlink_metadata(&home).is_ok() {
+        return Ok(());
+    }
+    let mode = Access::from_env().dir_mode();
+    std::fs::DirBuilder::new()
+        .mode(mode)
+        .create(&home)
+        .map_err(|e| io(&home, "create home directory", e))?;
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(mode))
+        .map_err(|e| io(&home, "chmod", e))
 }
 
 fn home_error(pool: &Path, home: &Path, e: Error) -> Error {
@@ -317,7 +349,11 @@ fn open_checked(
     expected: Option<&'static dyn Engine>,
     make: impl FnOnce(&'static dyn Engine, &Path) -> Result<Arc<dyn Store>>,
 ) -> Result<OpenedStore> {
+    let access = Access::from_env();
+    access.check_link(path)?;
     let mut lock = StoreLock::acquire(path)?;
+    let meta = std::fs::metadata(path).map_err(|e| io(path, "stat", e))?;
+    access.check_owner(path, &meta)?;
     let engine = probe(path)?;
     if let Some(expected) = expected {
         if expected.name() != engine.name() {
@@ -332,6 +368,8 @@ fn open_checked(
     options.validate(engine.name(), engine.options())?;
     if let Some(home) = engine.recorded_home(path)? {
         lock.also(&home).map_err(|e| home_error(path, &home, e))?;
+        let meta = std::fs::metadata(&home).map_err(|e| io(&home, "stat", e))?;
+        access.check_owner(&home, &meta)?;
     }
     let store = make(engine, path)?;
     Ok(OpenedStore {

@@ -154,8 +154,8 @@ fn bad_input_is_one_clear_error_and_creates_nothing() {
         ("mmio", Options::new(), "needs a home directory"),
         (
             "mmio",
-            Options::new().with("home", s.path("missing").display().to_string()),
-            "missing",
+            Options::new().with("home", s.path("missing/deeper").display().to_string()),
+            "missing/deeper",
         ),
     ];
     for (engine, options, expected) in cases {
@@ -247,4 +247,69 @@ fn every_option_has_help_and_a_valid_default() {
             }
         }
     }
+}
+
+#[test]
+fn a_symlink_at_the_pool_path_is_not_followed() {
+    let s = Scratch::new("symlink");
+    let pool = s.path("real.pool");
+    create(&pool, "pool", &small_pool())
+        .expect("create")
+        .unmount()
+        .expect("unmount");
+    let link = s.path("link.pool");
+    std::os::unix::fs::symlink(&pool, &link).expect("symlink");
+    let e = open(&link, &Options::new()).expect_err("followed a symlink");
+    assert!(e.to_string().contains("symbolic link"), "{e}");
+    let e = replace(&link, "pool", &small_pool()).expect_err("replaced through a symlink");
+    assert!(e.to_string().contains("symbolic link"), "{e}");
+    let e = create(&link, "pool", &small_pool()).expect_err("created through a symlink");
+    assert!(matches!(e, Error::Exists(_)), "{e}");
+}
+
+#[test]
+fn a_store_of_another_user_is_refused() {
+    // SAFETY: geteuid has no arguments and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        assert!(
+            std::env::var("ATOMFS_REQUIRE_ALL").is_err(),
+            "needs root to give a file to another user"
+        );
+        eprintln!("SKIP: needs root to give a file to another user");
+        return;
+    }
+    let s = Scratch::new("foreign");
+    let pool = s.path("p.pool");
+    create(&pool, "pool", &small_pool())
+        .expect("create")
+        .unmount()
+        .expect("unmount");
+    std::os::unix::fs::chown(&pool, Some(65534), Some(65534)).expect("chown");
+    let e = open(&pool, &Options::new()).expect_err("opened another user's store");
+    assert!(
+        matches!(e, Error::PermissionDenied(_)) && e.to_string().contains("uid 65534"),
+        "{e}"
+    );
+    let allowed = Access {
+        allow_foreign_owner: true,
+        ..Access::default()
+    };
+    assert!(allowed
+        .check_owner(&pool, &std::fs::metadata(&pool).expect("stat"))
+        .is_ok());
+}
+
+#[test]
+fn a_missing_home_directory_is_created_owner_only() {
+    let s = Scratch::new("newhome");
+    let home = s.path("fresh-home");
+    let options = Options::new()
+        .with("size", "16M")
+        .with("home", home.display().to_string());
+    create(&s.path("m.pool"), "mmio", &options)
+        .expect("create")
+        .unmount()
+        .expect("unmount");
+    let mode = std::fs::metadata(&home).expect("home").permissions().mode();
+    assert_eq!(mode & 0o777, 0o700);
 }

@@ -67,6 +67,13 @@ checks, inspects and mounts pools, copies files in and out without mounting, and
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Open a store whose pool file or home directory another user owns (refused otherwise,
+    /// as ssh refuses another user's key file).
+    #[arg(long, global = true)]
+    allow_foreign_owner: bool,
+    /// Follow a symbolic link at the pool path (not followed otherwise).
+    #[arg(long, global = true)]
+    follow_symlinks: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -97,6 +104,10 @@ enum Command {
         /// Replace an existing store (refused while any process has it open).
         #[arg(long)]
         force: bool,
+        /// Permission bits of the new pool file, in octal (default 0600, owner only; a new
+        /// home directory gets the matching x bits: 0700).
+        #[arg(long, value_parser = parse_mode)]
+        mode: Option<u32>,
     },
     /// List the engines of this build and the options each takes.
     #[command(after_help = "Example:\n  atomfs engines\n  atomfs engines --json")]
@@ -266,7 +277,35 @@ pub enum InspectWhat {
     Pending,
 }
 
+/// An octal permission mode such as 0640.
+fn parse_mode(text: &str) -> Result<u32, String> {
+    u32::from_str_radix(text.trim_start_matches("0o"), 8)
+        .ok()
+        .filter(|m| *m <= 0o777)
+        .ok_or_else(|| {
+            format!("invalid mode {text:?}: expected octal permission bits such as 0640")
+        })
+}
+
+/// The access rules reach the engine registry (and every program this one starts: the mount
+/// server, the crash test's children) through the environment it reads.
+fn set_access(cli: &Cli) {
+    if cli.allow_foreign_owner {
+        std::env::set_var("ATOMFS_ALLOW_FOREIGN_OWNER", "1");
+    }
+    if cli.follow_symlinks {
+        std::env::set_var("ATOMFS_FOLLOW_SYMLINKS", "1");
+    }
+    if let Command::Mkfs {
+        mode: Some(mode), ..
+    } = &cli.command
+    {
+        std::env::set_var("ATOMFS_MODE", format!("{mode:o}"));
+    }
+}
+
 fn run(cli: Cli) -> CmdResult {
+    set_access(&cli);
     use Command::*;
     match cli.command {
         Mkfs {
@@ -277,6 +316,7 @@ fn run(cli: Cli) -> CmdResult {
             inodes,
             options,
             force,
+            mode: _,
         } => engine::mkfs(engine::MkfsArgs {
             pool: &pool,
             engine: &engine,
