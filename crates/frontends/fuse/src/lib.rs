@@ -12,6 +12,8 @@
 
 mod fs;
 mod ioctl;
+mod names;
+mod nodes;
 
 pub use fs::AtomFuse;
 pub use ioctl::*;

@@ -183,3 +183,41 @@ fn stress_ng_filename() {
 fn stress_ng_link() {
     stress("link", 2);
 }
+
+#[test]
+fn an_unlinked_open_file_outlives_the_files_created_after_it() {
+    use std::io::{Read, Seek, SeekFrom};
+    use std::os::unix::fs::MetadataExt;
+    let (store, _pool) = shm_pool("unlinked-open", 64 << 20);
+    let Some(m) = mounted("unlinked-open", store) else {
+        return;
+    };
+    let d = m.dir();
+    std::fs::write(d.join("old"), b"old contents").expect("write");
+    let mut f = std::fs::File::open(d.join("old")).expect("open");
+    let ino = f.metadata().expect("fstat").ino();
+    std::fs::remove_file(d.join("old")).expect("unlink");
+    for i in 0..50 {
+        let (file, dir) = (d.join(format!("f{i}")), d.join(format!("d{i}")));
+        std::fs::write(&file, b"new").expect("create");
+        std::fs::create_dir(&dir).expect("mkdir");
+        let seen = std::fs::metadata(&file).expect("stat").ino();
+        assert_ne!(seen, ino, "the number of an open file was reused");
+        std::fs::remove_file(&file).expect("unlink");
+        std::fs::remove_dir(&dir).expect("rmdir");
+    }
+    let mut text = String::new();
+    f.seek(SeekFrom::Start(0)).expect("seek");
+    f.read_to_string(&mut text).expect("read the unlinked file");
+    assert_eq!(text, "old contents");
+    assert_eq!(f.metadata().expect("fstat").nlink(), 0);
+    std::fs::write(d.join("a"), b"x").expect("create");
+    std::fs::hard_link(d.join("a"), d.join("b")).expect("link");
+    let (a, b) = (
+        std::fs::metadata(d.join("a")).expect("stat a"),
+        std::fs::metadata(d.join("b")).expect("stat b"),
+    );
+    assert_eq!((a.ino(), a.nlink()), (b.ino(), 2), "two names, one inode");
+    drop(f);
+    m.finish();
+}
