@@ -78,7 +78,9 @@ impl MountOptions {
         Ok(())
     }
 
-    fn fuser_config(&self) -> fuser::Config {
+    /// The fuser configuration these options mount with (also used by the benchmark's
+    /// minimal FUSE file system, to mount it the same way).
+    pub fn fuser_config(&self) -> fuser::Config {
         use fuser::MountOption as M;
         let mut cfg = fuser::Config::default();
         cfg.mount_options = vec![
