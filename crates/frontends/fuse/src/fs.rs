@@ -491,8 +491,14 @@ impl fuser::Filesystem for AtomFuse {
         if let Err(e) = self.check_node(ino.0) {
             return reply.error(e);
         }
+        // A read-only descriptor has nothing for FLUSH to commit: its close() sends none.
+        let open_flags = if flags.0 & libc::O_ACCMODE == libc::O_RDONLY {
+            FopenFlags::FOPEN_NOFLUSH
+        } else {
+            FopenFlags::empty()
+        };
         match self.open_handle(ino.0, flags.0) {
-            Ok((fh, _)) => reply.opened(FileHandle(fh), FopenFlags::empty()),
+            Ok((fh, _)) => reply.opened(FileHandle(fh), open_flags),
             Err(e) => reply.error(errno(&e)),
         }
     }

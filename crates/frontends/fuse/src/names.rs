@@ -6,8 +6,8 @@
 use crate::fs::{errno, AtomFuse};
 use crate::nodes::Nodes;
 use fuser::{
-    Errno, FileHandle, FopenFlags, Generation, ReplyCreate, ReplyDirectoryPlus, ReplyEmpty,
-    ReplyEntry, Request,
+    Errno, FileAttr, FileHandle, FileType, FopenFlags, Generation, INodeNo, ReplyCreate,
+    ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, Request,
 };
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -15,6 +15,28 @@ use store::{Error, FileKind, Ino, Metadata};
 
 /// How a new file gets its inode: the store call of mkdir, symlink, create.
 pub(crate) type Make<'a> = &'a dyn Fn() -> Result<Metadata, Error>;
+
+/// The attributes of a negative entry: only the node id 0 matters to the kernel.
+fn negative_attr() -> FileAttr {
+    let epoch = std::time::UNIX_EPOCH;
+    FileAttr {
+        ino: INodeNo(0),
+        size: 0,
+        blocks: 0,
+        atime: epoch,
+        mtime: epoch,
+        ctime: epoch,
+        crtime: epoch,
+        kind: FileType::RegularFile,
+        perm: 0,
+        nlink: 0,
+        uid: 0,
+        gid: 0,
+        rdev: 0,
+        blksize: 0,
+        flags: 0,
+    }
+}
 
 impl AtomFuse {
     /// ESTALE when the kernel asks by a node id whose file the store freed.
@@ -33,6 +55,10 @@ impl AtomFuse {
                 let generation = nodes.looked_up(m.ino);
                 reply.entry(&self.ttl, &self.attr(&m), Generation(generation));
             }
+            // A negative entry (node id 0) the kernel may keep for the timeout: the next
+            // lookup of the same missing name (a PATH search, a probe for a lock file) needs
+            // no request. Names appear only through this mount, which updates the entry.
+            Err(Error::NotFound(_)) => reply.entry(&self.ttl, &negative_attr(), Generation(0)),
             Err(e) => reply.error(errno(&e)),
         }
     }
