@@ -340,7 +340,8 @@ mod tests {
     fn mount_options_parse_threads_and_ttl() {
         let mut o = MountOptions::default();
         assert_eq!(o.ttl, TTL_DEFAULT);
-        o.parse_into("ro, threads=2,ttl=0,noatime").expect("valid options");
+        o.parse_into("ro, threads=2,ttl=0,noatime")
+            .expect("valid options");
         assert!(o.read_only);
         assert_eq!((o.threads, o.ttl), (2, Duration::ZERO));
         assert_eq!(o.extra, vec!["noatime".to_string()]);

@@ -8,7 +8,9 @@
 //! - `rust-api`: the same operations through the Rust API (`atomfs::Fs`) on a pool in /dev/shm.
 //!
 //! Each round runs every operation on `--files` fresh names in a fresh directory, the
-//! targets taking turns in batches of 25 calls; the table shows the median round. Then the FUSE requests per call of both FUSE file systems are
+//! targets taking turns in batches of 25 calls; the table shows the median round: the time
+//! per call as the caller sees it and, for the two FUSE file systems, the CPU time their
+//! server process spent per call (all its threads, from /proc/PID/task/*/schedstat). Then the FUSE requests per call of both FUSE file systems are
 //! counted (fuser's request log, both mounted in this process).
 //!
 //! `cargo build --release -p atomfs-cli && cargo run --release -p atomfs-fuse --example
@@ -73,30 +75,57 @@ fn parse_args() -> Result<Args, String> {
 /// turns in batches this small, so that a noisy moment of a shared machine hits them all.
 const BATCH: usize = 25;
 
-/// One round: every target in a fresh directory; per target, microseconds per call of each
-/// operation.
+/// Microseconds per call of one operation on one target: as the caller waits for it, and
+/// as CPU time of the target's server process (NaN when it has none of its own).
+#[derive(Clone, Copy)]
+struct Sample {
+    wall: f64,
+    server_cpu: f64,
+}
+
+fn cpu_now(targets: &[Box<dyn Target>]) -> Vec<Option<u64>> {
+    targets.iter().map(|t| t.server_cpu_ns()).collect()
+}
+
+/// One operation on every target, in turns of [`BATCH`] calls.
+fn phase(targets: &[Box<dyn Target>], op: Op, files: usize) -> std::io::Result<Vec<Sample>> {
+    let mut spent = vec![std::time::Duration::ZERO; targets.len()];
+    let cpu_before = cpu_now(targets);
+    for start in (0..files).step_by(BATCH) {
+        for (t, target) in targets.iter().enumerate() {
+            let started = Instant::now();
+            for i in start..(start + BATCH).min(files) {
+                target.op(op, i)?;
+            }
+            spent[t] += started.elapsed();
+        }
+    }
+    let cpu_after = cpu_now(targets);
+    let per_call = |ns: f64| ns / 1e3 / files as f64;
+    Ok((0..targets.len())
+        .map(|t| Sample {
+            wall: per_call(spent[t].as_nanos() as f64),
+            server_cpu: match (cpu_before[t], cpu_after[t]) {
+                (Some(a), Some(b)) => per_call(b.saturating_sub(a) as f64),
+                _ => f64::NAN,
+            },
+        })
+        .collect())
+}
+
+/// One round: every target in a fresh directory; samples[target][op].
 fn round(
     targets: &[Box<dyn Target>],
     round: usize,
     files: usize,
-) -> std::io::Result<Vec<Vec<f64>>> {
+) -> std::io::Result<Vec<Vec<Sample>>> {
     for target in targets {
         target.begin_round(round)?;
     }
     let mut out = vec![Vec::new(); targets.len()];
     for op in OPS {
-        let mut spent = vec![std::time::Duration::ZERO; targets.len()];
-        for start in (0..files).step_by(BATCH) {
-            for (t, target) in targets.iter().enumerate() {
-                let started = Instant::now();
-                for i in start..(start + BATCH).min(files) {
-                    target.op(op, i)?;
-                }
-                spent[t] += started.elapsed();
-            }
-        }
-        for (t, d) in spent.into_iter().enumerate() {
-            out[t].push(d.as_secs_f64() * 1e6 / files as f64);
+        for (t, sample) in phase(targets, op, files)?.into_iter().enumerate() {
+            out[t].push(sample);
         }
     }
     for target in targets {
@@ -107,19 +136,24 @@ fn round(
     Ok(out)
 }
 
-/// Per target and operation, the median round.
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// Per target and operation, the median round of each measure.
 fn measure(
     targets: &[Box<dyn Target>],
     files: usize,
     rounds: usize,
-) -> std::io::Result<Vec<Vec<f64>>> {
-    // samples[target][op] = one value per round.
+) -> std::io::Result<Vec<Vec<Sample>>> {
+    // samples[target][op] = one sample per round.
     let mut samples = vec![vec![Vec::new(); OPS.len()]; targets.len()];
     for r in 0..rounds {
         eprintln!("round {}/{rounds}", r + 1);
         for (t, per_op) in round(targets, r, files)?.into_iter().enumerate() {
-            for (k, us) in per_op.into_iter().enumerate() {
-                samples[t][k].push(us);
+            for (k, sample) in per_op.into_iter().enumerate() {
+                samples[t][k].push(sample);
             }
         }
     }
@@ -128,9 +162,9 @@ fn measure(
         .map(|per_op| {
             per_op
                 .into_iter()
-                .map(|mut v| {
-                    v.sort_by(f64::total_cmp);
-                    v[v.len() / 2]
+                .map(|v: Vec<Sample>| Sample {
+                    wall: median(v.iter().map(|s| s.wall).collect()),
+                    server_cpu: median(v.iter().map(|s| s.server_cpu).collect()),
                 })
                 .collect()
         })
@@ -157,21 +191,35 @@ fn cpu_model() -> String {
         .unwrap_or_else(|| "unknown CPU".into())
 }
 
-fn print_table(names: &[String], results: &[Vec<f64>], counts: &[Vec<String>]) {
+/// The 1-minute load average: how much the machine was shared during the run.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "?".into())
+}
+
+fn print_table(names: &[String], results: &[Vec<Sample>], counts: &[Vec<String>]) {
     print!("| operation |");
     for n in names {
         print!(" {n} µs |");
     }
-    println!(" atomfs-fuse / minimal-fuse | FUSE requests per call (both FUSE file systems) |");
-    println!("|---{}|---|---|", "|---".repeat(names.len() + 1));
+    print!(" {} / {} |", names[0], names[1]);
+    print!(" server CPU µs per call ({} / {}) |", names[0], names[1]);
+    println!(" FUSE requests per call ({} / {}) |", names[0], names[1]);
+    println!("|---{}|---|---|---|", "|---".repeat(names.len()));
     for (k, op) in OPS.iter().enumerate() {
         print!("| {} |", op.name());
         for r in results {
-            print!(" {:.1} |", r[k]);
+            print!(" {:.1} |", r[k].wall);
         }
-        let ratio = results[0][k] / results[1][k];
+        let ratio = results[0][k].wall / results[1][k].wall;
+        let cpu = format!(
+            "{:.1} / {:.1}",
+            results[0][k].server_cpu, results[1][k].server_cpu
+        );
         let requests = counts.get(k).map(|c| c.join(" / ")).unwrap_or_default();
-        println!(" {ratio:.2} | {requests} |");
+        println!(" {ratio:.2} | {cpu} | {requests} |");
     }
 }
 
@@ -182,10 +230,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     count::install();
     println!(
-        "date {} | {} | {} CPUs | git {} | {} files per operation, median of {} rounds",
+        "date {} | {} | {} CPUs | load average {} | git {} | {} files per operation, median of {} rounds",
         command_output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
         cpu_model(),
         std::thread::available_parallelism().map_or(0, |n| n.get()),
+        load_average(),
         command_output("git", &["rev-parse", "--short", "HEAD"]),
         args.files,
         args.rounds

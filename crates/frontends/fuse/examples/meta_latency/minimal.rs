@@ -1,7 +1,8 @@
 //! A minimal in-memory FUSE file system on the same `fuser` crate, mounted with the same
 //! options and timeouts as atomfs: what FUSE itself costs per metadata call. It keeps names
-//! and attributes in one locked map and nothing else (no data, no durability); inode numbers
-//! are never reused, so it needs no generations.
+//! and attributes in one locked map and nothing else (no data, no durability). Inode numbers
+//! are never reused, unless `MINIMAL_REUSE_INODES=1` asks it to reuse them as the atomfs
+//! stores do (newest freed first, with a new generation each time).
 
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, FopenFlags, Generation, INodeNo, OpenFlags, RenameFlags,
@@ -15,6 +16,7 @@ use std::time::{Duration, SystemTime};
 
 struct Node {
     attr: FileAttr,
+    generation: u64,
     /// Names in a directory.
     entries: BTreeMap<Vec<u8>, u64>,
 }
@@ -22,6 +24,11 @@ struct Node {
 struct Inner {
     nodes: HashMap<u64, Node>,
     ino_next: u64,
+    /// Freed numbers, reused newest first when `MINIMAL_REUSE_INODES=1` (as the atomfs
+    /// stores reuse theirs), each time with a new generation.
+    free: Vec<u64>,
+    reuse: bool,
+    generation: u64,
 }
 
 /// The file system; `ttl` as atomfs's.
@@ -76,11 +83,18 @@ impl MinimalFs {
             1,
             Node {
                 attr: root,
+                generation: 0,
                 entries: BTreeMap::new(),
             },
         );
         MinimalFs {
-            inner: Mutex::new(Inner { nodes, ino_next: 2 }),
+            inner: Mutex::new(Inner {
+                nodes,
+                ino_next: 2,
+                free: Vec::new(),
+                reuse: std::env::var("MINIMAL_REUSE_INODES").is_ok_and(|v| v == "1"),
+                generation: 0,
+            }),
             ttl,
         }
     }
@@ -97,24 +111,34 @@ impl MinimalFs {
         name: &OsStr,
         kind: FileType,
         perm: u16,
-    ) -> Result<FileAttr, Errno> {
+    ) -> Result<(FileAttr, Generation), Errno> {
         let mut inner = self.lock();
-        let ino = inner.ino_next;
         let dir = inner.nodes.get_mut(&parent.0).ok_or(Errno::ENOENT)?;
         if dir.entries.contains_key(name.as_bytes()) {
             return Err(Errno::EEXIST);
         }
-        dir.entries.insert(name.as_bytes().to_vec(), ino);
+        let ino = match inner.free.pop() {
+            Some(ino) => ino,
+            None => {
+                inner.ino_next += 1;
+                inner.ino_next - 1
+            }
+        };
+        inner.generation += 1;
+        if let Some(dir) = inner.nodes.get_mut(&parent.0) {
+            dir.entries.insert(name.as_bytes().to_vec(), ino);
+        }
         let attr = new_attr(ino, kind, perm, req);
-        inner.ino_next += 1;
+        let generation = inner.generation;
         inner.nodes.insert(
             ino,
             Node {
                 attr,
+                generation,
                 entries: BTreeMap::new(),
             },
         );
-        Ok(attr)
+        Ok((attr, Generation(generation)))
     }
 
     /// Remove `name` from `parent`; returns the inode it named.
@@ -124,6 +148,11 @@ impl MinimalFs {
         let ino = dir.entries.remove(name.as_bytes()).ok_or(Errno::ENOENT)?;
         if let Some(node) = inner.nodes.get_mut(&ino) {
             node.attr.nlink = node.attr.nlink.saturating_sub(1);
+            let gone = node.attr.nlink == 0 || node.attr.kind == FileType::Directory;
+            if gone && inner.reuse {
+                inner.nodes.remove(&ino);
+                inner.free.push(ino);
+            }
         }
         Ok(ino)
     }
@@ -138,7 +167,7 @@ impl fuser::Filesystem for MinimalFs {
             .and_then(|d| d.entries.get(name.as_bytes()))
             .and_then(|ino| inner.nodes.get(ino));
         match found {
-            Some(n) => reply.entry(&self.ttl, &n.attr, Generation(0)),
+            Some(n) => reply.entry(&self.ttl, &n.attr, Generation(n.generation)),
             None => reply.error(Errno::ENOENT),
         }
     }
@@ -190,7 +219,7 @@ impl fuser::Filesystem for MinimalFs {
     ) {
         let perm = (mode & !umask & 0o7777) as u16;
         match self.make(req, parent, name, FileType::Directory, perm) {
-            Ok(attr) => reply.entry(&self.ttl, &attr, Generation(0)),
+            Ok((attr, generation)) => reply.entry(&self.ttl, &attr, generation),
             Err(e) => reply.error(e),
         }
     }
@@ -250,7 +279,7 @@ impl fuser::Filesystem for MinimalFs {
         match inner.nodes.get_mut(&ino.0) {
             Some(n) => {
                 n.attr.nlink += 1;
-                reply.entry(&self.ttl, &n.attr, Generation(0));
+                reply.entry(&self.ttl, &n.attr, Generation(n.generation));
             }
             None => reply.error(Errno::ENOENT),
         }
@@ -284,10 +313,10 @@ impl fuser::Filesystem for MinimalFs {
     ) {
         let perm = (mode & !umask & 0o7777) as u16;
         match self.make(req, parent, name, FileType::RegularFile, perm) {
-            Ok(attr) => reply.created(
+            Ok((attr, generation)) => reply.created(
                 &self.ttl,
                 &attr,
-                Generation(0),
+                generation,
                 FileHandle(0),
                 FopenFlags::empty(),
             ),

@@ -56,6 +56,25 @@ pub trait Target {
     /// Start a round in a fresh directory (fresh names: no cached negative entries).
     fn begin_round(&self, round: usize) -> io::Result<()>;
     fn op(&self, op: Op, i: usize) -> io::Result<()>;
+    /// CPU time its server process has used so far (all threads), when it has its own.
+    fn server_cpu_ns(&self) -> Option<u64> {
+        None
+    }
+}
+
+/// CPU time of every thread of process `pid`, from /proc/PID/task/*/schedstat.
+fn process_cpu_ns(pid: u32) -> Option<u64> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut total = 0;
+    for task in tasks.flatten() {
+        let stat = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
+        total += stat
+            .split_whitespace()
+            .next()
+            .and_then(|ns| ns.parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    Some(total)
 }
 
 /// Pool size of the atomfs targets.
@@ -74,6 +93,8 @@ pub struct PosixTarget {
     describe: String,
     root: PathBuf,
     round: RefCell<PathBuf>,
+    /// The serving process, when it is not this one.
+    server: Option<u32>,
     _guard: Box<dyn Any>,
 }
 
@@ -106,6 +127,9 @@ impl Target for PosixTarget {
             Op::Rmdir => std::fs::remove_dir(p('d')),
             Op::Cleanup => std::fs::remove_file(p('f')),
         }
+    }
+    fn server_cpu_ns(&self) -> Option<u64> {
+        process_cpu_ns(self.server?)
     }
 }
 
@@ -144,10 +168,10 @@ fn cli_binary() -> Option<PathBuf> {
     beside.is_file().then_some(beside)
 }
 
-fn run(cmd: &mut Command) -> io::Result<()> {
+fn run(cmd: &mut Command) -> io::Result<String> {
     let out = cmd.output()?;
     if out.status.success() {
-        return Ok(());
+        return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
     }
     Err(io::Error::other(format!(
         "{cmd:?}: {}",
@@ -163,7 +187,12 @@ fn cli_mount(cli: PathBuf) -> io::Result<PosixTarget> {
         .arg("mkfs")
         .arg(&pool)
         .args(["--size", &POOL_BYTES.to_string()]))?;
-    run(Command::new(&cli).arg("mount").arg(&pool).arg(&dir))?;
+    let said = run(Command::new(&cli).arg("mount").arg(&pool).arg(&dir))?;
+    // "mounted POOL on DIR (server pid N; ...)"
+    let server = said
+        .split_once("server pid ")
+        .and_then(|(_, rest)| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|pid| pid.parse().ok());
     let describe = format!(
         "`{} mount` of a {} MiB pool in /dev/shm, default options",
         cli.display(),
@@ -174,6 +203,7 @@ fn cli_mount(cli: PathBuf) -> io::Result<PosixTarget> {
         describe,
         root: dir.clone(),
         round: RefCell::new(dir.clone()),
+        server,
         _guard: Box::new(CliMount { cli, pool, dir }),
     })
 }
@@ -224,6 +254,7 @@ pub fn in_process_atomfs() -> io::Result<PosixTarget> {
         ),
         root: dir.clone(),
         round: RefCell::new(dir.clone()),
+        server: None,
         _guard: Box::new(InProcessMount {
             // The Fs lives as long as the mount: dropping it would close the store.
             unmount: Some(Box::new(move || {
@@ -259,11 +290,11 @@ pub fn serve_minimal(dir: &std::path::Path) -> io::Result<()> {
 pub fn minimal(own_process: bool) -> io::Result<PosixTarget> {
     let dir = mount_dir("minimal")?;
     let opts = minimal_options();
-    let (unmount, how): (Box<dyn FnOnce() -> io::Result<()>>, &str) = if own_process {
-        (
-            spawn_minimal_server(&dir)?,
-            "served by a child process in its own session",
-        )
+    let mut server = None;
+    let (unmount, how): (Unmount, &str) = if own_process {
+        let (pid, unmount) = spawn_minimal_server(&dir)?;
+        server = Some(pid);
+        (unmount, "served by a child process in its own session")
     } else {
         let session = fuser::Session::new(MinimalFs::new(opts.ttl), &dir, &opts.fuser_config())?;
         let session = session.spawn()?;
@@ -282,6 +313,7 @@ pub fn minimal(own_process: bool) -> io::Result<PosixTarget> {
         ),
         root: dir.clone(),
         round: RefCell::new(dir.clone()),
+        server,
         _guard: Box::new(InProcessMount {
             unmount: Some(unmount),
             dir,
@@ -291,7 +323,9 @@ pub fn minimal(own_process: bool) -> io::Result<PosixTarget> {
 }
 
 /// Re-execute this example as `--serve-minimal DIR` in a new session; wait for "ready".
-fn spawn_minimal_server(dir: &std::path::Path) -> io::Result<Box<dyn FnOnce() -> io::Result<()>>> {
+type Unmount = Box<dyn FnOnce() -> io::Result<()>>;
+
+fn spawn_minimal_server(dir: &std::path::Path) -> io::Result<(u32, Unmount)> {
     use std::io::BufRead;
     use std::os::unix::process::CommandExt;
     let mut cmd = Command::new(std::env::current_exe()?);
@@ -316,14 +350,16 @@ fn spawn_minimal_server(dir: &std::path::Path) -> io::Result<Box<dyn FnOnce() ->
         return Err(io::Error::other("the minimal FUSE server did not start"));
     }
     let unmount_dir = dir.to_path_buf();
-    Ok(Box::new(move || {
+    let pid = child.id();
+    let unmount = move || {
         let unmounted = run(Command::new("fusermount3").arg("-u").arg(&unmount_dir));
         if unmounted.is_err() {
             let _ = child.kill();
         }
         child.wait()?;
-        unmounted
-    }))
+        unmounted.map(drop)
+    };
+    Ok((pid, Box::new(unmount)))
 }
 
 struct RemoveTree(PathBuf);
@@ -342,6 +378,7 @@ fn tmpfs() -> io::Result<PosixTarget> {
         describe: format!("directory {} (not durable)", dir.display()),
         root: dir.clone(),
         round: RefCell::new(dir.clone()),
+        server: None,
         _guard: Box::new(RemoveTree(dir)),
     })
 }
@@ -417,6 +454,7 @@ fn mounted(dir: PathBuf) -> PosixTarget {
         describe: format!("{} (mounted by the caller)", dir.display()),
         root: dir.clone(),
         round: RefCell::new(dir),
+        server: None,
         _guard: Box::new(()),
     }
 }
