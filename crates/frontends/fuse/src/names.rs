@@ -2,6 +2,14 @@
 //! readdirplus) or take names away (unlink, rmdir, rename): each holds the node table's lock
 //! across its store call, so that the table learns of a freed inode number before the store
 //! can hand it out again ([`crate::nodes`]).
+//!
+//! The reply goes out after the lock is dropped. Two replies naming one inode number can
+//! then reach the kernel in another order than the table saw them, but not two that matter:
+//! an entry of a file and the removal of that file's last name are ordered by the kernel
+//! itself, which holds the directory (or the file) locked from the request to the reply; the
+//! one lookup it sends unlocked, the revalidation of a cached name, only compares the node id
+//! and generation with the inode it has. The lookup count is added before the reply is sent,
+//! so a `forget` never finds fewer lookups than the kernel holds.
 
 use crate::fs::{errno, AtomFuse};
 use crate::nodes::Nodes;
@@ -49,10 +57,13 @@ impl AtomFuse {
 
     /// LOOKUP: one more lookup of the file found.
     pub(crate) fn lookup_entry(&self, parent: Ino, name: &OsStr, reply: ReplyEntry) {
-        let mut nodes = self.nodes.lock();
-        match self.store.lookup(parent, name.as_bytes()) {
-            Ok(m) => {
-                let generation = nodes.looked_up(m.ino);
+        let found = {
+            let mut nodes = self.nodes.lock();
+            let found = self.store.lookup(parent, name.as_bytes());
+            found.map(|m| (nodes.looked_up(m.ino), m))
+        };
+        match found {
+            Ok((generation, m)) => {
                 reply.entry(&self.ttl, &self.attr(&m), Generation(generation));
             }
             // A negative entry (node id 0) the kernel may keep for the timeout: the next
@@ -65,10 +76,13 @@ impl AtomFuse {
 
     /// MKDIR and SYMLINK: make the file, give it to the caller, reply with a new generation.
     pub(crate) fn new_entry(&self, req: &Request, make: Make<'_>, reply: ReplyEntry) {
-        let mut nodes = self.nodes.lock();
-        match make().and_then(|m| self.own(req, m)) {
-            Ok(m) => {
-                let generation = nodes.created(m.ino);
+        let made = {
+            let mut nodes = self.nodes.lock();
+            let made = make().and_then(|m| self.own(req, m));
+            made.map(|m| (nodes.created(m.ino), m))
+        };
+        match made {
+            Ok((generation, m)) => {
                 reply.entry(&self.ttl, &self.attr(&m), Generation(generation));
             }
             Err(e) => reply.error(errno(&e)),
@@ -83,14 +97,16 @@ impl AtomFuse {
         flags: i32,
         reply: ReplyCreate,
     ) {
-        let mut nodes = self.nodes.lock();
-        let result = make().and_then(|m| self.own(req, m)).and_then(|m| {
-            let (fh, _) = self.open_handle(m.ino, flags)?;
-            Ok((m, fh))
-        });
+        let result = {
+            let mut nodes = self.nodes.lock();
+            let result = make().and_then(|m| self.own(req, m)).and_then(|m| {
+                let (fh, _) = self.open_handle(m.ino, flags)?;
+                Ok((m, fh))
+            });
+            result.map(|(m, fh)| (nodes.created(m.ino), m, fh))
+        };
         match result {
-            Ok((m, fh)) => {
-                let generation = nodes.created(m.ino);
+            Ok((generation, m, fh)) => {
                 reply.created(
                     &self.ttl,
                     &self.attr(&m),
@@ -105,13 +121,16 @@ impl AtomFuse {
 
     /// LINK: one more name, and one more lookup, of an existing file.
     pub(crate) fn link_entry(&self, ino: Ino, new_parent: Ino, name: &OsStr, reply: ReplyEntry) {
-        let mut nodes = self.nodes.lock();
-        if nodes.is_removed(ino) {
-            return reply.error(Errno::from_i32(libc::ESTALE));
-        }
-        match self.store.link(ino, new_parent, name.as_bytes(), None) {
-            Ok(m) => {
-                let generation = nodes.looked_up(m.ino);
+        let linked = {
+            let mut nodes = self.nodes.lock();
+            if nodes.is_removed(ino) {
+                return reply.error(Errno::from_i32(libc::ESTALE));
+            }
+            let linked = self.store.link(ino, new_parent, name.as_bytes(), None);
+            linked.map(|m| (nodes.looked_up(m.ino), m))
+        };
+        match linked {
+            Ok((generation, m)) => {
                 reply.entry(&self.ttl, &self.attr(&m), Generation(generation));
             }
             Err(e) => reply.error(errno(&e)),
@@ -126,20 +145,20 @@ impl AtomFuse {
         kind: FileKind,
         reply: ReplyEmpty,
     ) {
-        let mut nodes = self.nodes.lock();
         let name = name.as_bytes();
-        let result = self.store.lookup(parent, name).and_then(|victim| {
-            match kind {
-                FileKind::Dir => self.store.rmdir(parent, name, None)?,
-                _ => self.store.unlink(parent, name, None)?,
-            }
-            Ok(victim.ino)
-        });
+        let result = {
+            let mut nodes = self.nodes.lock();
+            let result = self.store.lookup(parent, name).and_then(|victim| {
+                match kind {
+                    FileKind::Dir => self.store.rmdir(parent, name, None)?,
+                    _ => self.store.unlink(parent, name, None)?,
+                }
+                Ok(victim.ino)
+            });
+            result.map(|ino| self.note_unlinked(&mut nodes, ino))
+        };
         match result {
-            Ok(ino) => {
-                self.note_unlinked(&mut nodes, ino);
-                reply.ok();
-            }
+            Ok(()) => reply.ok(),
             Err(e) => reply.error(errno(&e)),
         }
     }
@@ -153,15 +172,17 @@ impl AtomFuse {
         rename: &dyn Fn() -> Result<(), Error>,
         reply: ReplyEmpty,
     ) {
-        let mut nodes = self.nodes.lock();
-        let replaced = self.store.lookup(new_parent, new_name.as_bytes()).ok();
-        match rename() {
-            Ok(()) => {
+        let result = {
+            let mut nodes = self.nodes.lock();
+            let replaced = self.store.lookup(new_parent, new_name.as_bytes()).ok();
+            rename().map(|()| {
                 if let Some(m) = replaced {
                     self.note_unlinked(&mut nodes, m.ino);
                 }
-                reply.ok();
-            }
+            })
+        };
+        match result {
+            Ok(()) => reply.ok(),
             Err(e) => reply.error(errno(&e)),
         }
     }
@@ -225,6 +246,7 @@ impl AtomFuse {
                 break;
             }
         }
+        drop(nodes);
         reply.ok();
     }
 }
