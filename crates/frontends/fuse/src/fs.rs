@@ -1,11 +1,11 @@
 //! The FUSE request handlers: each maps to one or a few Store calls.
 
 use crate::ioctl::*;
+use crate::nodes::Nodes;
 use fuser::{
-    Errno, FileAttr, FileHandle, FileType, FopenFlags, Generation, INodeNo, KernelConfig, Notifier,
-    OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus,
-    ReplyEmpty, ReplyEntry, ReplyIoctl, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request,
-    TimeOrNow,
+    Errno, FileAttr, FileHandle, FileType, FopenFlags, INodeNo, KernelConfig, Notifier, OpenFlags,
+    RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty,
+    ReplyEntry, ReplyIoctl, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow,
 };
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
@@ -19,8 +19,6 @@ use store::{Error, Fh, FileKind, Ino, Metadata, SetAttr, Store, TxId};
 /// Largest write the kernel sends in one request (and so the unit of atomicity of a plain
 /// `write(2)` larger than it: each piece is atomic on its own).
 pub const MAX_WRITE: u32 = 1 << 20;
-
-const GENERATION: Generation = Generation(0);
 
 #[derive(Debug)]
 struct OpenFile {
@@ -43,13 +41,15 @@ struct State {
 
 /// A FUSE file system serving one [`Store`].
 pub struct AtomFuse {
-    store: Arc<dyn Store>,
-    ttl: Duration,
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) ttl: Duration,
     notifier: Arc<OnceLock<Notifier>>,
+    /// Lock order: `nodes` before `state`.
+    pub(crate) nodes: Mutex<Nodes>,
     state: Mutex<State>,
 }
 
-fn errno(e: &Error) -> Errno {
+pub(crate) fn errno(e: &Error) -> Errno {
     Errno::from_i32(e.errno())
 }
 
@@ -94,6 +94,7 @@ impl AtomFuse {
             store,
             ttl,
             notifier: Arc::new(OnceLock::new()),
+            nodes: Mutex::new(Nodes::default()),
             state: Mutex::new(State::default()),
         }
     }
@@ -104,7 +105,7 @@ impl AtomFuse {
         self.notifier.clone()
     }
 
-    fn attr(&self, m: &Metadata) -> FileAttr {
+    pub(crate) fn attr(&self, m: &Metadata) -> FileAttr {
         FileAttr {
             ino: INodeNo(m.ino),
             size: m.size,
@@ -133,7 +134,7 @@ impl AtomFuse {
     }
 
     /// Give a new inode to the caller's uid/gid, as a local file system does.
-    fn own(&self, req: &Request, meta: Metadata) -> Result<Metadata, Error> {
+    pub(crate) fn own(&self, req: &Request, meta: Metadata) -> Result<Metadata, Error> {
         if meta.uid == req.uid() && meta.gid == req.gid() {
             return Ok(meta);
         }
@@ -145,7 +146,7 @@ impl AtomFuse {
         self.store.setattr(meta.ino, &attr, None)
     }
 
-    fn open_handle(&self, ino: Ino, flags: i32) -> Result<(u64, bool), Error> {
+    pub(crate) fn open_handle(&self, ino: Ino, flags: i32) -> Result<(u64, bool), Error> {
         let acc = flags & libc::O_ACCMODE;
         let atomic = self.state.lock().atomic_inodes.contains(&ino);
         let oflags = store::OpenFlags {
@@ -328,17 +329,23 @@ impl fuser::Filesystem for AtomFuse {
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        match self.store.lookup(parent.0, name.as_bytes()) {
-            Ok(m) => reply.entry(&self.ttl, &self.attr(&m), GENERATION),
-            Err(e) => reply.error(errno(&e)),
-        }
+        self.lookup_entry(parent.0, name, reply);
+    }
+
+    /// Also serves BATCH_FORGET: fuser's default `batch_forget` calls it for each node (fuser
+    /// 0.18 does not export the `ForgetOne` type an override would name).
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        self.forget_lookups(std::iter::once((ino.0, nlookup)));
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
         let by_handle = fh.filter(|fh| self.state.lock().files.contains_key(&fh.0));
         let result = match by_handle {
             Some(fh) => self.store.fstat(Fh(fh.0)),
-            None => self.store.getattr(ino.0),
+            None => match self.check_node(ino.0) {
+                Ok(()) => self.store.getattr(ino.0),
+                Err(e) => return reply.error(e),
+            },
         };
         match result {
             Ok(m) => reply.attr(&self.ttl, &self.attr(&m)),
@@ -364,6 +371,11 @@ impl fuser::Filesystem for AtomFuse {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
+        if fh.is_none() {
+            if let Err(e) = self.check_node(ino.0) {
+                return reply.error(e);
+            }
+        }
         let result = (|| {
             if let Some(size) = size {
                 self.set_size(ino.0, fh, size)?;
@@ -405,27 +417,17 @@ impl fuser::Filesystem for AtomFuse {
         umask: u32,
         reply: ReplyEntry,
     ) {
-        let result = self
-            .store
-            .mkdir(parent.0, name.as_bytes(), mode & !umask & 0o7777, None);
-        match result.and_then(|m| self.own(req, m)) {
-            Ok(m) => reply.entry(&self.ttl, &self.attr(&m), GENERATION),
-            Err(e) => reply.error(errno(&e)),
-        }
+        let perm = mode & !umask & 0o7777;
+        let make = || self.store.mkdir(parent.0, name.as_bytes(), perm, None);
+        self.new_entry(req, &make, reply);
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        match self.store.unlink(parent.0, name.as_bytes(), None) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(errno(&e)),
-        }
+        self.remove_entry(parent.0, name, FileKind::File, reply);
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        match self.store.rmdir(parent.0, name.as_bytes(), None) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(errno(&e)),
-        }
+        self.remove_entry(parent.0, name, FileKind::Dir, reply);
     }
 
     fn symlink(
@@ -436,16 +438,15 @@ impl fuser::Filesystem for AtomFuse {
         target: &Path,
         reply: ReplyEntry,
     ) {
-        let result = self.store.symlink(
-            parent.0,
-            link_name.as_bytes(),
-            target.as_os_str().as_bytes(),
-            None,
-        );
-        match result.and_then(|m| self.own(req, m)) {
-            Ok(m) => reply.entry(&self.ttl, &self.attr(&m), GENERATION),
-            Err(e) => reply.error(errno(&e)),
-        }
+        let make = || {
+            self.store.symlink(
+                parent.0,
+                link_name.as_bytes(),
+                target.as_os_str().as_bytes(),
+                None,
+            )
+        };
+        self.new_entry(req, &make, reply);
     }
 
     fn rename(
@@ -458,23 +459,21 @@ impl fuser::Filesystem for AtomFuse {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
-        let (name, newname) = (name.as_bytes(), newname.as_bytes());
-        let result = if flags.contains(RenameFlags::RENAME_EXCHANGE) {
-            self.exchange(parent.0, name, newparent.0, newname)
-        } else if flags.contains(RenameFlags::RENAME_NOREPLACE)
-            && self.store.lookup(newparent.0, newname).is_ok()
-        {
-            Err(Error::Exists(String::from_utf8_lossy(newname).into_owned()))
-        } else if flags.contains(RenameFlags::RENAME_WHITEOUT) {
-            Err(Error::InvalidArgument("RENAME_WHITEOUT".into()))
-        } else {
-            self.store
-                .rename(parent.0, name, newparent.0, newname, None)
+        let (from, to) = (name.as_bytes(), newname.as_bytes());
+        let rename = || {
+            if flags.contains(RenameFlags::RENAME_EXCHANGE) {
+                self.exchange(parent.0, from, newparent.0, to)
+            } else if flags.contains(RenameFlags::RENAME_NOREPLACE)
+                && self.store.lookup(newparent.0, to).is_ok()
+            {
+                Err(Error::Exists(String::from_utf8_lossy(to).into_owned()))
+            } else if flags.contains(RenameFlags::RENAME_WHITEOUT) {
+                Err(Error::InvalidArgument("RENAME_WHITEOUT".into()))
+            } else {
+                self.store.rename(parent.0, from, newparent.0, to, None)
+            }
         };
-        match result {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(errno(&e)),
-        }
+        self.rename_entry(newparent.0, newname, &rename, reply);
     }
 
     fn link(
@@ -485,18 +484,21 @@ impl fuser::Filesystem for AtomFuse {
         newname: &OsStr,
         reply: ReplyEntry,
     ) {
-        match self
-            .store
-            .link(ino.0, newparent.0, newname.as_bytes(), None)
-        {
-            Ok(m) => reply.entry(&self.ttl, &self.attr(&m), GENERATION),
-            Err(e) => reply.error(errno(&e)),
-        }
+        self.link_entry(ino.0, newparent.0, newname, reply);
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        if let Err(e) = self.check_node(ino.0) {
+            return reply.error(e);
+        }
+        // A read-only descriptor has nothing for FLUSH to commit: its close() sends none.
+        let open_flags = if flags.0 & libc::O_ACCMODE == libc::O_RDONLY {
+            FopenFlags::FOPEN_NOFLUSH
+        } else {
+            FopenFlags::empty()
+        };
         match self.open_handle(ino.0, flags.0) {
-            Ok((fh, _)) => reply.opened(FileHandle(fh), FopenFlags::empty()),
+            Ok((fh, _)) => reply.opened(FileHandle(fh), open_flags),
             Err(e) => reply.error(errno(&e)),
         }
     }
@@ -607,6 +609,9 @@ impl fuser::Filesystem for AtomFuse {
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        if let Err(e) = self.check_node(ino.0) {
+            return reply.error(e);
+        }
         let listing = self.store.getattr(ino.0).and_then(|dir| {
             let parent = self
                 .store
@@ -665,10 +670,10 @@ impl fuser::Filesystem for AtomFuse {
     fn readdirplus(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         offset: u64,
-        mut reply: ReplyDirectoryPlus,
+        reply: ReplyDirectoryPlus,
     ) {
         let list = match self.state.lock().dirs.get(&fh.0) {
             Some(list) => list
@@ -678,23 +683,7 @@ impl fuser::Filesystem for AtomFuse {
                 .collect::<Vec<_>>(),
             None => return reply.error(Errno::EBADF),
         };
-        for (i, (name, ino, _)) in list.iter().enumerate() {
-            let Ok(meta) = self.store.getattr(*ino) else {
-                continue;
-            };
-            let next = offset + i as u64 + 1;
-            if reply.add(
-                INodeNo(*ino),
-                next,
-                OsStr::from_bytes(name),
-                &self.ttl,
-                &self.attr(&meta),
-                GENERATION,
-            ) {
-                break;
-            }
-        }
-        reply.ok();
+        self.readdirplus_entries(ino.0, &list, offset, reply);
     }
 
     fn releasedir(
@@ -809,23 +798,9 @@ impl fuser::Filesystem for AtomFuse {
         flags: i32,
         reply: ReplyCreate,
     ) {
-        let created = self
-            .store
-            .create(parent.0, name.as_bytes(), mode & !umask & 0o7777, None);
-        let result = created.and_then(|m| self.own(req, m)).and_then(|m| {
-            let (fh, _) = self.open_handle(m.ino, flags)?;
-            Ok((m, fh))
-        });
-        match result {
-            Ok((m, fh)) => reply.created(
-                &self.ttl,
-                &self.attr(&m),
-                GENERATION,
-                FileHandle(fh),
-                FopenFlags::empty(),
-            ),
-            Err(e) => reply.error(errno(&e)),
-        }
+        let perm = mode & !umask & 0o7777;
+        let make = || self.store.create(parent.0, name.as_bytes(), perm, None);
+        self.create_entry(req, &make, flags, reply);
     }
 
     fn ioctl(

@@ -12,6 +12,8 @@
 
 mod fs;
 mod ioctl;
+mod names;
+mod nodes;
 
 pub use fs::AtomFuse;
 pub use ioctl::*;
@@ -36,9 +38,21 @@ pub struct MountOptions {
     pub extra: Vec<String>,
     /// Threads serving requests.
     pub threads: usize,
-    /// How long the kernel may cache attributes and names.
+    /// How long the kernel may cache attributes, names and the absence of names
+    /// ([`TTL_DEFAULT`]).
     pub ttl: Duration,
 }
+
+/// How long the kernel caches attributes and names by default. Long, because the kernel
+/// sees every change: the server holds the store alone (a pool is locked by the process
+/// that opened it), every namespace and attribute change comes through this mount, and the
+/// only changes the server makes on its own (a transaction or atomic-mode abort) invalidate
+/// the kernel's copy explicitly. Short timeouts only cost requests: each expired entry
+/// is a LOOKUP, each expired attribute a GETATTR.
+pub const TTL_DEFAULT: Duration = Duration::from_secs(60);
+
+/// Longest `ttl=` mount option, seconds.
+pub const TTL_MAX_SECS: u64 = 86_400;
 
 impl Default for MountOptions {
     fn default() -> Self {
@@ -48,14 +62,14 @@ impl Default for MountOptions {
             allow_other: false,
             extra: Vec::new(),
             threads: 4,
-            ttl: Duration::from_secs(1),
+            ttl: TTL_DEFAULT,
         }
     }
 }
 
 impl MountOptions {
     /// Parse a comma-separated `-o` string: `ro`, `rw`, `allow_other`, `fsname=NAME`,
-    /// `threads=N`, anything else passed to the kernel.
+    /// `threads=N`, `ttl=SECONDS`, anything else passed to the kernel.
     pub fn parse_into(&mut self, list: &str) -> Result<(), String> {
         for opt in list.split(',').map(str::trim).filter(|o| !o.is_empty()) {
             match opt {
@@ -70,13 +84,25 @@ impl MountOptions {
                         .filter(|n| (1..=64).contains(n))
                         .ok_or_else(|| format!("bad mount option {opt}: threads must be 1..64"))?;
                 }
+                _ if opt.starts_with("ttl=") => {
+                    let secs = opt["ttl=".len()..]
+                        .parse()
+                        .ok()
+                        .filter(|s| *s <= TTL_MAX_SECS)
+                        .ok_or_else(|| {
+                            format!("bad mount option {opt}: ttl must be 0..{TTL_MAX_SECS} seconds")
+                        })?;
+                    self.ttl = Duration::from_secs(secs);
+                }
                 _ => self.extra.push(opt.to_string()),
             }
         }
         Ok(())
     }
 
-    fn fuser_config(&self) -> fuser::Config {
+    /// The fuser configuration these options mount with (also used by the benchmark's
+    /// minimal FUSE file system, to mount it the same way).
+    pub fn fuser_config(&self) -> fuser::Config {
         use fuser::MountOption as M;
         let mut cfg = fuser::Config::default();
         cfg.mount_options = vec![
@@ -304,4 +330,25 @@ fn wait_signal(set: &libc::sigset_t, timeout: Duration) -> Option<i32> {
     // call; a null siginfo pointer is allowed.
     let sig = unsafe { libc::sigtimedwait(set, std::ptr::null_mut(), &ts) };
     (sig > 0).then_some(sig)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mount_options_parse_threads_and_ttl() {
+        let mut o = MountOptions::default();
+        assert_eq!(o.ttl, TTL_DEFAULT);
+        o.parse_into("ro, threads=2,ttl=0,noatime")
+            .expect("valid options");
+        assert!(o.read_only);
+        assert_eq!((o.threads, o.ttl), (2, Duration::ZERO));
+        assert_eq!(o.extra, vec!["noatime".to_string()]);
+        o.parse_into("ttl=3600").expect("an hour");
+        assert_eq!(o.ttl, Duration::from_secs(3600));
+        for bad in ["ttl=-1", "ttl=x", "ttl=86401", "threads=0"] {
+            assert!(o.parse_into(bad).is_err(), "{bad} accepted");
+        }
+    }
 }

@@ -35,6 +35,30 @@ pub fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// A pool of `size` bytes in /dev/shm (the emulated NVMM; the target directory when there is
+/// no /dev/shm), deleted when the returned guard drops.
+pub fn shm_pool(name: &str, size: u64) -> (Arc<dyn Store>, PoolFile) {
+    let base = Path::new("/dev/shm");
+    let dir = if base.is_dir() {
+        base.to_path_buf()
+    } else {
+        scratch("pool-dir")
+    };
+    let path = dir.join(format!("atomfs-fuse-{name}-{}.pool", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let store = pool::create(&path, size, &pool::PoolConfig::default()).expect("create pool");
+    (store, PoolFile(path))
+}
+
+/// Deletes a pool file on drop.
+pub struct PoolFile(PathBuf);
+
+impl Drop for PoolFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 /// A mounted store; unmounted (and the store closed) by `finish` or on drop.
 pub struct Mounted {
     dir: PathBuf,
@@ -78,10 +102,19 @@ impl Drop for Mounted {
     }
 }
 
+/// Report that a test cannot run here: print the reason and return, or fail when
+/// `ATOMFS_REQUIRE_ALL=1` asks for every test to run.
+pub fn skip(name: &str, why: &str) {
+    if std::env::var("ATOMFS_REQUIRE_ALL").is_ok_and(|v| v == "1") {
+        panic!("{name} cannot run here ({why}) and ATOMFS_REQUIRE_ALL=1 is set");
+    }
+    println!("SKIP {name}: {why}");
+}
+
 /// Mount `store` on a fresh directory, or print why FUSE is unavailable and return None.
 pub fn mounted(name: &str, store: Arc<dyn Store>) -> Option<Mounted> {
     if let Some(why) = fuse_unavailable() {
-        println!("SKIP {name}: FUSE cannot mount here: {why}");
+        skip(name, &format!("FUSE cannot mount here: {why}"));
         return None;
     }
     let dir = scratch(name);
