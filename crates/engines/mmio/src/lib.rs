@@ -19,6 +19,8 @@
 
 mod checkpoint;
 mod commit;
+#[cfg(feature = "crash-target")]
+pub mod crash_target;
 mod engine;
 mod file;
 pub mod intent;

@@ -29,6 +29,8 @@ mod blockmap;
 mod checkpoint;
 mod config;
 mod core;
+#[cfg(feature = "crash-target")]
+pub mod crash_target;
 mod creates;
 mod data;
 mod dir;

@@ -1,12 +1,18 @@
-//! `atomfs demo`: the seed's atomic two-file update, timed against no-consistency mode, then
-//! crashed with SIGKILL in a child process, recovered and verified.
+//! `atomfs demo`: the seed's atomic two-file update on an engine (`--engine`, through the
+//! registry), timed against the same workload without atomicity (the engine's no-consistency
+//! mode, else plain files with fsync on the home file system), then crashed with SIGKILL in a
+//! child process, recovered and verified.
+
+mod choice;
+mod plain;
 
 use crate::size::human;
 use crate::workload::{writer_at, Model, Workload};
 use crate::{CmdResult, Failure};
-use atomfs::PoolMode as Mode;
-use atomfs::{Config, Fs};
+use atomfs::Fs;
+use choice::{Baseline, EngineChoice};
 use indicatif::{ProgressBar, ProgressStyle};
+use plain::PlainFiles;
 use rand::Rng;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -15,13 +21,24 @@ use std::time::{Duration, Instant};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct DemoArgs {
+    /// Engine and mode: pool (FCFS), pool-nc, pool-fgwal, pool-scsp, pool-soc, pool-sync,
+    /// mmio (hybrid), mmio-undo, mmio-redo.
+    #[arg(long, default_value = "pool")]
+    pub engine: String,
+    /// Home directory of the files, for an engine that keeps them on a host file system
+    /// (mmio): must not exist yet (the demo creates it, and removes it afterwards unless
+    /// --keep). Default: a fresh directory beside the pool. The plain-files baseline runs
+    /// beside it, on the same file system.
+    #[arg(long)]
+    pub home: Option<PathBuf>,
     /// Number of files.
     #[arg(long, default_value_t = 64)]
     pub files: u32,
     /// Size of each file (K, M, G suffixes).
     #[arg(long, default_value = "1M")]
     pub file_size: String,
-    /// Seconds of each timed run (FCFS, then no-consistency); the crash run lasts about as long.
+    /// Seconds of each timed run (the engine, then the baseline); the crash run lasts about as
+    /// long.
     #[arg(long, default_value_t = 3.0)]
     pub seconds: f64,
     /// Directory for the pool files (default /dev/shm, else the temporary directory).
@@ -40,6 +57,8 @@ pub struct DemoArgs {
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct ChildArgs {
+    #[arg(long)]
+    engine: String,
     #[arg(long)]
     pool: PathBuf,
     #[arg(long)]
@@ -81,29 +100,28 @@ fn bar(seconds: f64, prefix: &str) -> ProgressBar {
     pb
 }
 
-/// Run transactions first_txn.. for `seconds` on `fs`, with a progress bar.
+/// A transaction runner: runs transaction `txn` (`buf` is scratch space).
+type RunTx<'a> = dyn FnMut(u64, &mut Vec<u8>) -> Result<(), Failure> + 'a;
+
+/// Run transactions 1.. through `tx` for `seconds`, with a progress bar; `nvmm` reads the
+/// engine's counter of bytes written to NVMM, when it has one.
 fn timed_run(
-    fs: &Fs,
     work: &Workload,
-    first_txn: u64,
     seconds: f64,
     label: &str,
+    tx: &mut RunTx<'_>,
+    nvmm: &dyn Fn() -> Option<u64>,
 ) -> Result<RunStats, Failure> {
-    let files = work.open_files(fs)?;
     let pb = bar(seconds, label);
-    let before = crate::poolview::nvmm_bytes(&**fs.store());
+    let before = nvmm();
     let deadline = Duration::from_secs_f64(seconds);
     let started = Instant::now();
     let mut buf = Vec::with_capacity(crate::workload::WRITE_MAX as usize);
     let mut txs = 0u64;
     let mut payload_bytes = 0u64;
     loop {
-        work.run_tx(fs, &files, first_txn + txs, &mut buf)?;
-        payload_bytes += work
-            .writes(first_txn + txs)
-            .iter()
-            .map(|w| w.len)
-            .sum::<u64>();
+        tx(1 + txs, &mut buf)?;
+        payload_bytes += work.writes(1 + txs).iter().map(|w| w.len).sum::<u64>();
         txs += 1;
         if txs.is_multiple_of(64) {
             let elapsed = started.elapsed();
@@ -118,18 +136,27 @@ fn timed_run(
         }
     }
     let elapsed = started.elapsed();
-    let after = crate::poolview::nvmm_bytes(&**fs.store());
+    let after = nvmm();
     pb.finish_with_message(format!(
         "{txs} transactions, {:.1} µs each",
         elapsed.as_secs_f64() * 1e6 / txs as f64
     ));
-    drop(files);
     Ok(RunStats {
         txs,
         elapsed,
         nvmm_bytes: before.zip(after).map(|(b, a)| a.saturating_sub(b)),
         payload_bytes,
     })
+}
+
+/// [`timed_run`] on a file system: its files, its transactions, its NVMM counter.
+fn timed_store(fs: &Fs, work: &Workload, seconds: f64, label: &str) -> Result<RunStats, Failure> {
+    let files = work.open_files(fs)?;
+    let mut tx = |txn: u64, buf: &mut Vec<u8>| -> Result<(), Failure> {
+        Ok(work.run_tx(fs, &files, txn, buf)?)
+    };
+    let nvmm = || crate::poolview::nvmm_bytes(&**fs.store());
+    timed_run(work, seconds, label, &mut tx, &nvmm)
 }
 
 fn demo_dir(arg: &Option<PathBuf>) -> PathBuf {
@@ -177,30 +204,41 @@ pub fn run(args: DemoArgs) -> CmdResult {
             "need --files ≥ 2, --file-size ≥ 4K, --seconds between 0.1 and 600 and --crashes between 1 and 10000",
         ));
     }
+    let engine = EngineChoice::parse(&args.engine)?;
     let seed = args.seed.unwrap_or_else(|| rand::thread_rng().gen());
     let work = Workload {
         files: args.files,
         file_size,
         seed,
     };
-    let dir = demo_dir(&args.dir);
-    let fcfs_pool = dir.join(format!("atomfs-demo-{}.pool", std::process::id()));
-    let nc_pool = dir.join(format!("atomfs-demo-{}-nc.pool", std::process::id()));
+    let places = Places::new(&args, &engine);
     println!(
-        "atomfs demo: {} files of {}; each transaction writes a random 0–16 KiB range in two of them (seed {seed})",
+        "atomfs demo on {}: {} files of {}; each transaction writes a random 0–16 KiB range in two of them (seed {seed})",
+        engine.label(),
         work.files,
         human(file_size)
     );
-    println!("pools in {} ({})\n", dir.display(), human(pool_size(&work)));
-    let result = demo_phases(&args, &work, &fcfs_pool, &nc_pool);
-    if !args.keep {
-        let _ = std::fs::remove_file(&fcfs_pool);
-        let _ = std::fs::remove_file(&nc_pool);
+    println!(
+        "pools in {} ({}){}\n",
+        places.pool.parent().unwrap_or(Path::new(".")).display(),
+        human(pool_size(&work)),
+        places
+            .home
+            .as_ref()
+            .map(|h| format!(", files in {}", h.display()))
+            .unwrap_or_default()
+    );
+    let result = places
+        .make_home()
+        .and_then(|()| demo_phases(&args, &work, &engine, &places));
+    if args.keep {
+        println!("kept: {}", places.describe());
     } else {
-        println!("pools kept: {} {}", fcfs_pool.display(), nc_pool.display());
+        places.remove();
     }
-    let (fcfs, nc, crash) = result?;
-    print_table(&work, &fcfs, &nc, &crash);
+    let (atomic, baseline, crash) = result?;
+    let labels = Labels::new(&engine);
+    print_table(&work, &labels, &atomic, &baseline, &crash);
     Ok(if crash.verdict.is_ok() && crash.fsck_clean {
         ExitCode::SUCCESS
     } else {
@@ -208,29 +246,164 @@ pub fn run(args: DemoArgs) -> CmdResult {
     })
 }
 
+/// Where the demo's stores live. The demo removes only what it created itself (recorded in
+/// `made`): never a file or directory that was there before.
+struct Places {
+    /// The engine's pool file.
+    pool: PathBuf,
+    /// The no-consistency baseline's pool file.
+    nc_pool: PathBuf,
+    /// The engine's home directory, for an engine that keeps its files on a host file system.
+    home: Option<PathBuf>,
+    /// The plain-files baseline's directory (beside the home directory).
+    plain: PathBuf,
+    /// What the demo created, in order.
+    made: std::cell::RefCell<Vec<PathBuf>>,
+}
+
+impl Places {
+    fn new(args: &DemoArgs, engine: &EngineChoice) -> Self {
+        let dir = demo_dir(&args.dir);
+        let name = format!("atomfs-demo-{}", std::process::id());
+        let home = engine.needs_home().then(|| {
+            args.home
+                .clone()
+                .unwrap_or_else(|| dir.join(format!("{name}-home")))
+        });
+        let plain = match home.as_ref().and_then(|h| h.parent()) {
+            Some(parent) if !parent.as_os_str().is_empty() => parent.join(format!("{name}-plain")),
+            _ => dir.join(format!("{name}-plain")),
+        };
+        Places {
+            pool: dir.join(format!("{name}.pool")),
+            nc_pool: dir.join(format!("{name}-nc.pool")),
+            home,
+            plain,
+            made: Default::default(),
+        }
+    }
+
+    /// Record that the demo created `path` (so that [`Places::remove`] may remove it).
+    fn made(&self, path: &Path) {
+        self.made.borrow_mut().push(path.to_path_buf());
+    }
+
+    /// Create the home directory, which must not exist.
+    fn make_home(&self) -> Result<(), Failure> {
+        let Some(home) = &self.home else {
+            return Ok(());
+        };
+        match std::fs::create_dir(home) {
+            Ok(()) => {
+                self.made(home);
+                Ok(())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(Failure::new(format!(
+                "--home {} exists: name a directory that does not exist yet (the demo creates it, and removes it afterwards unless --keep)",
+                home.display()
+            ))),
+            Err(e) => Err(Failure::new(format!("--home {}: {e}", home.display()))),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match &self.home {
+            Some(home) => format!("{} (files in {})", self.pool.display(), home.display()),
+            None => self.pool.display().to_string(),
+        }
+    }
+
+    /// Remove what the demo created and has not removed yet, newest first.
+    fn remove(&self) {
+        for path in self.made.borrow_mut().drain(..).rev() {
+            remove_made(&path);
+        }
+    }
+
+    /// Remove `path`, which the demo created, now (and forget it).
+    fn remove_now(&self, path: &Path) {
+        self.made.borrow_mut().retain(|p| p != path);
+        remove_made(path);
+    }
+}
+
+/// Remove a file or directory tree the demo created (never following a symlink).
+fn remove_made(path: &Path) {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => {
+            let _ = std::fs::remove_dir_all(path);
+        }
+        Ok(_) => {
+            let _ = std::fs::remove_file(path);
+        }
+        Err(_) => {}
+    }
+}
+
+/// 1. The engine, timed; 2. the baseline, timed; 3. the crash rounds on the engine's store.
 fn demo_phases(
     args: &DemoArgs,
     work: &Workload,
-    fcfs_pool: &Path,
-    nc_pool: &Path,
+    engine: &EngineChoice,
+    places: &Places,
 ) -> Result<(RunStats, RunStats, CrashOutcome), Failure> {
     let size = pool_size(work);
-    // 1. FCFS, timed.
-    let fs = Fs::create(fcfs_pool, Config::pool(size))?;
+    let config = engine.create_config(size, places.home.as_deref());
+    let fs = Fs::create(&places.pool, config)?;
+    places.made(&places.pool);
     work.create_files(&fs)?;
-    let fcfs = timed_run(&fs, work, 1, args.seconds, "FCFS (atomic)")?;
+    let label = format!("{} (atomic)", engine.label());
+    let atomic = timed_store(&fs, work, args.seconds, &label)?;
     fs.unmount()?;
     drop(fs);
-    // 2. The same workload without consistency, timed.
-    let nc_fs = Fs::create(nc_pool, Config::pool(size).with_pool_mode(Mode::Nc))?;
-    work.create_files(&nc_fs)?;
-    let nc = timed_run(&nc_fs, work, 1, args.seconds, "NC (no consistency)")?;
-    nc_fs.unmount()?;
-    drop(nc_fs);
-    let _ = std::fs::remove_file(nc_pool);
-    // 3. Crash: a child continues the FCFS run and is killed; recover and verify.
-    let crash = crash_rounds(args, work, fcfs_pool, fcfs.txs)?;
-    Ok((fcfs, nc, crash))
+    let baseline = match engine.baseline() {
+        Baseline::NoConsistency(key) => {
+            let nc_fs = Fs::create(&places.nc_pool, engine.no_consistency_config(key, size))?;
+            places.made(&places.nc_pool);
+            work.create_files(&nc_fs)?;
+            let nc = timed_store(&nc_fs, work, args.seconds, NC_LABEL)?;
+            nc_fs.unmount()?;
+            drop(nc_fs);
+            places.remove_now(&places.nc_pool);
+            nc
+        }
+        Baseline::PlainFiles => {
+            let plain = PlainFiles::create(&places.plain, work, &|dir| places.made(dir))?;
+            let mut tx = |txn: u64, buf: &mut Vec<u8>| -> Result<(), Failure> {
+                Ok(plain.run_tx(work, txn, buf)?)
+            };
+            let stats = timed_run(work, args.seconds, PLAIN_LABEL, &mut tx, &|| None)?;
+            drop(plain);
+            places.remove_now(&places.plain);
+            stats
+        }
+    };
+    let crash = crash_rounds(args, work, engine, &places.pool, atomic.txs)?;
+    Ok((atomic, baseline, crash))
+}
+
+const NC_LABEL: &str = "NC (no consistency)";
+const PLAIN_LABEL: &str = "plain files + fsync";
+
+/// The column headers of the table and the names in its ratio line.
+struct Labels {
+    atomic: String,
+    baseline: &'static str,
+    ratio: String,
+}
+
+impl Labels {
+    fn new(engine: &EngineChoice) -> Self {
+        let (baseline, short) = match engine.baseline() {
+            Baseline::NoConsistency(_) => (NC_LABEL, "NC"),
+            Baseline::PlainFiles => (PLAIN_LABEL, "plain+fsync"),
+        };
+        Labels {
+            atomic: format!("{} (atomic)", engine.label()),
+            baseline,
+            ratio: format!("cost of atomicity (vs {short})"),
+        }
+    }
 }
 
 /// Run the crash rounds: each continues the workload in a child, kills it, recovers the pool
@@ -238,6 +411,7 @@ fn demo_phases(
 fn crash_rounds(
     args: &DemoArgs,
     work: &Workload,
+    engine: &EngineChoice,
     pool: &Path,
     done: u64,
 ) -> Result<CrashOutcome, Failure> {
@@ -262,12 +436,12 @@ fn crash_rounds(
     };
     let pb = bar(args.seconds, &label);
     for round in 0..args.crashes {
-        let (last_ack, killed_after) = kill_round(work, pool, next_txn, round_seconds)?;
+        let (last_ack, killed_after) = kill_round(work, engine, pool, next_txn, round_seconds)?;
         out.rounds += 1;
         out.acked += last_ack + 1 - next_txn;
         out.killed_after += killed_after;
         let started = Instant::now();
-        let fs = Fs::open(pool, crate::engine::config())
+        let fs = Fs::open(pool, engine.open_config())
             .map_err(|e| crate::engine::open_failure(pool, e))?;
         let recovery = started.elapsed();
         out.recovery_total += recovery;
@@ -314,6 +488,7 @@ fn crash_rounds(
 /// (`start - 1` when none) and when the kill came.
 fn kill_round(
     work: &Workload,
+    engine: &EngineChoice,
     pool: &Path,
     start: u64,
     seconds: f64,
@@ -321,6 +496,7 @@ fn kill_round(
     let exe = std::env::current_exe()?;
     let mut child = Command::new(exe)
         .arg("demo-child")
+        .args(["--engine", &engine.label()])
         .arg("--pool")
         .arg(pool)
         .args([
@@ -438,39 +614,38 @@ fn micros(d: Duration) -> String {
     }
 }
 
-fn print_table(work: &Workload, fcfs: &RunStats, nc: &RunStats, crash: &CrashOutcome) {
+fn print_table(
+    work: &Workload,
+    labels: &Labels,
+    fcfs: &RunStats,
+    nc: &RunStats,
+    crash: &CrashOutcome,
+) {
     let per_tx = |r: &RunStats| r.bytes_per_tx().map(human).unwrap_or_else(|| "n/a".into());
     println!();
     println!();
+    println!("{:<34} {:>22} {:>22}", "", labels.atomic, labels.baseline);
+    println!("{:<34} {:>22} {:>22}", "transactions", fcfs.txs, nc.txs);
     println!(
-        "{:<34} {:>16} {:>22}",
-        "", "FCFS (atomic)", "NC (no consistency)"
-    );
-    println!("{:<34} {:>16} {:>22}", "transactions", fcfs.txs, nc.txs);
-    println!(
-        "{:<34} {:>16} {:>22}",
+        "{:<34} {:>22} {:>22}",
         "mean latency per transaction",
         micros(fcfs.mean_latency()),
         micros(nc.mean_latency())
     );
     println!(
-        "{:<34} {:>16} {:>22}",
+        "{:<34} {:>22} {:>22}",
         "payload bytes per transaction",
         human(fcfs.payload_bytes / fcfs.txs.max(1)),
         human(nc.payload_bytes / nc.txs.max(1))
     );
     println!(
-        "{:<34} {:>16} {:>22}",
+        "{:<34} {:>22} {:>22}",
         "NVMM bytes written per transaction",
         per_tx(fcfs),
         per_tx(nc)
     );
     let overhead = fcfs.mean_latency().as_secs_f64() / nc.mean_latency().as_secs_f64().max(1e-12);
-    println!(
-        "{:<34} {:>16}",
-        "cost of atomicity (FCFS / NC)",
-        format!("{overhead:.2}x")
-    );
+    println!("{:<34} {:>22}", labels.ratio, format!("{overhead:.2}x"));
     println!();
     let rounds = crash.rounds.max(1);
     let kills = if rounds == 1 {
@@ -533,8 +708,9 @@ pub fn child(args: ChildArgs) -> CmdResult {
         file_size: args.file_size,
         seed: args.seed,
     };
-    let fs = Fs::open(&args.pool, crate::engine::config())
-        .map_err(|e| crate::engine::open_failure(&args.pool, e))?;
+    let config = EngineChoice::parse(&args.engine)?.open_config();
+    let fs =
+        Fs::open(&args.pool, config).map_err(|e| crate::engine::open_failure(&args.pool, e))?;
     let files = work.open_files(&fs)?;
     let mut buf = Vec::new();
     let mut out = std::io::stdout().lock();
@@ -579,6 +755,40 @@ mod tests {
             .open(Workload::path(w.file))
             .expect("open");
         f.write_at(&buf, w.offset).expect("write");
+    }
+
+    /// The demo removes only what it created: an existing --home (with someone's files in
+    /// it) is refused and left exactly as it was.
+    #[test]
+    fn an_existing_home_is_refused_and_never_removed() {
+        #[derive(clap::Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            args: DemoArgs,
+        }
+        use clap::Parser;
+        let base = std::env::temp_dir().join(format!("atomfs-demo-home-{}", std::process::id()));
+        let home = base.join("home");
+        std::fs::create_dir_all(&home).expect("scratch");
+        std::fs::write(home.join("precious"), b"keep").expect("write");
+        let words = ["demo", "--engine", "mmio", "--home"];
+        let line = words
+            .iter()
+            .map(|w| w.to_string())
+            .chain([home.display().to_string()]);
+        let args = Wrap::try_parse_from(line).map(|w| w.args).expect("parse");
+        let engine = EngineChoice::parse(&args.engine).expect("engine");
+        let places = Places::new(&args, &engine);
+        assert!(
+            places.make_home().is_err(),
+            "an existing home must be refused"
+        );
+        places.remove();
+        assert_eq!(
+            std::fs::read(home.join("precious")).ok().as_deref(),
+            Some(&b"keep"[..])
+        );
+        let _ = std::fs::remove_dir_all(&base);
     }
 
     #[test]

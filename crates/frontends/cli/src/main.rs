@@ -252,9 +252,10 @@ anything else is passed to the kernel (e.g. noatime).\n\nExamples:\n  atomfs mou
     #[command(hide = true)]
     DemoChild(demo::ChildArgs),
     /// Crash-test an engine with the crash harness: crash images at every fence of the
-    /// simulator, then SIGKILLed processes on real pool files. Exit 1 on any violation.
+    /// simulator, then SIGKILLed processes on real pool files. Exit 1 on any violation (runs
+    /// the atomfs-crashtest binary).
     #[command(
-        after_help = "Engines: pool (= pool-fcfs), pool-nc, pool-fgwal, pool-scsp, pool-soc, pool-sync, mmio (= mmio-hybrid), mmio-undo, mmio-redo (pool-nc has no consistency and must fail).\n\nExamples:\n  atomfs crashtest\n  atomfs crashtest --engine pool-scsp --workloads 100 --kills 200\n  atomfs crashtest --engine pool-nc --kills 0   # shows the violations of no-consistency mode\n  atomfs crashtest --long                       # 1,000,000 crash images + 10,000 kills, summary table\n  atomfs crashtest --long --images 50000 --kills 500 --jobs 2"
+        after_help = crashtest::after_help()
     )]
     Crashtest(crashtest::CrashtestArgs),
     /// Reproduce the seeds' evaluations (FCFS Figs. 7-11, Libnvmmio, SQLite, FUSE) and the
@@ -262,9 +263,6 @@ anything else is passed to the kernel (e.g. noatime).\n\nExamples:\n  atomfs mou
     /// the atomfs-bench binary).
     #[command(after_help = bench::after_help())]
     Bench(bench::BenchArgs),
-    /// (internal) The crash test's torture victim.
-    #[command(hide = true)]
-    CrashtestChild(crashtest::CrashtestChildArgs),
 }
 
 #[derive(Subcommand, Debug, Clone)]
@@ -367,7 +365,6 @@ fn run(cli: Cli) -> CmdResult {
         DemoChild(args) => demo::child(args),
         Crashtest(args) => crashtest::run(args),
         Bench(args) => bench::run(args),
-        CrashtestChild(args) => crashtest::child(args),
     }
 }
 
@@ -375,10 +372,7 @@ fn run(cli: Cli) -> CmdResult {
 /// other Unix tools do, instead of failing a print with EPIPE. Not for the mount server and
 /// the internal children, whose stdout may outlive its reader.
 fn quiet_on_closed_pipe(command: &Command) {
-    if matches!(
-        command,
-        Command::Mount { .. } | Command::DemoChild(_) | Command::CrashtestChild(_)
-    ) {
+    if matches!(command, Command::Mount { .. } | Command::DemoChild(_)) {
         return;
     }
     // SAFETY: restoring the default disposition of SIGPIPE at start, before any thread is

@@ -40,7 +40,7 @@ pub struct DriverConfig {
 }
 
 impl DriverConfig {
-    /// Environment settings giving this configuration to `tests/repro.rs`.
+    /// Environment settings giving this configuration to [`crate::suite::repro`].
     pub fn repro_env(&self) -> String {
         format!(
             "ATOMFS_CRASH_IMAGES={} ATOMFS_CRASH_IMAGES_PER_FENCE={} ATOMFS_CRASH_RECOVERY_EVERY={} ATOMFS_CRASH_SAMPLE_SEED={}",

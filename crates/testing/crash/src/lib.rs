@@ -13,22 +13,24 @@
 //! - [`torture`]: the process-kill driver (a child on a real mapped pool, SIGKILLed at random).
 //! - [`fixtures`]: small stores used only by this crate's own tests to prove the harness
 //!   reports violations for broken stores and none for a correct one.
+//! - [`suite`]: the one pattern every engine's `tests/crash_harness.rs` follows: a table of
+//!   cases ([`crash_tests!`]) run against the engine's targets, looked up by name.
+//!
+//! This crate names no engine: each engine implements [`CrashTarget`] and
+//! [`torture::KillTarget`] in its own crate (module `crash_target`, behind its `crash-target`
+//! feature), and the `atomfs-crashtest` tool (crates/crashtest) links those targets.
 //!
 //! See docs/crash-harness.md for what is checked and how to reproduce a failure.
 
 #![forbid(unsafe_code)]
 
 pub mod driver;
-pub mod engines;
 pub mod fixtures;
 mod images;
-#[cfg(feature = "mmio")]
-pub mod mmio_target;
 mod oracle;
 pub mod parallel;
-#[cfg(feature = "pool")]
-pub mod pool_target;
 pub mod shrink;
+pub mod suite;
 pub mod torture;
 pub mod workload;
 
@@ -52,7 +54,19 @@ pub trait CrashTarget: Send + Sync + 'static {
     fn format(&self, region: Arc<SimRegion>) -> Result<Box<dyn Store>>;
     /// Open the store on `region` (a crash image), running recovery.
     fn recover(&self, region: Arc<SimRegion>) -> Result<Box<dyn Store>>;
+    /// The command that reruns one workload of this target from the environment settings a
+    /// failure prints (see [`suite::repro`]): the fixtures' `tests/repro.rs` here; an engine
+    /// names the `repro` test of its own `tests/crash_harness.rs`.
+    fn repro_command(&self) -> String {
+        "cargo test -p atomfs-crash --test repro -- --nocapture".into()
+    }
 }
+
+/// An engine both on the simulator and on real files: what `atomfs crashtest --engine` and
+/// the torture cases of [`crash_tests!`] run.
+pub trait Target: CrashTarget + torture::KillTarget {}
+
+impl<T: CrashTarget + torture::KillTarget> Target for T {}
 
 /// One broken guarantee.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -88,19 +88,14 @@ pub fn describe_failure(
 ) -> String {
     let small = shrink(target.clone(), workload, cfg, SHRINK_RUNS_MAX);
     let name = target.name();
-    // The mmio target is behind a cargo feature of this crate (see Cargo.toml).
-    let features = if name.starts_with("mmio") {
-        " --features mmio"
-    } else {
-        ""
-    };
     format!(
-        "crashtest {name}: seed {} shrunk to {} of {} units; reproduce with:\n  {} {} ATOMFS_CRASH_ENGINE={name} cargo test -p atomfs-crash{features} --test repro -- --nocapture",
+        "crashtest {name}: seed {} shrunk to {} of {} units; reproduce with:\n  {} {} ATOMFS_CRASH_ENGINE={name} {}",
         workload.config.seed,
         small.len(),
         workload.len(),
         small.repro_env(),
         cfg.repro_env(),
+        target.repro_command(),
     )
 }
 

@@ -166,7 +166,7 @@ impl Workload {
         self.len() == 0
     }
 
-    /// Environment settings reproducing this workload with `tests/repro.rs`.
+    /// Environment settings reproducing this workload with [`crate::suite::repro`].
     pub fn repro_env(&self) -> String {
         let c = self.config;
         let mut s = format!(

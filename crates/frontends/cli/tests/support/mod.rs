@@ -31,11 +31,39 @@ impl From<Output> for Ran {
 
 /// Run `atomfs ARGS`.
 pub fn atomfs(args: &[&str]) -> Ran {
-    Command::new(ATOMFS)
-        .args(args)
-        .output()
-        .expect("run atomfs")
-        .into()
+    let mut cmd = Command::new(ATOMFS);
+    if args.first() == Some(&"crashtest") {
+        cmd.env("ATOMFS_CRASHTEST", crashtest_binary());
+    }
+    cmd.args(args).output().expect("run atomfs").into()
+}
+
+/// The `atomfs-crashtest` binary that `atomfs crashtest` runs, next to `atomfs`. A test run of
+/// the whole workspace has built it; `cargo test -p atomfs-cli` alone has not, so it is built
+/// here (same profile) when missing.
+pub fn crashtest_binary() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let dir = Path::new(ATOMFS).parent().expect("atomfs has a directory");
+            let bin = dir.join("atomfs-crashtest");
+            if bin.is_file() {
+                return bin;
+            }
+            let profile = dir.file_name().and_then(|n| n.to_str()).unwrap_or("debug");
+            let profile = if profile == "debug" { "dev" } else { profile };
+            let status = Command::new(env!("CARGO"))
+                .args(["build", "-p", "atomfs-crashtest", "--profile", profile])
+                .status()
+                .expect("run cargo build -p atomfs-crashtest");
+            assert!(
+                status.success() && bin.is_file(),
+                "cannot build {}",
+                bin.display()
+            );
+            bin
+        })
+        .clone()
 }
 
 /// Run `atomfs ARGS` and insist on success.

@@ -1,10 +1,11 @@
-//! The `pool` engine (FCFS) as a crash target: on the simulator ([`CrashTarget`]) and on a
-//! mapped pool file ([`KillTarget`]).
+//! The `pool` engine (FCFS) as a target of the crash harness (crates/testing/crash): on the
+//! simulator ([`CrashTarget`]) and on a mapped pool file ([`KillTarget`]). Built with the
+//! `crash-target` feature only; tests/crash_harness.rs and the atomfs-crashtest tool use it.
 
-use crate::torture::KillTarget;
-use crate::CrashTarget;
+use crate::{Mode, PoolConfig, PoolStore};
+use crash::torture::KillTarget;
+use crash::CrashTarget;
 use pmem::{MappedRegion, SimRegion};
-use pool::{Mode, PoolConfig, PoolStore};
 use std::path::Path;
 use std::sync::Arc;
 use store::{Error, Result, Store};
@@ -70,7 +71,18 @@ impl CrashTarget for PoolTarget {
     fn recover(&self, region: Arc<SimRegion>) -> Result<Box<dyn Store>> {
         Ok(Box::new(PoolStore::open(region, &self.config)?))
     }
+    fn repro_command(&self) -> String {
+        REPRO_COMMAND.into()
+    }
 }
+
+/// Reruns one workload from a failure's settings (the ignored `repro` test of
+/// tests/crash_harness.rs).
+pub const REPRO_COMMAND: &str =
+    "cargo test -p atomfs-pool --test crash_harness -- --ignored --exact repro --nocapture";
+
+/// The names [`PoolTarget::by_name`] takes.
+pub const NAMES: &str = "pool (= pool-fcfs), pool-nc, pool-fgwal, pool-scsp, pool-soc, pool-sync";
 
 impl KillTarget for PoolTarget {
     fn name(&self) -> String {

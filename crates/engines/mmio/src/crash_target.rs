@@ -1,12 +1,13 @@
-//! The `mmio` engine (Libnvmmio) as a crash target: on the simulator the log pool and the
+//! The `mmio` engine (Libnvmmio) as a target of the crash harness (crates/testing/crash),
+//! built with the `crash-target` feature only: on the simulator the log pool and the
 //! simulated host directory (namespace + file extents, [`mmio::SimMedia`]) share one
 //! [`SimRegion`], so region images are whole-system crash images ([`CrashTarget`]); for
 //! process kills, a real directory of host files plus a mapped log pool file ([`KillTarget`]).
-//! The geometry is the one of the engine's own crash test (crates/engines/mmio/tests).
+//! The geometry is the one of the engine's own crash test (tests/crash.rs).
 
-use crate::torture::KillTarget;
-use crate::CrashTarget;
-use mmio::{MmioConfig, MmioStore, PolicyMode, SimMedia, Window};
+use crate::{MmioConfig, MmioStore, PolicyMode, SimMedia, Window};
+use crash::torture::KillTarget;
+use crash::CrashTarget;
 use pmem::SimRegion;
 use std::path::Path;
 use std::sync::Arc;
@@ -32,7 +33,7 @@ impl MmioTarget {
                 files_max: 32,
                 index_entries_max: 256,
                 intents_max: 64,
-                tx_files_max: mmio::layout::TX_FILES_MAX,
+                tx_files_max: crate::layout::TX_FILES_MAX,
                 ..MmioConfig::test_min()
             },
         }
@@ -78,7 +79,18 @@ impl CrashTarget for MmioTarget {
         let pool = Window::new(region, 0, len);
         Ok(Box::new(MmioStore::open_on(pool, media, &self.config)?))
     }
+    fn repro_command(&self) -> String {
+        REPRO_COMMAND.into()
+    }
 }
+
+/// Reruns one workload from a failure's settings (the ignored `repro` test of
+/// tests/crash_harness.rs).
+pub const REPRO_COMMAND: &str =
+    "cargo test -p atomfs-mmio --test crash_harness -- --ignored --exact repro --nocapture";
+
+/// The names [`MmioTarget::by_name`] takes.
+pub const NAMES: &str = "mmio (= mmio-hybrid), mmio-undo, mmio-redo";
 
 /// On real files the "pool" of a torture round is a directory: `files/` (the host files) and
 /// `log.pool` (the mapped log pool).

@@ -3,12 +3,13 @@
 //! durable image; an unclean reopen opens the durable image of a store that was never
 //! unmounted (a crash at a quiescent point: only what was flushed and fenced survives). NC
 //! is exempt from the crash guarantees only (`supports_crash_guarantees`): its cases reopen
-//! cleanly instead, and everything else, aborts included, holds. Needs `--features pool`
-//! (see Cargo.toml).
+//! cleanly instead, and everything else, aborts included, holds. Every engine's
+//! tests/conformance.rs implements `conformance::Harness` and invokes
+//! `conformance::conformance_tests!` the same way.
 //!
 //! The ignored long cases (`large_file_1gib`, `many_files_100k`) need a region of more than
-//! 1 GiB: set ATOMFS_POOL_CONFORMANCE_MB=1400 (and use --release) to run them.
-#![cfg(feature = "pool")]
+//! 1 GiB: set ATOMFS_POOL_CONFORMANCE_MB=1400 (and use --release) to run them:
+//! `ATOMFS_POOL_CONFORMANCE_MB=1400 cargo test -p atomfs-pool --release --test conformance -- --ignored`.
 
 use conformance::Harness;
 use pmem::SimRegion;
