@@ -211,20 +211,30 @@ struct Runs {
     ops: Vec<u64>,
 }
 
+/// Prefix of the reason recorded (with the skipped systems of a figure) for a system that
+/// failed during a workload.
+pub const FAILED: &str = "FAILED";
+
 /// Warm-up, then `reps` rounds over every system (order rotated each round), calling
-/// `run(system index, seed, limits)`.
+/// `run(system index, seed, limits)`. A system whose run fails is recorded in `failures`
+/// (name, reason) and runs no more in this workload; its runs are `None`.
 fn interleave(
     job: Job,
     names: &[String],
     cfg: &RunConfig,
     bar: &indicatif::ProgressBar,
+    failures: &mut Vec<(String, String)>,
     mut run: impl FnMut(usize, u64, RunLimits) -> Result<Sample>,
-) -> Result<Vec<Runs>> {
+) -> Result<Vec<Option<Runs>>> {
     let lim = limits(cfg);
-    let mut runs: Vec<Runs> = names.iter().map(|_| Runs::default()).collect();
+    let mut runs: Vec<Option<Runs>> = names.iter().map(|_| Some(Runs::default())).collect();
     let n = names.len();
     for rep in 0..=cfg.reps {
         for i in (0..n).map(|k| (k + rep as usize) % n) {
+            bar.inc(1);
+            if runs[i].is_none() {
+                continue;
+            }
             bar.set_message(format!("{} {} run {rep}/{}", job.id(), names[i], cfg.reps));
             let (seed, lim) = if rep == 0 {
                 let warm = RunLimits {
@@ -235,19 +245,22 @@ fn interleave(
             } else {
                 (cfg.seed.wrapping_add(rep as u64 - 1), lim)
             };
-            let s = run(i, seed, lim).map_err(|e| BenchError::System {
-                system: names[i].clone(),
-                message: format!("{}: {e}", job.id()),
-            })?;
-            if rep > 0 {
-                let r = &mut runs[i];
+            let s = match run(i, seed, lim) {
+                Ok(s) => s,
+                Err(BenchError::Interrupted) => return Err(BenchError::Interrupted),
+                Err(e) => {
+                    failures.push((names[i].clone(), format!("{FAILED} in run {rep}: {e}")));
+                    runs[i] = None;
+                    continue;
+                }
+            };
+            if let (true, Some(r)) = (rep > 0, runs[i].as_mut()) {
                 r.per_s
                     .push(s.ops as f64 / s.elapsed.as_secs_f64().max(1e-12));
                 r.cpu_us
                     .push(s.cpu.as_secs_f64() * 1e6 / s.ops.max(1) as f64);
                 r.ops.push(s.ops);
             }
-            bar.inc(1);
         }
     }
     Ok(runs)
@@ -255,8 +268,9 @@ fn interleave(
 
 /// The rows of one workload: ops per second, mean latency, CPU time per op, and ops per
 /// second normalized to ext4 run by run.
-fn result_of(job: Job, names: &[String], runs: Vec<Runs>, res: &mut FigureResult) {
+fn result_of(job: Job, names: &[String], runs: Vec<Option<Runs>>, res: &mut FigureResult) {
     for (name, r) in names.iter().zip(runs) {
+        let Some(r) = r else { continue };
         let latency: Vec<f64> = r.per_s.iter().map(|v| 1e6 / v.max(1e-12)).collect();
         let id = job.id();
         res.rows
@@ -424,16 +438,17 @@ pub fn run(
     let mut out = Vec::new();
     for job in JOBS {
         let mut res = FigureResult::default();
+        let mut failures = Vec::new();
         if job == Job::Sqlite {
             let names: Vec<String> = sql.iter().map(SqliteLoop::name).collect();
-            let runs = interleave(job, &names, cfg, &bar, |i, seed, lim| {
+            let mut runs = interleave(job, &names, cfg, &bar, &mut failures, |i, seed, lim| {
                 run_sql(&mut sql[i], rows, seed, lim)
             })?;
-            for s in sql.iter_mut() {
-                s.check().map_err(|e| BenchError::System {
-                    system: s.name(),
-                    message: e.to_string(),
-                })?;
+            for (s, r) in sql.iter_mut().zip(runs.iter_mut()) {
+                if let (Some(_), Err(e)) = (&r, s.check()) {
+                    failures.push((s.name(), format!("{FAILED} after the runs: {e}")));
+                    *r = None;
+                }
             }
             result_of(job, &names, runs, &mut res);
             res.systems = sql
@@ -443,7 +458,7 @@ pub fn run(
             res.skipped = sql_skipped.clone();
         } else {
             let names: Vec<String> = mix.iter().map(|s| s.name()).collect();
-            let runs = interleave(job, &names, cfg, &bar, |i, seed, lim| {
+            let runs = interleave(job, &names, cfg, &bar, &mut failures, |i, seed, lim| {
                 run_mix(mix[i].as_mut(), job, shape, seed, lim)
             })?;
             result_of(job, &names, runs, &mut res);
@@ -453,6 +468,10 @@ pub fn run(
                 .collect();
             res.skipped = mix_skipped.clone();
         }
+        for (name, why) in &failures {
+            notes.push(format!("engines: {name} {}: {why}", job.id()));
+        }
+        res.skipped.extend(failures);
         out.push((figure_of(job, shape, rows, opts.seed), res));
     }
     bar.finish_and_clear();

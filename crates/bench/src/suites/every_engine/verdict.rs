@@ -5,6 +5,7 @@
 //! other's fastest) or within the run-to-run spread, and the engine that used the least CPU
 //! time per operation (background threads included).
 
+use super::FAILED;
 use crate::runner::{Figure, FigureResult, Metric, Row};
 use crate::systems::ext4_mix::EXT4;
 use serde_json::{json, Value};
@@ -22,6 +23,15 @@ pub struct Verdict {
     pub next: Option<(String, f64, bool)>,
     /// The engine with the least CPU time per operation, and that time in µs.
     pub least_cpu: Option<(String, f64)>,
+    /// Systems that failed during the workload (they have no rows).
+    pub failed: Vec<String>,
+}
+
+/// (system, reason) of every system that failed during the workload.
+fn failures(res: &FigureResult) -> impl Iterator<Item = &(String, String)> {
+    res.skipped
+        .iter()
+        .filter(|(_, why)| why.starts_with(FAILED))
 }
 
 fn engine_rows(res: &FigureResult, metric: Metric) -> Vec<&Row> {
@@ -55,6 +65,7 @@ pub fn judge(fig: &Figure, res: &FigureResult) -> Option<Verdict> {
         vs_ext4,
         next,
         least_cpu,
+        failed: failures(res).map(|(n, _)| n.clone()).collect(),
     })
 }
 
@@ -100,6 +111,11 @@ pub fn verdict(results: &[(Figure, FigureResult)]) -> (String, Value) {
     for v in &verdicts {
         let _ = writeln!(s, "{}", line(v));
     }
+    for (fig, res) in results {
+        for (name, why) in failures(res) {
+            let _ = writeln!(s, "   {}: {name} left out: {why}", fig.id);
+        }
+    }
     let json = verdicts
         .iter()
         .map(|v| {
@@ -114,6 +130,7 @@ pub fn verdict(results: &[(Figure, FigureResult)]) -> (String, Value) {
                 "least_cpu": v.least_cpu.as_ref().map(|(n, us)| json!({
                     "engine": n, "cpu_us_per_tx": us,
                 })),
+                "failed": v.failed,
             })
         })
         .collect();
@@ -192,6 +209,26 @@ mod tests {
         assert!(table.contains("within noise"), "{table}");
         assert_eq!(json[0]["fastest"], "b");
         assert_eq!(json[0]["next"]["clear_lead"], false);
+    }
+
+    #[test]
+    fn a_failed_engine_is_named_and_never_wins() {
+        let mut res = rows(&[("a", [1.0, 2.0, 3.0])], &[]);
+        res.skipped
+            .push(("b".into(), format!("{FAILED} in run 2: torn page")));
+        res.skipped.push(("c".into(), "no libsqlite3".into()));
+        let v = judge(&fig(), &res).expect("a verdict");
+        assert_eq!(
+            (v.fastest.as_str(), v.failed.clone()),
+            ("a", vec!["b".to_string()])
+        );
+        let (table, json) = verdict(&[(fig(), res)]);
+        assert!(
+            table.contains("w: b left out: FAILED in run 2: torn page"),
+            "{table}"
+        );
+        assert!(!table.contains("no libsqlite3"), "{table}");
+        assert_eq!(json[0]["failed"][0], "b");
     }
 
     #[test]
