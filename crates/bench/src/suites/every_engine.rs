@@ -480,3 +480,59 @@ pub fn run(
     drop(disk);
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn sample() -> Sample {
+        Sample {
+            ops: 10,
+            elapsed: Duration::from_millis(1),
+            cpu: Duration::from_micros(500),
+        }
+    }
+
+    #[test]
+    fn a_failing_system_is_left_out_and_the_others_keep_running() {
+        let cfg = crate::suites::run_config(Mode::Tiny, 1, false);
+        let names = ["a".to_string(), "b".to_string()];
+        let bar = indicatif::ProgressBar::hidden();
+        let mut failures = Vec::new();
+        let mut calls = [0u32; 2];
+        let runs = interleave(Job::Append, &names, &cfg, &bar, &mut failures, |i, _, _| {
+            calls[i] += 1;
+            if i == 1 && calls[i] == 2 {
+                return Err(BenchError::Invalid("torn".into()));
+            }
+            Ok(sample())
+        })
+        .expect("a failure is recorded, not returned");
+        assert_eq!(calls, [cfg.reps + 1, 2], "b runs no more after failing");
+        let a = runs[0].as_ref().expect("a ran");
+        assert_eq!(
+            a.per_s.len(),
+            cfg.reps as usize,
+            "the warm-up is not recorded"
+        );
+        assert!(runs[1].is_none());
+        assert_eq!(failures.len(), 1);
+        assert_eq!(failures[0].0, "b");
+        assert!(failures[0].1.starts_with(FAILED), "{:?}", failures[0]);
+        assert!(failures[0].1.contains("torn"));
+    }
+
+    #[test]
+    fn an_interruption_ends_the_workload() {
+        let cfg = crate::suites::run_config(Mode::Tiny, 1, false);
+        let names = ["a".to_string()];
+        let bar = indicatif::ProgressBar::hidden();
+        let mut failures = Vec::new();
+        let r = interleave(Job::Append, &names, &cfg, &bar, &mut failures, |_, _, _| {
+            Err(BenchError::Interrupted)
+        });
+        assert!(matches!(r, Err(BenchError::Interrupted)));
+        assert!(failures.is_empty());
+    }
+}
