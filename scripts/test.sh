@@ -66,3 +66,21 @@ if ! grep -q '"rows"' "$smoke/results.json" 2>/dev/null \
     exit 1
 fi
 echo "atomfs bench mmio smoke run: ok in $(( $(date +%s) - bench_start )) s ($smoke)"
+
+# Benchmark smoke run of the engines suite: `atomfs bench engines --quick` must run every
+# workload on every registered engine and ext4 and write results.json (with the verdict
+# table) and the PNG plots. No timing is asserted; the JSON shape is checked by
+# crates/bench/tests/tiny_engines.rs.
+smoke=target/bench-smoke/engines
+rm -rf "$smoke"
+bench_start=$(date +%s)
+if ! timeout 600 target/debug/atomfs bench engines --quick --out "$smoke" --no-progress; then
+    echo "atomfs bench engines smoke run: FAILED (atomfs bench engines --quick exited non-zero)" >&2
+    exit 1
+fi
+if ! grep -q '"verdict"' "$smoke/results.json" 2>/dev/null \
+    || ! ls "$smoke"/two-file-tx_*.png >/dev/null 2>&1; then
+    echo "atomfs bench engines smoke run: FAILED (no results.json with a verdict, or no PNG in $smoke)" >&2
+    exit 1
+fi
+echo "atomfs bench engines smoke run: ok in $(( $(date +%s) - bench_start )) s ($smoke)"

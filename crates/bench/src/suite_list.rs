@@ -16,4 +16,5 @@ pub const SUITES: &[(&str, &str)] = &[
     ("sqlite", "SQLite row updates: the atomfs VFS (journal off) vs WAL and rollback journal on ext4 and tmpfs"),
     ("fuse", "fio on an atomfs FUSE mount vs ext4 on a RAM disk (and tmpfs): fsync'd 4 KiB writes, sequential I/O"),
     ("mmio", "Libnvmmio Figs. 6-9: FIO jobs on one file, mmio vs pread/pwrite+fdatasync (tmpfs, ext4) and fcfs"),
+    ("engines", "one workload mix on every registered engine vs ext4 files with fsync, and which engine for which workload"),
 ];

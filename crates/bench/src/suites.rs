@@ -2,6 +2,7 @@
 //! results.json, the ratio table and the plots. The pool engine's suites (FCFS seed §VI)
 //! live in `suites/pool.rs`.
 
+pub mod every_engine;
 pub mod fuse;
 pub mod mmio;
 pub mod pool;
@@ -203,6 +204,9 @@ fn measure(
     if suite == mmio::SUITE {
         return mmio::run(opts, cfg, notes);
     }
+    if suite == every_engine::SUITE {
+        return every_engine::run(opts, cfg, notes);
+    }
     let (figs, disks) = match suite {
         "sqlite" => return sqlite::run(opts, notes),
         "fuse" => return fuse::run(opts, notes),
@@ -251,7 +255,13 @@ pub fn run_suite(suite: &str, opts: &Options) -> Result<Outcome> {
             }
         }
     }
-    let json = json!({
+    let mut verdict = Value::Null;
+    if suite == every_engine::SUITE {
+        let (text, value) = every_engine::verdict(&results);
+        table.push_str(&text);
+        verdict = value;
+    }
+    let mut json = json!({
         "suite": suite,
         "machine": crate::machine::describe(),
         "revision": crate::machine::revision(),
@@ -269,6 +279,9 @@ pub fn run_suite(suite: &str, opts: &Options) -> Result<Outcome> {
         },
         "rows": rows,
     });
+    if !verdict.is_null() {
+        json["config"]["verdict"] = verdict;
+    }
     let json_path = crate::report::write_json(&opts.out, &json)?;
     Ok(Outcome {
         json,

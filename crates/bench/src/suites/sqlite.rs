@@ -166,7 +166,7 @@ impl Updates {
 }
 
 /// Percent-encode the characters a `file:` URI query value cannot hold as they are.
-fn uri_value(s: &str) -> String {
+pub(crate) fn uri_value(s: &str) -> String {
     s.chars()
         .map(|c| match c {
             '%' | '&' | '#' | '?' | '=' | ' ' => format!("%{:02X}", c as u32),
