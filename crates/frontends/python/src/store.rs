@@ -82,10 +82,13 @@ pub fn open(py: Python<'_>, path: &[u8], options: Vec<(String, String)>) -> PyRe
     Ok(NativeStore::new(Shared::new(opened)))
 }
 
-/// `(name, description, [(key, default, help, at_create_only)])` of every engine.
+/// `(key, default, help, at_create_only)` of one engine option.
+type OptionRow = (String, String, String, bool);
+
+/// `(name, description, [option])` of every engine.
 #[pyfunction]
 #[pyo3(name = "engines")]
-pub fn engine_list() -> Vec<(String, String, Vec<(String, String, String, bool)>)> {
+pub fn engine_list() -> Vec<(String, String, Vec<OptionRow>)> {
     ::engines::ENGINES
         .iter()
         .map(|e| {

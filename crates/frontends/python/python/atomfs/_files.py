@@ -211,6 +211,8 @@ def open_file(store_native: "_native.NativeStore", path: PathArg, mode: str, buf
                                create_new, atomic, perm, tx)
     raw_mode = mode.replace("t", "").replace("b", "") + "b"
     raw = RawFile(native, os.fspath(path), raw_mode, read, write)
+    if append:
+        raw.seek(0, io.SEEK_END)  # as the built-in open: an append file starts at its end
     if buffering == 0:
         return raw
     line_buffering = buffering == 1 and text

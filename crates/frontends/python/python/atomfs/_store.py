@@ -7,7 +7,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from . import _native
 from ._errors import ExistsError, NotADirError, NotFoundError
-from ._files import PathArg, native_of, open_file, path_bytes
+from ._files import PathArg, RawFile, native_of, open_file, path_bytes
 
 __all__ = ["Store", "Transaction", "DirEntry", "FsckReport", "stat_result"]
 
@@ -145,7 +145,8 @@ class Transaction:
 
     def _flush(self) -> None:
         for f in self._files:
-            if not f.closed:
+            # A RawFile has no buffer; buffered and text files hand theirs to the store.
+            if type(f) is not RawFile and not f.closed:
                 f.flush()
 
     def commit(self) -> None:
