@@ -208,7 +208,10 @@ impl NativeFile {
                 return Ok(());
             }
             state.closed = true;
-            match self.shared.store()?.release(self.fh) {
+            let Ok(store) = self.shared.store() else {
+                return Ok(()); // inherited across fork: the handle is the parent's
+            };
+            match store.release(self.fh) {
                 // The store was closed first: its handles went with it.
                 Err(Error::Closed) => Ok(()),
                 other => other,

@@ -46,14 +46,19 @@ impl Shared {
         Ok(&**self.store)
     }
 
-    /// Checkpoint and close the store, then release its lock. Closing twice is a no-op.
+    /// Checkpoint and close the store, then release its lock. Closing twice is a no-op. In a
+    /// forked child, closing an inherited store only forgets it (closes the child's copies of
+    /// the lock's descriptors; the parent keeps the lock and the store).
     pub fn close(&self) -> Result<()> {
-        let store = self.store()?;
         let mut lock = self.lock.lock().map_err(|_| Error::Closed)?;
         if lock.is_none() {
             return Ok(());
         }
-        let result = store.unmount();
+        if self.inherited() {
+            *lock = None;
+            return Ok(());
+        }
+        let result = self.store.unmount();
         *lock = None;
         result
     }

@@ -2,6 +2,7 @@
 threads writing one file at disjoint offsets. The GIL is released in every store call, so
 these calls really overlap."""
 
+import sys
 import threading
 
 import atomfs
@@ -61,23 +62,35 @@ def test_threads_share_one_file(store):
 
 
 def test_gil_is_released_during_store_calls(store):
-    """While one thread commits in a loop, another pure-Python thread keeps running."""
-    store.write_bytes("/a", b"")
-    stop = threading.Event()
-    ticks = []
+    """With a switch interval of 100 s, a thread waiting for the GIL gets it within this test
+    only when the holder releases it voluntarily. The main thread wakes a helper, then makes
+    store calls (big reads and commits) without blocking in Python: the helper runs while a
+    call is in progress only if the call released the GIL."""
+    store.write_bytes("/big", b"z" * (8 << 20))
+    ready, go = threading.Event(), threading.Event()
+    in_calls = [False]
+    seen = []
 
-    def spin() -> None:
-        n = 0
-        while not stop.is_set():
-            n += 1
-        ticks.append(n)
+    def helper() -> None:
+        ready.set()
+        go.wait()
+        seen.append(in_calls[0])
 
-    th = threading.Thread(target=spin)
+    interval = sys.getswitchinterval()
+    th = threading.Thread(target=helper)
     th.start()
-    with store.open("/a", "r+b", buffering=0) as a:
-        for i in range(300):
-            with store.transaction(a):
-                a.pwrite(b"x" * 4096, 0)
-    stop.set()
+    ready.wait()
+    with store.open("/big", "r+b", buffering=0) as f:
+        sys.setswitchinterval(100.0)
+        try:
+            in_calls[0] = True
+            go.set()  # the helper now waits for the GIL
+            for _ in range(10):
+                assert len(f.pread(8 << 20, 0)) == 8 << 20
+                with store.transaction(f):
+                    f.pwrite(b"y" * 4096, 0)
+            in_calls[0] = False
+        finally:
+            sys.setswitchinterval(interval)
     th.join()
-    assert ticks and ticks[0] > 0
+    assert seen == [True], "the helper never ran during a store call: the GIL was held"
