@@ -3,6 +3,8 @@ offset, truncations, removals, renames, committed and aborted two-file transacti
 close + reopen (recovery); after every step the store holds exactly the model."""
 
 import os
+import shutil
+import tempfile
 
 from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -18,8 +20,14 @@ class StoreModel(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.path = pool_path()
-        self.store = atomfs.create(self.path, size="16M", checkpoint_threads=0)
+        self.store = self.create()
         self.model: dict = {}
+
+    def create(self) -> atomfs.Store:
+        return atomfs.create(self.path, size="16M", checkpoint_threads=0)
+
+    def reopen_options(self) -> dict:
+        return {"checkpoint_threads": 0}
 
     def teardown(self) -> None:
         self.store.close()
@@ -87,7 +95,7 @@ class StoreModel(RuleBasedStateMachine):
     @rule()
     def reopen(self):
         self.store.close()
-        self.store = atomfs.open(self.path, checkpoint_threads=0)
+        self.store = atomfs.open(self.path, **self.reopen_options())
 
     @invariant()
     def store_matches_model(self):
@@ -96,6 +104,23 @@ class StoreModel(RuleBasedStateMachine):
             assert self.store.read_bytes("/" + name) == data, name
 
 
-StoreModel.TestCase.settings = settings(max_examples=100, stateful_step_count=30,
-                                        deadline=None)
+class MmioStoreModel(StoreModel):
+    """The same machine on the mmio engine (files in a host directory)."""
+
+    def create(self) -> atomfs.Store:
+        self.home = tempfile.mkdtemp(prefix="atomfs-model-home-")
+        return atomfs.create(self.path, engine="mmio", size="16M", home=self.home)
+
+    def reopen_options(self) -> dict:
+        return {}
+
+    def teardown(self) -> None:
+        super().teardown()
+        shutil.rmtree(self.home)
+
+
+SETTINGS = settings(max_examples=100, stateful_step_count=30, deadline=None)
+StoreModel.TestCase.settings = SETTINGS
+MmioStoreModel.TestCase.settings = settings(SETTINGS, max_examples=25)
 TestStoreModel = StoreModel.TestCase
+TestMmioStoreModel = MmioStoreModel.TestCase
