@@ -11,6 +11,8 @@ from conftest import pool_path
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+# An open pool store runs checkpoint threads; Python >= 3.12 warns about fork() then.
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
 def test_inherited_store_refuses_calls_in_the_child(store):
     store.write_bytes("/f", b"parent")
     f = store.open("/f", "rb", buffering=0)
