@@ -5,6 +5,7 @@ use crate::shared::Shared;
 use crate::store::{stat_tuple, StatTuple};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use store::{Error, Fh, Ino, Result, Store};
 
@@ -27,6 +28,9 @@ pub struct NativeFile {
     ino: Ino,
     append: bool,
     state: Mutex<State>,
+    /// Mirrors `state.closed` for the `closed` property, which must not wait for the lock
+    /// while holding the GIL.
+    closed: AtomicBool,
 }
 
 impl NativeFile {
@@ -40,10 +44,12 @@ impl NativeFile {
                 pos: 0,
                 closed: false,
             }),
+            closed: AtomicBool::new(false),
         }
     }
 
-    /// This file's handle, checked to be open and of the store `shared`.
+    /// This file's handle, checked to be open and of the store `shared`. Takes the file's
+    /// lock: call it with the GIL released.
     pub fn handle_for(&self, shared: &Arc<Shared>) -> Result<Fh> {
         if !shared.same(&self.shared) {
             return Err(Error::CrossStore("a file of another store".into()));
@@ -111,7 +117,7 @@ impl NativeFile {
 
     #[getter]
     fn closed(&self) -> bool {
-        self.state.lock().map(|s| s.closed).unwrap_or(true)
+        self.closed.load(Ordering::Acquire)
     }
 
     /// Read up to `size` bytes at the cursor (`size < 0`: to the end of the file).
@@ -208,6 +214,7 @@ impl NativeFile {
                 return Ok(());
             }
             state.closed = true;
+            self.closed.store(true, Ordering::Release);
             let Ok(store) = self.shared.store() else {
                 return Ok(()); // inherited across fork: the handle is the parent's
             };

@@ -4,6 +4,7 @@ use crate::fork;
 use engines::{OpenedStore, StoreLock};
 use pyo3::prelude::*;
 use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use store::{Error, Result, Store};
 
@@ -12,8 +13,11 @@ use store::{Error, Result, Store};
 pub struct Shared {
     /// Never dropped in a forked child (see [`fork`]): its engine's memory is the parent's.
     store: ManuallyDrop<Arc<dyn Store>>,
-    /// The store's lock: `None` once closed.
+    /// The store's lock: `None` once closed. Taken only with the GIL released (a close holds
+    /// it through the final checkpoint).
     lock: Mutex<Option<StoreLock>>,
+    /// Set once closed, for the `closed` property (read with the GIL held).
+    closed: AtomicBool,
     pub engine: &'static str,
     pub path: std::path::PathBuf,
     /// The fork generation this store was opened in.
@@ -25,6 +29,7 @@ impl Shared {
         Arc::new(Shared {
             store: ManuallyDrop::new(opened.store),
             lock: Mutex::new(Some(opened.lock)),
+            closed: AtomicBool::new(false),
             engine: opened.engine.name(),
             path: opened.path,
             generation: fork::generation(),
@@ -54,17 +59,18 @@ impl Shared {
         if lock.is_none() {
             return Ok(());
         }
-        if self.inherited() {
-            *lock = None;
-            return Ok(());
-        }
-        let result = self.store.unmount();
+        let result = if self.inherited() {
+            Ok(())
+        } else {
+            self.store.unmount()
+        };
         *lock = None;
+        self.closed.store(true, Ordering::Release);
         result
     }
 
     pub fn is_closed(&self) -> bool {
-        self.lock.lock().map(|l| l.is_none()).unwrap_or(true)
+        self.closed.load(Ordering::Acquire)
     }
 
     /// Whether `other` is this same store.

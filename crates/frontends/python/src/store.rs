@@ -132,12 +132,22 @@ impl NativeStore {
             .py(py)
     }
 
-    fn handles(&self, py: Python<'_>, files: &[Bound<'_, NativeFile>]) -> PyResult<Vec<store::Fh>> {
-        files
-            .iter()
-            .map(|f| f.get().handle_for(&self.shared))
-            .collect::<Result<_>>()
-            .py(py)
+    /// Run `f` on the store and the handles of `files` (checked to be open files of this
+    /// store), with the GIL released: a file's lock is only ever taken without the GIL.
+    fn with_handles<T: Send>(
+        &self,
+        py: Python<'_>,
+        files: &[Bound<'_, NativeFile>],
+        f: impl FnOnce(&dyn Store, &[store::Fh]) -> Result<T> + Send,
+    ) -> PyResult<T> {
+        let files: Vec<&NativeFile> = files.iter().map(|f| f.get()).collect();
+        self.call(py, |s| {
+            let fhs = files
+                .iter()
+                .map(|file| file.handle_for(&self.shared))
+                .collect::<Result<Vec<_>>>()?;
+            f(s, &fhs)
+        })
     }
 }
 
@@ -318,21 +328,18 @@ impl NativeStore {
 
     /// Begin a transaction bound to `files`.
     fn begin(&self, py: Python<'_>, files: Vec<Bound<'_, NativeFile>>) -> PyResult<NativeTx> {
-        let fhs = self.handles(py, &files)?;
-        let id = self.call(py, |s| s.tx_begin(&fhs))?;
+        let id = self.with_handles(py, &files, |s, fhs| s.tx_begin(fhs))?;
         Ok(NativeTx::new(self.shared.clone(), id))
     }
 
     /// Commit the pending writes of several O_ATOMIC files as one unit.
     fn syncv(&self, py: Python<'_>, files: Vec<Bound<'_, NativeFile>>) -> PyResult<()> {
-        let fhs = self.handles(py, &files)?;
-        self.call(py, |s| s.syncv(&fhs))
+        self.with_handles(py, &files, |s, fhs| s.syncv(fhs))
     }
 
     /// Drop the pending writes of several O_ATOMIC files.
     fn abortv(&self, py: Python<'_>, files: Vec<Bound<'_, NativeFile>>) -> PyResult<()> {
-        let fhs = self.handles(py, &files)?;
-        self.call(py, |s| s.abortv(&fhs))
+        self.with_handles(py, &files, |s, fhs| s.abortv(fhs))
     }
 
     /// The whole content of the file at `path`.

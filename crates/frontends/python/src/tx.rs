@@ -69,9 +69,13 @@ impl NativeTx {
 
     /// Bind one more open file to the transaction.
     fn add(&self, py: Python<'_>, file: Bound<'_, NativeFile>) -> PyResult<()> {
-        let fh = file.get().handle_for(&self.shared).py(py)?;
-        let id = self.id_for(&self.shared).py(py)?;
-        py.detach(|| self.shared.store()?.tx_add(id, fh)).py(py)
+        let file = file.get();
+        py.detach(|| {
+            let fh = file.handle_for(&self.shared)?;
+            let id = self.id_for(&self.shared)?;
+            self.shared.store()?.tx_add(id, fh)
+        })
+        .py(py)
     }
 
     /// Make every change of the transaction durable, atomically.
