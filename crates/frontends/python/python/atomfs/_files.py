@@ -70,7 +70,8 @@ class RawFile(io.RawIOBase):
             raise ValueError("I/O operation on closed file")
 
     def read(self, size: Optional[int] = -1) -> bytes:
-        self._check_open()
+        if self.closed:  # inline: the hot path
+            raise ValueError("I/O operation on closed file")
         if not self._readable:
             raise io.UnsupportedOperation("not readable")
         return self._native.read(-1 if size is None else size)
@@ -86,7 +87,8 @@ class RawFile(io.RawIOBase):
         return n
 
     def write(self, data: Any) -> int:
-        self._check_open()
+        if self.closed:  # inline: the hot path
+            raise ValueError("I/O operation on closed file")
         if not self._writable:
             raise io.UnsupportedOperation("not writable")
         if type(data) is not bytes:
@@ -95,26 +97,31 @@ class RawFile(io.RawIOBase):
 
     def pread(self, size: int, offset: int) -> bytes:
         """Read up to ``size`` bytes at ``offset`` without moving the position."""
-        self._check_open()
+        if self.closed:  # inline: the hot path
+            raise ValueError("I/O operation on closed file")
         return self._native.pread(size, offset)
 
     def pwrite(self, data: Any, offset: int) -> int:
         """Write ``data`` at ``offset`` without moving the position."""
-        self._check_open()
+        if self.closed:  # inline: the hot path
+            raise ValueError("I/O operation on closed file")
         if type(data) is not bytes:
             data = bytes(data)
         return self._native.pwrite(data, offset)
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        self._check_open()
+        if self.closed:  # inline: the hot path
+            raise ValueError("I/O operation on closed file")
         return self._native.seek(offset, whence)
 
     def tell(self) -> int:
-        self._check_open()
+        if self.closed:  # inline: the hot path
+            raise ValueError("I/O operation on closed file")
         return self._native.tell()
 
     def truncate(self, size: Optional[int] = None) -> int:
-        self._check_open()
+        if self.closed:  # inline: the hot path
+            raise ValueError("I/O operation on closed file")
         if not self._writable:
             raise io.UnsupportedOperation("not writable")
         return self._native.truncate(size)

@@ -118,12 +118,14 @@ class Transaction:
     collected. Isolation is the application's: other handles see its writes as they happen.
     """
 
-    __slots__ = ("_store", "_native", "_files")
+    __slots__ = ("_store", "_native", "_buffered")
 
     def __init__(self, store: "Store", files: Iterable[Any]) -> None:
         self._store = store
-        self._files = list(files)
-        self._native = store._native.begin([native_of(f) for f in self._files])
+        files = list(files)
+        self._native = store._native.begin([native_of(f) for f in files])
+        # The files whose buffers the commit and the abort flush (a RawFile has none).
+        self._buffered = [f for f in files if type(f) is not RawFile]
 
     def __repr__(self) -> str:
         state = "done" if self._native.done else "running"
@@ -141,12 +143,15 @@ class Transaction:
     def add(self, file: Any) -> None:
         """Bind one more open file to the transaction."""
         self._native.add(native_of(file))
-        self._files.append(file)
+        self._track(file)
+
+    def _track(self, file: Any) -> None:
+        if type(file) is not RawFile:
+            self._buffered.append(file)
 
     def _flush(self) -> None:
-        for f in self._files:
-            # A RawFile has no buffer; buffered and text files hand theirs to the store.
-            if type(f) is not RawFile and not f.closed:
+        for f in self._buffered:
+            if not f.closed:
                 f.flush()
 
     def commit(self) -> None:
@@ -268,7 +273,7 @@ class Store:
         f = open_file(self._native, path, mode, buffering, encoding, errors, newline, atomic,
                       perm, _tx(tx))
         if tx is not None:
-            tx._files.append(f)
+            tx._track(f)
         return f
 
     def transaction(self, *files: Any) -> Transaction:
