@@ -9,6 +9,7 @@ packages=(
     fuse3 libfuse3-dev             # FUSE mount (fusermount3)
     sqlite3 libsqlite3-dev         # SQLite VFS tests and baselines
     python3                        # SQLite VFS crash test (sqlite3 module with extension loading)
+    python3-venv                   # Python package: scripts/python.sh builds its wheel in a venv
     libpmemobj-dev                 # PMDK baseline in the bench crate
     xfsprogs btrfs-progs           # remap engine tests on loop-mounted XFS/Btrfs images
     e2fsprogs                      # ext4 RAM-disk baselines

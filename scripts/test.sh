@@ -33,6 +33,10 @@ if [ "$passed" -eq 0 ]; then
     exit 1
 fi
 
+# The Python package: wheel built by maturin in target/python-venv, installed there, pytest
+# suite run (ends with "python tests: N passed, N failed"; fails on a failure or no test).
+scripts/python.sh
+
 # Benchmark smoke run: `atomfs bench fcfs-micro --quick` must run and write
 # results.json and the PNG plots. No timing is asserted; the JSON shape is checked by
 # crates/bench/tests/tiny_pool.rs. Debug build (opt-level 1): 10-30 s.
