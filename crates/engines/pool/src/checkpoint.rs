@@ -77,6 +77,23 @@ impl Plan {
     }
 }
 
+/// The new permanent block of a checksummed block (docs/format.md, "Data checksums"): the
+/// version holding most latest lines, never the old permanent block, whose crc could not
+/// change atomically with a copy into it. A version that is the permanent block already (a
+/// crash after the swing, before its entries were freed) holds every latest line but those
+/// of newer versions: it is not chosen either, unless every version is that block (then
+/// nothing is copied and its crc stands).
+fn checksummed_target(versions: &[PlanVersion], latest: &[u64], permanent: u64) -> u64 {
+    let mut best: Option<(u64, u32)> = None;
+    for (v, lines) in versions.iter().zip(latest) {
+        let count = lines.count_ones();
+        if v.pbn != permanent && best.is_none_or(|(_, c)| count > c) {
+            best = Some((v.pbn, count));
+        }
+    }
+    best.map_or(permanent, |(pbn, _)| pbn)
+}
+
 /// Runs of set bits of `mask`: (first line, number of lines).
 fn runs(mut mask: u64) -> impl Iterator<Item = (u64, u64)> {
     std::iter::from_fn(move || {
@@ -144,10 +161,12 @@ impl<R: Region> Core<R> {
         // persist: every new permanent block holds the latest copy of each of its lines, and
         // the times its entries redo are in place.
         self.region.fence();
-        // Step 3: swing the pointers.
+        // Step 3: swing the pointers (with the new blocks' crcs in a checksummed pool: the
+        // block and its checksum change in one 8-byte atomic store).
         let mut swung = 0;
         for plan in plans.iter().filter(|p| p.target != p.permanent) {
-            self.region.store_u64(plan.ptr, plan.target);
+            let word = self.swing_word(st.ino, plan);
+            self.region.store_u64(plan.ptr, word);
             self.region.flush(plan.ptr, 8);
             if let Some(map) = st.map.as_mut() {
                 map.set(plan.lbn, plan.target);
@@ -223,10 +242,7 @@ impl<R: Region> Core<R> {
             "inode {} block {lbn}: redo entry names another pointer",
             st.ino
         );
-        let permanent = self.read_u64(ptr);
-        if permanent != 0 {
-            self.geo.check_pbn(permanent, ptr)?;
-        }
+        let permanent = self.geo.leaf_pbn(self.read_u64(ptr), ptr)?;
         // The newest version with a line's bit set holds its latest copy.
         let mut latest: SmallVec<[u64; 2]> = SmallVec::from_elem(0, k);
         let mut newer = 0u64;
@@ -246,7 +262,10 @@ impl<R: Region> Core<R> {
                 }
             }
         }
-        let target = best.map_or(permanent, |i| versions[i].pbn);
+        let mut target = best.map_or(permanent, |i| versions[i].pbn);
+        if self.geo.data_checksums && permanent != 0 {
+            target = checksummed_target(&versions, &latest, permanent);
+        }
         Ok(Some(Plan {
             lbn,
             k,
@@ -273,6 +292,39 @@ impl<R: Region> Core<R> {
             self.region.prefetch(self.geo.block(src) + at);
             self.region.prefetch(target + at);
         }
+    }
+
+    /// Step 3's new pointer word of a plan whose target is not the permanent block: the
+    /// target, and in a checksummed pool its crc as step 2 left it (carrying a mismatch of
+    /// the old permanent block it took lines from, `permanent_poison`).
+    fn swing_word(&self, ino: u64, plan: &Plan) -> u64 {
+        if !self.geo.data_checksums {
+            return plan.target;
+        }
+        let crc = self.crc_of_block(plan.target) ^ self.permanent_poison(ino, plan);
+        self.geo.leaf_word(plan.target, crc)
+    }
+
+    /// In a checksummed pool, when the new permanent block took lines from the old one:
+    /// zero if the old block matches its crc, else the difference between the crc it holds
+    /// and the crc stored for it, so that the new block fails its check too (a checkpoint
+    /// never turns corrupt bytes into checksummed ones). One line on stderr for it.
+    fn permanent_poison(&self, ino: u64, plan: &Plan) -> u32 {
+        if plan.permanent == 0 || plan.permanent_lines == 0 {
+            return 0;
+        }
+        let stored = self.geo.leaf_crc(self.read_u64(plan.ptr));
+        let found = self.crc_of_block(plan.permanent);
+        if stored != found {
+            eprintln!(
+                "atomfs: pool: data checksum mismatch in inode {ino} at offset {} (block {}) \
+                 found by the checkpoint: the new block {} keeps failing its check",
+                plan.lbn * BLOCK_SIZE,
+                plan.permanent,
+                plan.target
+            );
+        }
+        stored ^ found
     }
 
     /// Step 2 for one block. Returns the lines copied.

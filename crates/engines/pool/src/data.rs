@@ -209,17 +209,35 @@ impl<R: Region> Core<R> {
                 self.fill_hole(tx, p.ptr, p.boff, chunk, &mut delta)?;
                 continue;
             }
+            let old = self.old_bytes_for_crc(p, chunk.len());
             match self.mode() {
                 Mode::Nc => self.write_nc(tx, p.pbn, p.boff, chunk),
                 Mode::FgWal => self.write_fg_wal(tx, ino, p.pbn, p.boff, chunk)?,
                 Mode::Scsp => self.write_shadow(st, tx, p.lbn, p.ptr, p.pbn, p.boff, chunk)?,
                 Mode::Fcfs | Mode::Soc | Mode::Sync => self.write_redo(st, tx, p, chunk),
             }
+            if let Some(old) = old {
+                // The in-place write's new crc, with the pointer under the write's undo
+                // (`finish_data_op`).
+                let word = self.word_after_write(p.ptr, p.boff, &old, chunk);
+                delta.pointer_writes.push((p.ptr, word));
+            }
         }
         if pure {
             return Ok(());
         }
         self.finish_data_op(tx, ino, &delta)
+    }
+
+    /// In a checksummed pool, NC and FG-WAL (which overwrite the permanent block in place):
+    /// the bytes a piece is about to overwrite, from which its block's crc is updated.
+    fn old_bytes_for_crc(&self, p: &Piece, len: usize) -> Option<Vec<u8>> {
+        if !self.geo.data_checksums || !matches!(self.mode(), Mode::Nc | Mode::FgWal) {
+            return None;
+        }
+        let mut old = vec![0u8; len];
+        self.region.read(self.geo.block(p.pbn) + p.boff, &mut old);
+        Some(old)
     }
 
     /// The block pointers of the pieces whose path `plan_write` found missing: the tree
@@ -323,7 +341,14 @@ impl<R: Region> Core<R> {
             self.region.write(base + boff, chunk);
             self.region.flush(base, BLOCK_SIZE);
         }
-        delta.pointer_writes.push((ptr, pbn));
+        let crc = if self.geo.data_checksums {
+            crate::checksum::hole_crc(boff, chunk)
+        } else {
+            0
+        };
+        delta
+            .pointer_writes
+            .push((ptr, self.geo.leaf_word(pbn, crc)));
         delta.blocks += 1;
         Ok(())
     }
@@ -585,9 +610,18 @@ impl<R: Region> Core<R> {
             let boff = pos % BLOCK_SIZE;
             let n = (BLOCK_SIZE - boff).min(end - pos);
             let out = &mut buf[(pos - off) as usize..(pos - off + n) as usize];
-            let (permanent, _) = self.permanent_block(st.ino, lbn)?;
-            match st.pending.get(&lbn) {
-                Some(list) if !list.is_empty() => self.read_versions(list, permanent, boff, out),
+            let (permanent, ptr) = self.permanent_block(st.ino, lbn)?;
+            let list = st.pending.get(&lbn).filter(|l| !l.is_empty());
+            if let (true, Some(ptr)) = (self.geo.data_checksums && permanent != 0, ptr) {
+                // A line read from a pending version is covered by the log; one read from
+                // the permanent block is checked with its whole block.
+                let pending = list.map_or(0, |l| l.iter().fold(0, |m, v| m | v.bitmap));
+                if crate::lines::lines_of(boff, n) & !pending != 0 {
+                    self.verify_block(st.ino, lbn, permanent, ptr)?;
+                }
+            }
+            match list {
+                Some(list) => self.read_versions(list, permanent, boff, out),
                 _ if permanent == 0 => out.fill(0),
                 _ => self.region.read(self.geo.block(permanent) + boff, out),
             }

@@ -91,6 +91,10 @@ enum Command {
         /// Number of inodes (files and directories) the pool can hold (pool engine).
         #[arg(long)]
         inodes: Option<u64>,
+        /// Keep a crc32c of every file data block, checked on every read and by fsck (pool
+        /// engine; the same as -o data_checksums=true).
+        #[arg(long)]
+        data_checksums: bool,
         /// Engine options, key=value (repeatable or comma separated).
         #[arg(short = 'o')]
         options: Vec<String>,
@@ -275,6 +279,7 @@ fn run(cli: Cli) -> CmdResult {
             engine,
             home,
             inodes,
+            data_checksums,
             options,
             force,
         } => engine::mkfs(engine::MkfsArgs {
@@ -282,6 +287,7 @@ fn run(cli: Cli) -> CmdResult {
             engine: &engine,
             size: &size,
             inodes,
+            data_checksums,
             home: home.as_deref(),
             options: &options,
             force,
