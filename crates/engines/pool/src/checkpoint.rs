@@ -63,6 +63,9 @@ struct Plan {
     permanent: u64,
     target: u64,
     ptr: u64,
+    /// The word step 3 stores into the pointer: the target, in a checksummed pool with
+    /// its crc (set by step 2, `copy_for`).
+    word: u64,
 }
 
 impl Plan {
@@ -145,7 +148,10 @@ impl<R: Region> Core<R> {
             self.prefetch_copies(plan);
         }
         // Step 2: copy the missing latest lines into each new permanent block.
-        let copied = plans.iter().map(|plan| self.copy_for(plan)).sum::<u64>();
+        let copied = plans
+            .iter_mut()
+            .map(|plan| self.copy_for(st.ino, plan))
+            .sum::<u64>();
         // Times redone from the entries about to be freed (`Tx::redo_times`): in place
         // unless a later change superseded them, and flushed by this thread (the commit
         // wrote them unflushed), durable at the fence below.
@@ -165,8 +171,7 @@ impl<R: Region> Core<R> {
         // block and its checksum change in one 8-byte atomic store).
         let mut swung = 0;
         for plan in plans.iter().filter(|p| p.target != p.permanent) {
-            let word = self.swing_word(st.ino, plan);
-            self.region.store_u64(plan.ptr, word);
+            self.region.store_u64(plan.ptr, plan.word);
             self.region.flush(plan.ptr, 8);
             if let Some(map) = st.map.as_mut() {
                 map.set(plan.lbn, plan.target);
@@ -275,6 +280,7 @@ impl<R: Region> Core<R> {
             permanent,
             target,
             ptr,
+            word: target,
         }))
     }
 
@@ -294,27 +300,63 @@ impl<R: Region> Core<R> {
         }
     }
 
-    /// Step 3's new pointer word of a plan whose target is not the permanent block: the
-    /// target, and in a checksummed pool its crc as step 2 left it (carrying a mismatch of
-    /// the old permanent block it took lines from, `permanent_poison`).
-    fn swing_word(&self, ino: u64, plan: &Plan) -> u64 {
-        if !self.geo.data_checksums {
-            return plan.target;
+    /// Step 2 for one block. Returns the lines copied.
+    fn copy_for(&self, ino: u64, plan: &mut Plan) -> u64 {
+        if self.geo.data_checksums && plan.target != plan.permanent {
+            return self.merge_checksummed(ino, plan);
         }
-        let crc = self.crc_of_block(plan.target) ^ self.permanent_poison(ino, plan);
-        self.geo.leaf_word(plan.target, crc)
+        if self.mode() == Mode::Soc && plan.target == plan.permanent {
+            self.apply_in_order(&plan.versions, plan.target)
+        } else {
+            self.copy_latest(plan)
+        }
     }
 
-    /// In a checksummed pool, when the new permanent block took lines from the old one:
-    /// zero if the old block matches its crc, else the difference between the crc it holds
-    /// and the crc stored for it, so that the new block fails its check too (a checkpoint
-    /// never turns corrupt bytes into checksummed ones). One line on stderr for it.
-    fn permanent_poison(&self, ino: u64, plan: &Plan) -> u32 {
-        if plan.permanent == 0 || plan.permanent_lines == 0 {
-            return 0;
+    /// Step 2 in a checksummed pool (docs/format.md, "Data checksums"): the new block is
+    /// put together in DRAM — the old permanent block, checked against its crc when any of
+    /// its lines is still the latest, with every version's latest lines over it — its crc
+    /// taken there, and the lines the target lacks stored into it non-temporally. Each
+    /// source line is read once and the target is never read back. Sets `plan.word` to the
+    /// target with that crc, carrying a mismatch of the old block (`permanent_poison`).
+    fn merge_checksummed(&self, ino: u64, plan: &mut Plan) -> u64 {
+        let mut block = [0u8; BLOCK_SIZE as usize];
+        let mut poison = 0;
+        if plan.permanent != 0 && plan.permanent_lines != 0 {
+            self.region.read(self.geo.block(plan.permanent), &mut block);
+            poison = self.permanent_poison(ino, plan, &block);
         }
+        for (v, &lines) in plan.versions.iter().zip(&plan.latest) {
+            for (line, count) in runs(lines) {
+                let (at, len) = ((line * LINE) as usize, (count * LINE) as usize);
+                let src = self.geo.block(v.pbn) + at as u64;
+                self.region.read(src, &mut block[at..at + len]);
+            }
+        }
+        let crc = crate::checksum::block_crc(&block) ^ poison;
+        plan.word = self.geo.leaf_word(plan.target, crc);
+        let mut copied = 0;
+        let target = self.geo.block(plan.target);
+        let sources: SmallVec<[(u64, u64); 4]> = plan.sources().collect();
+        for (src, lines) in sources {
+            if src == plan.target {
+                continue;
+            }
+            for (line, count) in runs(lines) {
+                let (at, len) = ((line * LINE) as usize, (count * LINE) as usize);
+                self.region
+                    .write_nt(target + at as u64, &block[at..at + len]);
+            }
+            copied += u64::from(lines.count_ones());
+        }
+        copied
+    }
+
+    /// Zero when the old permanent block (`block`, as read) matches the crc its pointer
+    /// holds, else the difference, so that the new block fails its check too (a checkpoint
+    /// never turns corrupt bytes into checksummed ones); one line on stderr for it.
+    fn permanent_poison(&self, ino: u64, plan: &Plan, block: &[u8]) -> u32 {
         let stored = self.geo.leaf_crc(self.read_u64(plan.ptr));
-        let found = self.crc_of_block(plan.permanent);
+        let found = crate::checksum::block_crc(block);
         if stored != found {
             eprintln!(
                 "atomfs: pool: data checksum mismatch in inode {ino} at offset {} (block {}) \
@@ -325,15 +367,6 @@ impl<R: Region> Core<R> {
             );
         }
         stored ^ found
-    }
-
-    /// Step 2 for one block. Returns the lines copied.
-    fn copy_for(&self, plan: &Plan) -> u64 {
-        if self.mode() == Mode::Soc && plan.target == plan.permanent {
-            self.apply_in_order(&plan.versions, plan.target)
-        } else {
-            self.copy_latest(plan)
-        }
     }
 
     /// After the entries are freed: collect the blocks and slots to give back and the
