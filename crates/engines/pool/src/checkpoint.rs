@@ -48,6 +48,8 @@ struct PlanVersion {
     txid: u64,
     /// Commit time redone as the file's mtime and ctime (0 = none).
     time: u64,
+    /// `Version::from_permanent`.
+    from_permanent: bool,
 }
 
 /// The plan for one block: its committed versions and the new permanent block.
@@ -236,6 +238,7 @@ impl<R: Region> Core<R> {
                 slot: v.slot,
                 txid: v.txid,
                 time: v.time,
+                from_permanent: v.from_permanent,
             })
             .collect();
         // The pointer address comes from the engine's own index (made by a write, or by
@@ -314,14 +317,16 @@ impl<R: Region> Core<R> {
 
     /// Step 2 in a checksummed pool (docs/format.md, "Data checksums"): the new block is
     /// put together in DRAM — the old permanent block, checked against its crc when any of
-    /// its lines is still the latest, with every version's latest lines over it — its crc
+    /// its lines is still the latest or a version took bytes of it into an edge line, with
+    /// every version's latest lines over it — its crc
     /// taken there, and the lines the target lacks stored into it non-temporally. Each
     /// source line is read once and the target is never read back. Sets `plan.word` to the
     /// target with that crc, carrying a mismatch of the old block (`permanent_poison`).
     fn merge_checksummed(&self, ino: u64, plan: &mut Plan) -> u64 {
         let mut block = [0u8; BLOCK_SIZE as usize];
         let mut poison = 0;
-        if plan.permanent != 0 && plan.permanent_lines != 0 {
+        let took_from_permanent = plan.versions.iter().any(|v| v.from_permanent);
+        if plan.permanent != 0 && (plan.permanent_lines != 0 || took_from_permanent) {
             self.region.read(self.geo.block(plan.permanent), &mut block);
             poison = self.permanent_poison(ino, plan, &block);
         }

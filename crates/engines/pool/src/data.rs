@@ -402,6 +402,7 @@ impl<R: Region> Core<R> {
         // once in DRAM from the latest copy and the new bytes, then stored whole with a
         // non-temporal store (no read of the pending block's old line, no flush).
         let (mut lo, mut hi) = (boff, end);
+        let mut from_permanent = false;
         for line in [first, last] {
             let lstart = line * LINE;
             let lend = lstart + LINE;
@@ -414,6 +415,7 @@ impl<R: Region> Core<R> {
             if src != 0 {
                 self.region.read(self.geo.block(src) + lstart, &mut buf);
             }
+            from_permanent |= src == permanent && src != 0;
             let (from, to) = (boff.max(lstart), end.min(lend));
             buf[(from - lstart) as usize..(to - lstart) as usize]
                 .copy_from_slice(&chunk[(from - boff) as usize..(to - boff) as usize]);
@@ -433,6 +435,7 @@ impl<R: Region> Core<R> {
         }
         let bitmap = mine.bitmap | line_mask(first, last);
         list[vi].bitmap = bitmap;
+        list[vi].from_permanent |= from_permanent;
         let (txid, early, times) = (tx.id, tx.early_entries, tx.redo_times.contains(&st.ino));
         if let Some(Some(tv)) = tx
             .versions
@@ -584,6 +587,7 @@ impl<R: Region> Core<R> {
             slot,
             ptr_addr: p.ptr,
             time: 0,
+            from_permanent: false,
         });
         tx.versions.push(Some(TxVersion {
             ino: st.ino,

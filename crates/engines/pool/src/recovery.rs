@@ -308,6 +308,7 @@ fn rebuild_tlvi<R: Region>(
             slot,
             ptr_addr: d.ptr_addr,
             time,
+            from_permanent: true,
         });
         *remaining.entry(d.txid).or_default() += 1;
         report.redo_entries_kept += 1;

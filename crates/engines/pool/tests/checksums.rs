@@ -229,3 +229,36 @@ fn the_superblock_says_which_format_a_pool_has() {
     assert_eq!(read_path(&again, "/x"), b"hello");
     assert!(again.fsck().unwrap().is_clean());
 }
+
+/// A redo write that covers every line of a block but starts and ends inside a line
+/// completes its edge lines from the permanent block: when that block is corrupted (here
+/// in the first line, outside the written bytes), the checkpoint must not checksum the
+/// corrupt bytes into the new block.
+#[test]
+fn a_partial_edge_line_never_launders_a_corrupted_block() {
+    for mode in [Mode::Fcfs, Mode::Soc, Mode::Sync] {
+        let what = mode.name();
+        let s = fresh(&cfg(mode));
+        create_with(&s, "/f", &pattern(4, 2 * BLOCK as usize));
+        s.checkpoint_all().unwrap();
+        let ino = store::resolve(&s, "/f").unwrap().ino;
+        let &(_, pbn) = s
+            .block_map(ino)
+            .unwrap()
+            .blocks
+            .iter()
+            .find(|(lbn, _)| *lbn == 1)
+            .unwrap();
+        let at = s.superblock().geometry.block(pbn) + 5;
+        s.region().write(at, b"!");
+        let fh = open_rw(&s, "/f");
+        s.write(fh, BLOCK + 10, &pattern(5, BLOCK as usize - 20))
+            .unwrap();
+        s.checkpoint_all().unwrap();
+        let mut buf = vec![0u8; 16];
+        let err = s.read(fh, BLOCK, &mut buf).unwrap_err();
+        assert_eq!(err.errno(), EIO, "{what}: {err}");
+        assert!(!s.fsck().unwrap().is_clean(), "{what}");
+        s.release(fh).unwrap();
+    }
+}
