@@ -53,11 +53,51 @@ pub fn crc_after_write(crc: u32, boff: u64, old: &[u8], new: &[u8]) -> u32 {
     if boff == 0 && new.len() as u64 == BLOCK_SIZE {
         return block_crc(new);
     }
-    let tail = &ZEROS[..(BLOCK_SIZE - boff) as usize - new.len()];
+    let tail = (BLOCK_SIZE - boff) as usize - new.len();
     let diff = crc32c::crc32c(old) ^ crc32c::crc32c(new);
-    // The shift over `tail` zeros, as a linear map: appending zeros to `diff` minus
-    // appending them to 0 (the affine part of `crc32c_append`).
-    crc ^ crc32c::crc32c_append(diff, tail) ^ crc32c::crc32c_append(0, tail)
+    crc ^ shift_by_zeros(diff, tail)
+}
+
+/// Operators of the shift over 2^k zero bytes, k = 0..=12, each as the images of the 32
+/// unit vectors (`shift_by_zeros`).
+type ShiftOps = [[u32; 32]; 13];
+
+static SHIFT_OPS: std::sync::OnceLock<ShiftOps> = std::sync::OnceLock::new();
+
+/// The register difference `diff` carried over `n` (< 8192) zero bytes: a linear map,
+/// appending zeros to `diff` minus appending them to 0 (the affine part of
+/// `crc32c_append`). Applied as the operators of the powers of two in `n` (a few hundred
+/// bit operations), not by running the crc over up to 4 KB of zeros.
+fn shift_by_zeros(diff: u32, n: usize) -> u32 {
+    let ops = SHIFT_OPS.get_or_init(|| {
+        let mut ops = [[0u32; 32]; 13];
+        for (k, op) in ops.iter_mut().enumerate() {
+            for (i, image) in op.iter_mut().enumerate() {
+                *image = shift_slowly(1 << i, 1 << k);
+            }
+        }
+        ops
+    });
+    debug_assert!(n < 1 << ops.len());
+    let mut v = diff;
+    for (k, op) in ops.iter().enumerate() {
+        if n & (1 << k) != 0 {
+            let mut out = 0;
+            let mut bits = v;
+            while bits != 0 {
+                out ^= op[bits.trailing_zeros() as usize];
+                bits &= bits - 1;
+            }
+            v = out;
+        }
+    }
+    v
+}
+
+/// `shift_by_zeros` by running the crc over the zeros (`n` <= 4096).
+fn shift_slowly(diff: u32, n: usize) -> u32 {
+    let zeros = &ZEROS[..n];
+    crc32c::crc32c_append(diff, zeros) ^ crc32c::crc32c_append(0, zeros)
 }
 
 impl<R: Region> Core<R> {
@@ -160,6 +200,12 @@ mod tests {
             let new: Vec<u8> = old.iter().map(|b| b.wrapping_mul(3) ^ seed as u8).collect();
             block[range].copy_from_slice(&new);
             prop_assert_eq!(crc_after_write(before, boff, &old, &new), block_crc(&block));
+        }
+
+        /// The shift by operators is the shift by running the crc over the zeros.
+        #[test]
+        fn shift_by_operators_matches_the_crc_over_zeros(diff in any::<u32>(), n in 0usize..=4096) {
+            prop_assert_eq!(shift_by_zeros(diff, n), shift_slowly(diff, n));
         }
 
         /// The crc of a filled hole is the crc of the block it makes.
