@@ -167,7 +167,9 @@ impl<R: Region> Core<R> {
             self.region.flush(self.geo.inode(st.ino) + I_MTIME, 16);
         }
         // persist: every new permanent block holds the latest copy of each of its lines, and
-        // the times its entries redo are in place.
+        // the times its entries redo are in place. In a checksummed pool this is also what
+        // makes the crc about to be stored with the pointer true of the durable block: the
+        // block is whole before its pointer and crc name it.
         self.region.fence();
         // Step 3: swing the pointers (with the new blocks' crcs in a checksummed pool: the
         // block and its checksum change in one 8-byte atomic store).
@@ -181,8 +183,8 @@ impl<R: Region> Core<R> {
             swung += 1;
         }
         if swung > 0 {
-            // persist: block pointers name the new permanent blocks before any redo entry of
-            // theirs is freed.
+            // persist: block pointers (and their crcs, in the same 8-byte store) name the new
+            // permanent blocks before any redo entry of theirs is freed.
             self.region.fence();
         }
         // Step 4: free the entries in commit order: round r frees the r-th version of every

@@ -219,6 +219,12 @@ impl<R: Region> Core<R> {
             if let Some(old) = old {
                 // The in-place write's new crc, with the pointer under the write's undo
                 // (`finish_data_op`).
+                // persist: NC: the data and the new word are stored in place and made
+                // durable by the operation's one fence (NC promises nothing across a crash;
+                // a crash between them is a mismatch a read reports). FG-WAL: the old lines
+                // and the old word were logged under one fence (`fg_wal_log_range`) before
+                // either changes, so recovery or an abort restores both; the new word is
+                // durable at the operation's fence, the data before the commit's.
                 let word = self.word_after_write(p.ptr, p.boff, &old, chunk);
                 delta.pointer_writes.push((p.ptr, word));
             }
