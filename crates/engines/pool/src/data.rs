@@ -352,6 +352,10 @@ impl<R: Region> Core<R> {
         } else {
             0
         };
+        // persist: the block is flushed here and the pointer (with its crc) is changed by
+        // `finish_data_op` after its undo entry's fence; both are durable at that
+        // operation's fence, before the commit entry, and an abort or recovery puts the old
+        // word (a hole) back.
         delta
             .pointer_writes
             .push((ptr, self.geo.leaf_word(pbn, crc)));

@@ -101,8 +101,9 @@ impl<R: Region> Core<R> {
                 logged |= self.log_lines(tx, ino, pbn, lines_of(boff, n))?;
             }
             if let (true, Some(ptr)) = (pbn != 0 && self.geo.data_checksums, ptr) {
-                // The pointer's crc changes with the lines (`write_pieces`): its old word
-                // is saved under the same fence.
+                // The pointer's crc changes with the lines (`write_pieces`).
+                // persist: its old word is saved under the same fence as the old lines,
+                // before either is changed in place.
                 logged |= self.log_old_bytes(tx, ptr, 8)?;
             }
             pos += n;

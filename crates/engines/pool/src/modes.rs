@@ -96,6 +96,9 @@ impl<R: Region> Core<R> {
             self.region.read(self.geo.block(pbn) + boff, &mut old);
             self.write_in_place(pbn, boff, chunk);
             // The shadow's pointer is already under this transaction's undo entry.
+            // persist: the shadow's bytes and its new word are durable at the operation's
+            // fence; a crash before the commit puts the old block's word back (undo), and
+            // the shadow is then unreferenced.
             let word = self.word_after_write(ptr, boff, &old, chunk);
             return self.meta_u64(tx, ptr, word);
         }
@@ -114,6 +117,9 @@ impl<R: Region> Core<R> {
         self.region.write_nt(self.geo.block(shadow), &block);
         tx.shadows.insert(shadow);
         tx.deferred_blocks.push(pbn);
+        // persist: the shadow is written (non-temporal) before `meta_u64` fences the undo
+        // entry of the old word and stores the new one (block and crc in one word): durable
+        // at the operation's fence.
         self.meta_u64(tx, ptr, self.geo.leaf_word(shadow, crc))
     }
 }
