@@ -45,6 +45,13 @@ const POOL_OPTIONS: &[OptionSpec] = &[
         help: "inodes in the inode table (default: one per 32 KiB of pool, 256 at least)",
     },
     OptionSpec {
+        key: "data_checksums",
+        kind: OptionKind::Bool,
+        when: OptionUse::Create,
+        default: "false",
+        help: "keep a crc32c of every file data block in its block pointer, checked on read and by fsck",
+    },
+    OptionSpec {
         key: "mode",
         kind: OptionKind::Choice(MODES),
         when: OptionUse::Runtime,
@@ -86,6 +93,9 @@ impl PoolEngine {
                 ));
             }
             config.inode_count = n;
+        }
+        if let Some(on) = options.flag("data_checksums")? {
+            config.data_checksums = on;
         }
         if let Some(mode) = options.get("mode") {
             let mode = pool::Mode::parse(mode).ok_or_else(|| {

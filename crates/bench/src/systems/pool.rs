@@ -134,13 +134,16 @@ pub fn system_name(mode: Mode) -> &'static str {
 
 /// The pool configuration the benchmark uses for `files` files: the engine's defaults (one
 /// background checkpoint thread, checkpoint at < 10 % free blocks or a pending list longer
-/// than 5), with enough inodes.
+/// than 5), with enough inodes. With `ATOMFS_BENCH_DATA_CHECKSUMS=1` the pools are
+/// formatted with per-block data checksums (to measure their cost, docs/bench.md).
 pub fn bench_config(mode: Mode, files: u32) -> PoolConfig {
+    let checksums = std::env::var("ATOMFS_BENCH_DATA_CHECKSUMS").is_ok_and(|v| v == "1");
     PoolConfig {
         inode_count: (files as u64 + 64).max(1024),
         ..PoolConfig::default()
     }
     .with_mode(mode)
+    .with_data_checksums(checksums)
 }
 
 /// Pool file size for `files` × `file_size` bytes of data: as in the seed (6 GB of NVMM for

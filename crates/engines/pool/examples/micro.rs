@@ -25,6 +25,7 @@
 //!     [--dir /dev/shm] [--seed 1]
 //!     [--ckpt-threads 1] [--log-entries N (both logs; default from PoolConfig)]
 //!     [--breakdown 1] [--perf-ctl FIFO] [--latency-ns N (emulated NVMM, 4 GB/s)]
+//!     [--data-checksums 1 (pools formatted with per-block data checksums)]
 //!
 //! Profiling the timed loops only:
 //!   mkfifo /tmp/ctl; perf record -g --control fifo:/tmp/ctl --delay=-1 -- \
@@ -33,7 +34,8 @@
 
 const USAGE: &str = "usage: micro [--files 1000] [--file-mb 4] [--txs 20000] [--warmup 3*txs]
     [--modes nc,fcfs,fg-wal,scsp,soc,sync] [--sizes 16,4] [--dir /dev/shm] [--seed 1]
-    [--ckpt-threads 1] [--log-entries N] [--breakdown 1] [--perf-ctl FIFO] [--latency-ns N]";
+    [--ckpt-threads 1] [--log-entries N] [--breakdown 1] [--perf-ctl FIFO] [--latency-ns N]
+    [--data-checksums 1]";
 
 use pmem::emulate::{Emulated, EmulatorConfig};
 use pmem::{MappedRegion, Region};
@@ -65,6 +67,8 @@ struct Args {
     /// Maximum write sizes to run, in KB (16 and 4: the seed's two; a size left out
     /// prints NaN).
     sizes: Vec<u64>,
+    /// Format the pools with per-block data checksums.
+    data_checksums: bool,
 }
 
 fn parse_args() -> Args {
@@ -89,6 +93,7 @@ fn parse_args() -> Args {
         perf_ctl: None,
         latency_ns: 0,
         sizes: vec![16, 4],
+        data_checksums: false,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     for pair in argv.chunks(2) {
@@ -110,6 +115,7 @@ fn parse_args() -> Args {
             "--dir" => a.dir = value.clone().into(),
             "--perf-ctl" => a.perf_ctl = Some(value.clone().into()),
             "--latency-ns" => a.latency_ns = num(),
+            "--data-checksums" => a.data_checksums = num() != 0,
             "--sizes" => {
                 a.sizes = value
                     .split(',')
@@ -367,6 +373,7 @@ fn setup(mode: Mode, a: &Args, path: &std::path::Path) -> (PoolStore<Reg>, Vec<F
         mode,
         inode_count: (a.files + 64).max(1024),
         checkpoint_threads: a.ckpt_threads,
+        data_checksums: a.data_checksums,
         ..PoolConfig::default()
     };
     if a.log_entries > 0 {

@@ -102,9 +102,9 @@ impl<R: Region> Core<R> {
             let n = (blocks - first).min(POINTERS_PER_BLOCK) as usize;
             self.region.read(leaf, &mut buf[..n * 8]);
             for (j, b) in buf[..n * 8].chunks_exact(8).enumerate() {
-                let pbn = u64::from_le_bytes(b.try_into().expect("8 bytes"));
+                let word = u64::from_le_bytes(b.try_into().expect("8 bytes"));
+                let pbn = self.geo.leaf_pbn(word, leaf + j as u64 * 8)?;
                 if pbn != 0 {
-                    self.geo.check_pbn(pbn, leaf + j as u64 * 8)?;
                     // Below block_count, which fits in 32 bits (checked above).
                     map.pbns[first as usize + j] = pbn as u32;
                 }

@@ -48,6 +48,8 @@ struct PlanVersion {
     txid: u64,
     /// Commit time redone as the file's mtime and ctime (0 = none).
     time: u64,
+    /// `Version::from_permanent`.
+    from_permanent: bool,
 }
 
 /// The plan for one block: its committed versions and the new permanent block.
@@ -63,6 +65,9 @@ struct Plan {
     permanent: u64,
     target: u64,
     ptr: u64,
+    /// The word step 3 stores into the pointer: the target, in a checksummed pool with
+    /// its crc (set by step 2, `copy_for`).
+    word: u64,
 }
 
 impl Plan {
@@ -75,6 +80,23 @@ impl Plan {
             .map(|(v, &lines)| (v.pbn, lines))
             .chain([(self.permanent, self.permanent_lines)])
     }
+}
+
+/// The new permanent block of a checksummed block (docs/format.md, "Data checksums"): the
+/// version holding most latest lines, never the old permanent block, whose crc could not
+/// change atomically with a copy into it. A version that is the permanent block already (a
+/// crash after the swing, before its entries were freed) holds every latest line but those
+/// of newer versions: it is not chosen either, unless every version is that block (then
+/// nothing is copied and its crc stands).
+fn checksummed_target(versions: &[PlanVersion], latest: &[u64], permanent: u64) -> u64 {
+    let mut best: Option<(u64, u32)> = None;
+    for (v, lines) in versions.iter().zip(latest) {
+        let count = lines.count_ones();
+        if v.pbn != permanent && best.is_none_or(|(_, c)| count > c) {
+            best = Some((v.pbn, count));
+        }
+    }
+    best.map_or(permanent, |(pbn, _)| pbn)
 }
 
 /// Runs of set bits of `mask`: (first line, number of lines).
@@ -128,7 +150,10 @@ impl<R: Region> Core<R> {
             self.prefetch_copies(plan);
         }
         // Step 2: copy the missing latest lines into each new permanent block.
-        let copied = plans.iter().map(|plan| self.copy_for(plan)).sum::<u64>();
+        let copied = plans
+            .iter_mut()
+            .map(|plan| self.copy_for(st.ino, plan))
+            .sum::<u64>();
         // Times redone from the entries about to be freed (`Tx::redo_times`): in place
         // unless a later change superseded them, and flushed by this thread (the commit
         // wrote them unflushed), durable at the fence below.
@@ -142,12 +167,15 @@ impl<R: Region> Core<R> {
             self.region.flush(self.geo.inode(st.ino) + I_MTIME, 16);
         }
         // persist: every new permanent block holds the latest copy of each of its lines, and
-        // the times its entries redo are in place.
+        // the times its entries redo are in place. In a checksummed pool this is also what
+        // makes the crc about to be stored with the pointer true of the durable block: the
+        // block is whole before its pointer and crc name it.
         self.region.fence();
-        // Step 3: swing the pointers.
+        // Step 3: swing the pointers (with the new blocks' crcs in a checksummed pool: the
+        // block and its checksum change in one 8-byte atomic store).
         let mut swung = 0;
         for plan in plans.iter().filter(|p| p.target != p.permanent) {
-            self.region.store_u64(plan.ptr, plan.target);
+            self.region.store_u64(plan.ptr, plan.word);
             self.region.flush(plan.ptr, 8);
             if let Some(map) = st.map.as_mut() {
                 map.set(plan.lbn, plan.target);
@@ -155,8 +183,8 @@ impl<R: Region> Core<R> {
             swung += 1;
         }
         if swung > 0 {
-            // persist: block pointers name the new permanent blocks before any redo entry of
-            // theirs is freed.
+            // persist: block pointers (and their crcs, in the same 8-byte store) name the new
+            // permanent blocks before any redo entry of theirs is freed.
             self.region.fence();
         }
         // Step 4: free the entries in commit order: round r frees the r-th version of every
@@ -212,6 +240,7 @@ impl<R: Region> Core<R> {
                 slot: v.slot,
                 txid: v.txid,
                 time: v.time,
+                from_permanent: v.from_permanent,
             })
             .collect();
         // The pointer address comes from the engine's own index (made by a write, or by
@@ -223,10 +252,7 @@ impl<R: Region> Core<R> {
             "inode {} block {lbn}: redo entry names another pointer",
             st.ino
         );
-        let permanent = self.read_u64(ptr);
-        if permanent != 0 {
-            self.geo.check_pbn(permanent, ptr)?;
-        }
+        let permanent = self.geo.leaf_pbn(self.read_u64(ptr), ptr)?;
         // The newest version with a line's bit set holds its latest copy.
         let mut latest: SmallVec<[u64; 2]> = SmallVec::from_elem(0, k);
         let mut newer = 0u64;
@@ -246,7 +272,10 @@ impl<R: Region> Core<R> {
                 }
             }
         }
-        let target = best.map_or(permanent, |i| versions[i].pbn);
+        let mut target = best.map_or(permanent, |i| versions[i].pbn);
+        if self.geo.data_checksums && permanent != 0 {
+            target = checksummed_target(&versions, &latest, permanent);
+        }
         Ok(Some(Plan {
             lbn,
             k,
@@ -256,6 +285,7 @@ impl<R: Region> Core<R> {
             permanent,
             target,
             ptr,
+            word: target,
         }))
     }
 
@@ -276,12 +306,74 @@ impl<R: Region> Core<R> {
     }
 
     /// Step 2 for one block. Returns the lines copied.
-    fn copy_for(&self, plan: &Plan) -> u64 {
+    fn copy_for(&self, ino: u64, plan: &mut Plan) -> u64 {
+        if self.geo.data_checksums && plan.target != plan.permanent {
+            return self.merge_checksummed(ino, plan);
+        }
         if self.mode() == Mode::Soc && plan.target == plan.permanent {
             self.apply_in_order(&plan.versions, plan.target)
         } else {
             self.copy_latest(plan)
         }
+    }
+
+    /// Step 2 in a checksummed pool (docs/format.md, "Data checksums"): the new block is
+    /// put together in DRAM — the old permanent block, checked against its crc when any of
+    /// its lines is still the latest or a version took bytes of it into an edge line, with
+    /// every version's latest lines over it — its crc
+    /// taken there, and the lines the target lacks stored into it non-temporally. Each
+    /// source line is read once and the target is never read back. Sets `plan.word` to the
+    /// target with that crc, carrying a mismatch of the old block (`permanent_poison`).
+    fn merge_checksummed(&self, ino: u64, plan: &mut Plan) -> u64 {
+        let mut block = [0u8; BLOCK_SIZE as usize];
+        let mut poison = 0;
+        let took_from_permanent = plan.versions.iter().any(|v| v.from_permanent);
+        if plan.permanent != 0 && (plan.permanent_lines != 0 || took_from_permanent) {
+            self.region.read(self.geo.block(plan.permanent), &mut block);
+            poison = self.permanent_poison(ino, plan, &block);
+        }
+        for (v, &lines) in plan.versions.iter().zip(&plan.latest) {
+            for (line, count) in runs(lines) {
+                let (at, len) = ((line * LINE) as usize, (count * LINE) as usize);
+                let src = self.geo.block(v.pbn) + at as u64;
+                self.region.read(src, &mut block[at..at + len]);
+            }
+        }
+        let crc = crate::checksum::block_crc(&block) ^ poison;
+        plan.word = self.geo.leaf_word(plan.target, crc);
+        let mut copied = 0;
+        let target = self.geo.block(plan.target);
+        let sources: SmallVec<[(u64, u64); 4]> = plan.sources().collect();
+        for (src, lines) in sources {
+            if src == plan.target {
+                continue;
+            }
+            for (line, count) in runs(lines) {
+                let (at, len) = ((line * LINE) as usize, (count * LINE) as usize);
+                self.region
+                    .write_nt(target + at as u64, &block[at..at + len]);
+            }
+            copied += u64::from(lines.count_ones());
+        }
+        copied
+    }
+
+    /// Zero when the old permanent block (`block`, as read) matches the crc its pointer
+    /// holds, else the difference, so that the new block fails its check too (a checkpoint
+    /// never turns corrupt bytes into checksummed ones); one line on stderr for it.
+    fn permanent_poison(&self, ino: u64, plan: &Plan, block: &[u8]) -> u32 {
+        let stored = self.geo.leaf_crc(self.read_u64(plan.ptr));
+        let found = crate::checksum::block_crc(block);
+        if stored != found {
+            eprintln!(
+                "atomfs: pool: data checksum mismatch in inode {ino} at offset {} (block {}) \
+                 found by the checkpoint: the new block {} keeps failing its check",
+                plan.lbn * BLOCK_SIZE,
+                plan.permanent,
+                plan.target
+            );
+        }
+        stored ^ found
     }
 
     /// After the entries are freed: collect the blocks and slots to give back and the

@@ -63,6 +63,9 @@ pub struct PoolConfig {
     pub metadata_log_entries: u64,
     /// Number of 64-byte entries in the data redo log (format time): one per pending version.
     pub data_log_entries: u64,
+    /// Keep a crc32c of every file data block in its block pointer, verified on read and by
+    /// fsck (format time: a pool formatted with it is version 2, docs/format.md).
+    pub data_checksums: bool,
     /// Longest pending list of one block before it is checkpointed.
     pub pending_versions_max: usize,
     /// Checkpointing starts when fewer than this percentage of blocks are free.
@@ -91,6 +94,7 @@ impl Default for PoolConfig {
             inode_count: 16_384,
             metadata_log_entries: 65_536,
             data_log_entries: 131_072,
+            data_checksums: false,
             pending_versions_max: 5,
             free_blocks_low_percent: 10,
             checkpoint_pending_high: 8_192,
@@ -110,6 +114,7 @@ impl PoolConfig {
             inode_count: 64,
             metadata_log_entries: 256,
             data_log_entries: 64,
+            data_checksums: false,
             pending_versions_max: 2,
             free_blocks_low_percent: 10,
             checkpoint_pending_high: 0,
@@ -118,6 +123,12 @@ impl PoolConfig {
             open_transactions_max: 4,
             open_files_max: 16,
         }
+    }
+
+    /// The same configuration with data checksums on or off (format time).
+    pub fn with_data_checksums(mut self, on: bool) -> Self {
+        self.data_checksums = on;
+        self
     }
 
     /// The same configuration in another mode.

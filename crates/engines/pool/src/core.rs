@@ -529,13 +529,16 @@ impl<R: Region> Core<R> {
         match self.pointer_addr(ino, lbn)? {
             None => Ok((0, None)),
             Some(addr) => {
-                let pbn = self.read_u64(addr);
-                if pbn != 0 {
-                    self.geo.check_pbn(pbn, addr)?;
-                }
+                let pbn = self.geo.leaf_pbn(self.read_u64(addr), addr)?;
                 Ok((pbn, Some(addr)))
             }
         }
+    }
+
+    /// The block a leaf block pointer at `addr` names (0 for a hole or a pointer out of
+    /// range), without its checksum.
+    pub fn pointed_pbn(&self, addr: u64) -> u64 {
+        self.geo.leaf_pbn(self.read_u64(addr), addr).unwrap_or(0)
     }
 
     /// Visit every block of an inode's tree: `f(pbn, is_index, lbn_of_data)`.
@@ -583,11 +586,12 @@ impl<R: Region> Core<R> {
                 continue;
             }
             let at = self.geo.block(node) + i as u64 * 8;
-            let child = self.geo.check_pbn(child, at)?;
             let lbn = first_lbn + i as u64 * capacity(level - 1);
             if level == 1 {
+                let child = self.geo.leaf_pbn(child, at)?;
                 f(child, false, lbn)?;
             } else {
+                let child = self.geo.check_pbn(child, at)?;
                 self.walk_node(child, level - 1, lbn, f)?;
             }
         }

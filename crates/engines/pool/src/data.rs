@@ -209,17 +209,41 @@ impl<R: Region> Core<R> {
                 self.fill_hole(tx, p.ptr, p.boff, chunk, &mut delta)?;
                 continue;
             }
+            let old = self.old_bytes_for_crc(p, chunk.len());
             match self.mode() {
                 Mode::Nc => self.write_nc(tx, p.pbn, p.boff, chunk),
                 Mode::FgWal => self.write_fg_wal(tx, ino, p.pbn, p.boff, chunk)?,
                 Mode::Scsp => self.write_shadow(st, tx, p.lbn, p.ptr, p.pbn, p.boff, chunk)?,
                 Mode::Fcfs | Mode::Soc | Mode::Sync => self.write_redo(st, tx, p, chunk),
             }
+            if let Some(old) = old {
+                // The in-place write's new crc, with the pointer under the write's undo
+                // (`finish_data_op`).
+                // persist: NC: the data and the new word are stored in place and made
+                // durable by the operation's one fence (NC promises nothing across a crash;
+                // a crash between them is a mismatch a read reports). FG-WAL: the old lines
+                // and the old word were logged under one fence (`fg_wal_log_range`) before
+                // either changes, so recovery or an abort restores both; the new word is
+                // durable at the operation's fence, the data before the commit's.
+                let word = self.word_after_write(p.ptr, p.boff, &old, chunk);
+                delta.pointer_writes.push((p.ptr, word));
+            }
         }
         if pure {
             return Ok(());
         }
         self.finish_data_op(tx, ino, &delta)
+    }
+
+    /// In a checksummed pool, NC and FG-WAL (which overwrite the permanent block in place):
+    /// the bytes a piece is about to overwrite, from which its block's crc is updated.
+    fn old_bytes_for_crc(&self, p: &Piece, len: usize) -> Option<Vec<u8>> {
+        if !self.geo.data_checksums || !matches!(self.mode(), Mode::Nc | Mode::FgWal) {
+            return None;
+        }
+        let mut old = vec![0u8; len];
+        self.region.read(self.geo.block(p.pbn) + p.boff, &mut old);
+        Some(old)
     }
 
     /// The block pointers of the pieces whose path `plan_write` found missing: the tree
@@ -323,7 +347,18 @@ impl<R: Region> Core<R> {
             self.region.write(base + boff, chunk);
             self.region.flush(base, BLOCK_SIZE);
         }
-        delta.pointer_writes.push((ptr, pbn));
+        let crc = if self.geo.data_checksums {
+            crate::checksum::hole_crc(boff, chunk)
+        } else {
+            0
+        };
+        // persist: the block is flushed here and the pointer (with its crc) is changed by
+        // `finish_data_op` after its undo entry's fence; both are durable at that
+        // operation's fence, before the commit entry, and an abort or recovery puts the old
+        // word (a hole) back.
+        delta
+            .pointer_writes
+            .push((ptr, self.geo.leaf_word(pbn, crc)));
         delta.blocks += 1;
         Ok(())
     }
@@ -377,6 +412,7 @@ impl<R: Region> Core<R> {
         // once in DRAM from the latest copy and the new bytes, then stored whole with a
         // non-temporal store (no read of the pending block's old line, no flush).
         let (mut lo, mut hi) = (boff, end);
+        let mut from_permanent = false;
         for line in [first, last] {
             let lstart = line * LINE;
             let lend = lstart + LINE;
@@ -389,6 +425,7 @@ impl<R: Region> Core<R> {
             if src != 0 {
                 self.region.read(self.geo.block(src) + lstart, &mut buf);
             }
+            from_permanent |= src == permanent && src != 0;
             let (from, to) = (boff.max(lstart), end.min(lend));
             buf[(from - lstart) as usize..(to - lstart) as usize]
                 .copy_from_slice(&chunk[(from - boff) as usize..(to - boff) as usize]);
@@ -408,6 +445,7 @@ impl<R: Region> Core<R> {
         }
         let bitmap = mine.bitmap | line_mask(first, last);
         list[vi].bitmap = bitmap;
+        list[vi].from_permanent |= from_permanent;
         let (txid, early, times) = (tx.id, tx.early_entries, tx.redo_times.contains(&st.ino));
         if let Some(Some(tv)) = tx
             .versions
@@ -559,6 +597,7 @@ impl<R: Region> Core<R> {
             slot,
             ptr_addr: p.ptr,
             time: 0,
+            from_permanent: false,
         });
         tx.versions.push(Some(TxVersion {
             ino: st.ino,
@@ -585,9 +624,18 @@ impl<R: Region> Core<R> {
             let boff = pos % BLOCK_SIZE;
             let n = (BLOCK_SIZE - boff).min(end - pos);
             let out = &mut buf[(pos - off) as usize..(pos - off + n) as usize];
-            let (permanent, _) = self.permanent_block(st.ino, lbn)?;
-            match st.pending.get(&lbn) {
-                Some(list) if !list.is_empty() => self.read_versions(list, permanent, boff, out),
+            let (permanent, ptr) = self.permanent_block(st.ino, lbn)?;
+            let list = st.pending.get(&lbn).filter(|l| !l.is_empty());
+            if let (true, Some(ptr)) = (self.geo.data_checksums && permanent != 0, ptr) {
+                // A line read from a pending version is covered by the log; one read from
+                // the permanent block is checked with its whole block.
+                let pending = list.map_or(0, |l| l.iter().fold(0, |m, v| m | v.bitmap));
+                if crate::lines::lines_of(boff, n) & !pending != 0 {
+                    self.verify_block(st.ino, lbn, permanent, ptr)?;
+                }
+            }
+            match list {
+                Some(list) => self.read_versions(list, permanent, boff, out),
                 _ if permanent == 0 => out.fill(0),
                 _ => self.region.read(self.geo.block(permanent) + boff, out),
             }

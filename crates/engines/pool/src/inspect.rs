@@ -14,6 +14,8 @@ pub struct SuperblockInfo {
     pub format_version: u32,
     pub block_size: u64,
     pub mode: String,
+    /// File data blocks carry a crc32c in their block pointer (format time).
+    pub data_checksums: bool,
     pub geometry: Geometry,
 }
 
@@ -76,9 +78,10 @@ pub struct BlockMapInfo {
 impl<R: Region> PoolStore<R> {
     pub fn superblock(&self) -> SuperblockInfo {
         SuperblockInfo {
-            format_version: FORMAT_VERSION,
+            format_version: self.core.geo.format_version(),
             block_size: BLOCK_SIZE,
             mode: self.core.mode().name().into(),
+            data_checksums: self.core.geo.data_checksums,
             geometry: self.core.geo,
         }
     }

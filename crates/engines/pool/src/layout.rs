@@ -45,12 +45,23 @@ const _: () = assert!(LINES_PER_BLOCK == 64);
 // 72  inode offset     u64
 // 80  blocks offset    u64
 // 88  mode             u32  (Mode as a number; informative, runtime mode comes from the config)
-// 92  reserved         u32
+// 92  incompat flags   u32  (version 1: zero; version 2: INCOMPAT_DATA_CHECKSUMS)
 // 96  crc32c of bytes 0..96, as u32; 100..4096 zero
 // ```
 pub const MAGIC: u64 = u64::from_le_bytes(*b"ATOMFSPL");
-/// Format version this build reads and writes.
+/// Format version of a pool without data checksums (what every build before them wrote,
+/// and what this build still writes for such a pool).
 pub const FORMAT_VERSION: u32 = 1;
+/// Format version of a pool with data checksums: a build that knows only version 1 refuses
+/// it (`UnsupportedVersion`), since it would read the checksums in the block pointers as
+/// block numbers out of range.
+pub const FORMAT_VERSION_CHECKSUMS: u32 = 2;
+/// Incompat flag (superblock byte 92): file data blocks carry a crc32c in their pointer.
+pub const INCOMPAT_DATA_CHECKSUMS: u32 = 1;
+/// Bits of a leaf block pointer holding the block number in a checksummed pool (the high
+/// 32 hold the block's crc32c): 2^32 blocks of 4 KB, 16 TB.
+pub const PBN_BITS: u32 = 32;
+const PBN_MASK: u64 = (1 << PBN_BITS) - 1;
 /// Length of the checksummed part of the superblock.
 pub const SB_CHECKED_LEN: usize = 96;
 /// Superblock size on media.
@@ -68,6 +79,9 @@ pub struct Geometry {
     pub data_log_offset: u64,
     pub inode_offset: u64,
     pub blocks_offset: u64,
+    /// File data blocks carry a crc32c in the high bits of their leaf block pointer
+    /// (docs/format.md, "Data checksums"). Fixed at format time.
+    pub data_checksums: bool,
 }
 
 fn round_up(value: u64, to: u64) -> u64 {
@@ -106,6 +120,11 @@ impl Geometry {
             BLOCK_SIZE,
         );
         let block_count = region_len.saturating_sub(blocks_offset) / BLOCK_SIZE;
+        if cfg.data_checksums && block_count > PBN_MASK {
+            return Err(Error::InvalidArgument(format!(
+                "pool geometry: data checksums address at most {PBN_MASK} blocks (16 TB)"
+            )));
+        }
         if block_count < 16 {
             return Err(Error::NoSpace(format!(
                 "region of {region_len} bytes too small: areas need {blocks_offset} bytes plus 16 blocks"
@@ -121,15 +140,31 @@ impl Geometry {
             data_log_offset,
             inode_offset,
             blocks_offset,
+            data_checksums: cfg.data_checksums,
         })
+    }
+
+    /// Format version and incompat flags of this geometry's superblock.
+    fn version_and_flags(&self) -> (u32, u32) {
+        if self.data_checksums {
+            (FORMAT_VERSION_CHECKSUMS, INCOMPAT_DATA_CHECKSUMS)
+        } else {
+            (FORMAT_VERSION, 0)
+        }
+    }
+
+    /// Format version written in this geometry's superblock.
+    pub fn format_version(&self) -> u32 {
+        self.version_and_flags().0
     }
 
     /// Encode as a superblock.
     pub fn encode(&self, mode_number: u32) -> [u8; SB_CHECKED_LEN + 4] {
         let mut sb = [0u8; SB_CHECKED_LEN + 4];
+        let (version, flags) = self.version_and_flags();
         let fields = [
             MAGIC,
-            u64::from(FORMAT_VERSION) | (BLOCK_SIZE << 32),
+            u64::from(version) | (BLOCK_SIZE << 32),
             self.region_len,
             self.inode_count,
             self.metadata_log_entries,
@@ -139,7 +174,7 @@ impl Geometry {
             self.data_log_offset,
             self.inode_offset,
             self.blocks_offset,
-            u64::from(mode_number),
+            u64::from(mode_number) | (u64::from(flags) << 32),
         ];
         for (i, f) in fields.iter().enumerate() {
             sb[i * 8..i * 8 + 8].copy_from_slice(&f.to_le_bytes());
@@ -159,16 +194,27 @@ impl Geometry {
             )));
         }
         let version = word(1) as u32;
-        if version != FORMAT_VERSION {
+        if version != FORMAT_VERSION && version != FORMAT_VERSION_CHECKSUMS {
             return Err(Error::UnsupportedVersion {
                 what: "pool".into(),
                 found: version,
-                supported: FORMAT_VERSION,
+                supported: FORMAT_VERSION_CHECKSUMS,
             });
         }
         let crc = u32::from_le_bytes(sb[SB_CHECKED_LEN..].try_into().unwrap_or([0; 4]));
         if crc != crc32c::crc32c(&sb[..SB_CHECKED_LEN]) {
             return Err(Error::corrupt("superblock checksum mismatch", 0));
+        }
+        let flags = (word(11) >> 32) as u32;
+        let expected = match version {
+            FORMAT_VERSION => 0,
+            _ => INCOMPAT_DATA_CHECKSUMS,
+        };
+        if flags != expected {
+            return Err(Error::corrupt(
+                format!("superblock version {version} with incompat flags {flags:#x}"),
+                92,
+            ));
         }
         if (word(1) >> 32) != BLOCK_SIZE {
             return Err(Error::corrupt(
@@ -186,6 +232,7 @@ impl Geometry {
             data_log_offset: word(8),
             inode_offset: word(9),
             blocks_offset: word(10),
+            data_checksums: flags & INCOMPAT_DATA_CHECKSUMS != 0,
         };
         geo.check(region_len)?;
         Ok(geo)
@@ -206,6 +253,7 @@ impl Geometry {
             inode_count: self.inode_count,
             metadata_log_entries: self.metadata_log_entries,
             data_log_entries: self.data_log_entries,
+            data_checksums: self.data_checksums,
             ..PoolConfig::default()
         };
         let planned = Geometry::plan(self.region_len, &cfg)
@@ -250,6 +298,45 @@ impl Geometry {
                 format!("block pointer {pbn} out of range"),
                 found_at,
             ))
+        }
+    }
+    /// The word a leaf block pointer to data block `pbn` holds: the block number, and in a
+    /// checksummed pool the block's crc32c in the high 32 bits (`pbn` 0 is a hole: word 0).
+    #[inline]
+    pub fn leaf_word(&self, pbn: u64, crc: u32) -> u64 {
+        if self.data_checksums && pbn != 0 {
+            pbn | (u64::from(crc) << PBN_BITS)
+        } else {
+            pbn
+        }
+    }
+    /// The block number a leaf block pointer word names (0 = hole), validated: `found_at`
+    /// is where the word was read.
+    #[inline]
+    pub fn leaf_pbn(&self, word: u64, found_at: u64) -> Result<u64> {
+        let pbn = if self.data_checksums {
+            word & PBN_MASK
+        } else {
+            word
+        };
+        if pbn == 0 && word != 0 {
+            return Err(Error::corrupt(
+                format!("block pointer {word:#x} names no block"),
+                found_at,
+            ));
+        }
+        if pbn == 0 {
+            return Ok(0);
+        }
+        self.check_pbn(pbn, found_at)
+    }
+    /// The crc32c a leaf block pointer word holds (0 in a pool without data checksums).
+    #[inline]
+    pub fn leaf_crc(&self, word: u64) -> u32 {
+        if self.data_checksums {
+            (word >> PBN_BITS) as u32
+        } else {
+            0
         }
     }
     /// True when `[addr, addr+len)` lies inside the metadata a transaction may undo-log:

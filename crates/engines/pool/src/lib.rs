@@ -14,6 +14,7 @@
 //!   nc, lines                      NC's DRAM undo, FG-WAL's cache-line undo log
 //!   tx, entry                      undo log, commit / abort, 64-byte log entries
 //!   checkpoint                     selective checkpointing, background threads
+//!   checksum                       optional per-block data crc32c kept in the block pointer
 //!   recovery, fsck, inspect        open/recover, check, read-only views
 //!   image                          private DRAM images of a pool file (read-only checks)
 //!   repair, repair_*, salvage      fsck --repair, and copying files out of a damaged pool
@@ -27,6 +28,7 @@
 mod alloc;
 mod blockmap;
 mod checkpoint;
+mod checksum;
 mod config;
 mod core;
 #[cfg(feature = "crash-target")]

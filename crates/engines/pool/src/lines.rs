@@ -87,7 +87,8 @@ pub fn lines_of(boff: u64, len: u64) -> u64 {
 impl<R: Region> Core<R> {
     /// FG-WAL, before the in-place writes of `[off, end)` of file `ino`: save the old lines
     /// of every existing block the range touches (holes and blocks past the end are written
-    /// fresh and need no undo) and, with them, the old attributes `finish_data_op` will
+    /// fresh and need no undo), in a checksummed pool their pointers (and crcs), and with
+    /// them, the old attributes `finish_data_op` will
     /// change (so that its undo entry needs no fence of its own), then one fence.
     pub fn fg_wal_log_range(&self, tx: &mut Tx, ino: u64, off: u64, end: u64) -> Result<()> {
         let mut logged = false;
@@ -95,9 +96,15 @@ impl<R: Region> Core<R> {
         while pos < end {
             let boff = pos % BLOCK_SIZE;
             let n = (BLOCK_SIZE - boff).min(end - pos);
-            let (pbn, _) = self.permanent_block(ino, pos / BLOCK_SIZE)?;
+            let (pbn, ptr) = self.permanent_block(ino, pos / BLOCK_SIZE)?;
             if pbn != 0 {
                 logged |= self.log_lines(tx, ino, pbn, lines_of(boff, n))?;
+            }
+            if let (true, Some(ptr)) = (pbn != 0 && self.geo.data_checksums, ptr) {
+                // The pointer's crc changes with the lines (`write_pieces`).
+                // persist: its old word is saved under the same fence as the old lines,
+                // before either is changed in place.
+                logged |= self.log_old_bytes(tx, ptr, 8)?;
             }
             pos += n;
         }

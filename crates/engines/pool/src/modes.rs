@@ -86,17 +86,40 @@ impl<R: Region> Core<R> {
         chunk: &[u8],
     ) -> Result<()> {
         let _ = (st, lbn);
+        let range = boff as usize..boff as usize + chunk.len();
         if tx.shadows.contains(&pbn) {
+            if !self.geo.data_checksums {
+                self.write_in_place(pbn, boff, chunk);
+                return Ok(());
+            }
+            let mut old = vec![0u8; chunk.len()];
+            self.region.read(self.geo.block(pbn) + boff, &mut old);
             self.write_in_place(pbn, boff, chunk);
-            return Ok(());
+            // The shadow's pointer is already under this transaction's undo entry.
+            // persist: the shadow's bytes and its new word are durable at the operation's
+            // fence; a crash before the commit puts the old block's word back (undo), and
+            // the shadow is then unreferenced.
+            let word = self.word_after_write(ptr, boff, &old, chunk);
+            return self.meta_u64(tx, ptr, word);
         }
         let shadow = self.alloc_block(tx)?;
         let mut block = vec![0u8; BLOCK_SIZE as usize];
         self.region.read(self.geo.block(pbn), &mut block);
-        block[boff as usize..boff as usize + chunk.len()].copy_from_slice(chunk);
+        // The shadow's crc from the old block's (a corruption of the lines not written
+        // stays detectable in the shadow).
+        let crc = if self.geo.data_checksums {
+            let old_crc = self.geo.leaf_crc(self.read_u64(ptr));
+            crate::checksum::crc_after_write(old_crc, boff, &block[range.clone()], chunk)
+        } else {
+            0
+        };
+        block[range].copy_from_slice(chunk);
         self.region.write_nt(self.geo.block(shadow), &block);
         tx.shadows.insert(shadow);
         tx.deferred_blocks.push(pbn);
-        self.meta_u64(tx, ptr, shadow)
+        // persist: the shadow is written (non-temporal) before `meta_u64` fences the undo
+        // entry of the old word and stores the new one (block and crc in one word): durable
+        // at the operation's fence.
+        self.meta_u64(tx, ptr, self.geo.leaf_word(shadow, crc))
     }
 }

@@ -161,10 +161,11 @@ impl<R: Region> Core<R> {
         let mut index_blocks = plan.index_blocks;
         plan.add_pieces(|lbn| {
             let ptr = self.plan_path(tree, lbn, &mut counted, &mut index_blocks)?;
-            let pbn = if ptr == 0 { 0 } else { self.read_u64(ptr) };
-            if pbn != 0 {
-                self.geo.check_pbn(pbn, ptr)?;
-            }
+            let pbn = if ptr == 0 {
+                0
+            } else {
+                self.geo.leaf_pbn(self.read_u64(ptr), ptr)?
+            };
             Ok(Some((ptr, pbn)))
         })?;
         plan.index_blocks = index_blocks;
@@ -293,6 +294,10 @@ impl<R: Region> Core<R> {
             slots += usize::from(s);
             if b && self.mode() == Mode::Scsp {
                 // The new shadow's block pointer.
+                meta += 1;
+            }
+            if self.geo.data_checksums && self.mode() == Mode::FgWal {
+                // The block pointer, whose crc the in-place write changes.
                 meta += 1;
             }
         }

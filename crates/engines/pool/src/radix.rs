@@ -394,6 +394,7 @@ mod tests {
             slot: pbn,
             ptr_addr: 0,
             time: 0,
+            from_permanent: false,
         }
     }
 

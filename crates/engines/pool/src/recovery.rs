@@ -308,6 +308,7 @@ fn rebuild_tlvi<R: Region>(
             slot,
             ptr_addr: d.ptr_addr,
             time,
+            from_permanent: true,
         });
         *remaining.entry(d.txid).or_default() += 1;
         report.redo_entries_kept += 1;
@@ -339,7 +340,7 @@ fn used_blocks<R: Region>(core: &Core<R>) -> Result<Vec<bool>> {
         for list in st.pending.values() {
             for v in list {
                 // A version may also be the permanent block (crash after a pointer swing).
-                let permanent = core.read_u64(v.ptr_addr);
+                let permanent = core.pointed_pbn(v.ptr_addr);
                 if std::mem::replace(&mut used[v.pbn as usize], true) && permanent != v.pbn {
                     return Err(Error::corrupt(
                         format!("pending block {} is in use elsewhere", v.pbn),

@@ -243,7 +243,7 @@ pub(crate) fn data_log_pass<R: Region>(c: &Core<R>, pass: &InodePass, report: &m
             ))
         } else if !c.geo.valid_pbn(d.pbn) {
             Some(format!("pending block {} out of range", d.pbn))
-        } else if pass.refs[d.pbn as usize] != 0 && c.read_u64(d.ptr_addr) != d.pbn {
+        } else if pass.refs[d.pbn as usize] != 0 && c.pointed_pbn(d.ptr_addr) != d.pbn {
             Some(format!("pending block {} belongs to a file", d.pbn))
         } else if !pending.insert(d.pbn) {
             Some(format!("pending block {} named twice", d.pbn))

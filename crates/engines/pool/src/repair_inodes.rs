@@ -75,10 +75,16 @@ fn walk<R: Region>(c: &Core<R>, node: u64, level: u32, first: u64, budget: &mut 
     for (i, chunk) in ptrs.chunks_exact(8).enumerate() {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
-        let child = u64::from_le_bytes(word);
-        if child == 0 {
+        let word = u64::from_le_bytes(word);
+        if word == 0 {
             continue;
         }
+        // A leaf pointer of a checksummed pool holds the block's crc in its high bits.
+        let child = if level == 1 {
+            c.geo.leaf_pbn(word, 0).unwrap_or(word)
+        } else {
+            word
+        };
         if !c.geo.valid_pbn(child) {
             t.faults.push(format!(
                 "pointer {i} of block {node} names block {child}, out of range"

@@ -32,6 +32,11 @@ pub struct Version {
     /// (`DataEntry::times`), 0 = none. The checkpoint makes those times durable in place
     /// before it frees the entry.
     pub time: u64,
+    /// Some line of it was completed from the permanent block's bytes (an edge line of a
+    /// write that starts or ends inside a line), or it was rebuilt by recovery (not known):
+    /// in a checksummed pool its checkpoint checks the permanent block even when no line of
+    /// the result comes from it (checkpoint.rs `merge_checksummed`).
+    pub from_permanent: bool,
 }
 
 /// Bitmap of the lines `[first, last]`.
@@ -71,6 +76,7 @@ mod tests {
             slot: 0,
             ptr_addr: 0,
             time: 0,
+            from_permanent: false,
         }
     }
 

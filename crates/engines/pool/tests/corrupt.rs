@@ -1,6 +1,8 @@
 //! Hostile input: pool images with random bytes flipped in the log areas, the inode table
 //! and the first blocks open with a typed error or open and serve reads and fsck — never a
-//! panic or an out-of-range access. More cases: `POOL_CORRUPT_CASES=20000 cargo test -p
+//! panic or an out-of-range access; the same on a pool with data checksums, whose leaf
+//! pointers carry a crc in their high bits (a flipped bit there or in a data block is an
+//! error, never a panic). More cases: `POOL_CORRUPT_CASES=20000 cargo test -p
 //! atomfs-pool --test corrupt`.
 #![allow(clippy::unwrap_used)]
 
@@ -40,7 +42,16 @@ fn exercise(s: &PoolStore<DramRegion>) {
 
 #[test]
 fn corrupted_images_never_panic() {
-    let cfg = PoolConfig::test_min();
+    corrupted_images_of(&PoolConfig::test_min());
+}
+
+#[test]
+fn corrupted_checksummed_images_never_panic() {
+    corrupted_images_of(&PoolConfig::test_min().with_data_checksums(true));
+}
+
+fn corrupted_images_of(cfg: &PoolConfig) {
+    let cfg = cfg.clone();
     let s = fresh(&cfg);
     store::path::mkdir_all(&s, "/d/e", 0o755).unwrap();
     for i in 0..6 {

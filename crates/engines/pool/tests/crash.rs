@@ -6,7 +6,8 @@
 //! second recovery of the recovered image finds nothing left to do (idempotent).
 //!
 //! Quick run: `cargo test -p atomfs-pool --test crash`. Longer:
-//! `POOL_CRASH_STEPS=400 POOL_CRASH_SEED=7 POOL_CRASH_MODE=fcfs cargo test -p atomfs-pool --test crash -- --ignored`.
+//! `POOL_CRASH_STEPS=400 POOL_CRASH_SEED=7 POOL_CRASH_MODE=fcfs cargo test -p atomfs-pool --test crash -- --ignored` (with
+//! `POOL_CRASH_CHECKSUMS=1` on a pool with data checksums).
 
 #![allow(clippy::unwrap_used)]
 
@@ -227,15 +228,27 @@ fn step(
     }
 }
 
-fn run(mode: Mode, seed: u64, steps: u64, crash: CrashConfig, background: bool) -> (u64, u64) {
+/// How a run's pool is set up besides its mode.
+#[derive(Clone, Copy, Default)]
+struct Setup {
+    /// A checkpoint thread runs beside the workload.
+    background: bool,
+    /// The pool is formatted with data checksums: every read after recovery and fsck check
+    /// every permanent block against the crc in its pointer.
+    checksums: bool,
+}
+
+fn run(mode: Mode, seed: u64, steps: u64, crash: CrashConfig, setup: Setup) -> (u64, u64) {
     let region = Arc::new(SimRegion::new(640 << 10));
-    let mut main_cfg = cfg(mode);
+    let mut main_cfg = cfg(mode).with_data_checksums(setup.checksums);
+    let background = setup.background;
     if background {
         // A checkpoint thread woken every millisecond runs beside the workload.
         main_cfg.checkpoint_threads = 1;
         main_cfg.checkpoint_idle_ms = 1;
     }
     let s = PoolStore::format(region.clone(), &main_cfg).unwrap();
+    assert_eq!(s.superblock().data_checksums, setup.checksums);
     let names: Vec<Vec<u8>> = (0..3).map(|i| format!("f{i}").into_bytes()).collect();
     let mut model = Model::new();
     let mut fhs = Vec::new();
@@ -373,7 +386,7 @@ fn crash_images_at_every_fence_recover_to_before_or_after() {
         sample_count: 3,
         seed: 1,
     };
-    let (points, images) = run(Mode::Fcfs, 1, 40, crash, false);
+    let (points, images) = run(Mode::Fcfs, 1, 40, crash, Setup::default());
     eprintln!("crash test: {points} crash points, {images} crash images recovered and checked");
     assert!(points > 100 && images > points);
 }
@@ -385,7 +398,16 @@ fn crash_images_with_a_background_checkpoint_thread() {
         sample_count: 2,
         seed: 9,
     };
-    let (points, images) = run(Mode::Fcfs, 9, 40, crash, true);
+    let (points, images) = run(
+        Mode::Fcfs,
+        9,
+        40,
+        crash,
+        Setup {
+            background: true,
+            ..Setup::default()
+        },
+    );
     eprintln!("crash test with background checkpointing: {points} crash points, {images} images");
     assert!(points > 100);
 }
@@ -398,9 +420,43 @@ fn comparison_modes_are_crash_consistent_too() {
         seed: 3,
     };
     for mode in [Mode::FgWal, Mode::Scsp, Mode::Soc, Mode::Sync] {
-        let (points, images) = run(mode, 2, 25, crash, false);
+        let (points, images) = run(mode, 2, 25, crash, Setup::default());
         eprintln!(
             "crash test {}: {points} crash points, {images} images",
+            mode.name()
+        );
+        assert!(points > 50, "{}", mode.name());
+    }
+}
+
+/// The same oracle on checksummed pools, in every mode that keeps its promise across a
+/// crash (NC promises nothing): the checkpoint's merge and swing, hole fills, FG-WAL's and
+/// SCSP's in-place writes, truncates and aborts keep every crc right at every fence, so
+/// every read after recovery passes its check and fsck (which checks every permanent
+/// block) is clean.
+#[test]
+fn checksummed_pools_are_crash_consistent() {
+    let crash = CrashConfig {
+        exhaustive_limit: 4,
+        sample_count: 2,
+        seed: 5,
+    };
+    let checksums = Setup {
+        checksums: true,
+        ..Setup::default()
+    };
+    let (points, _) = run(Mode::Fcfs, 1, 40, crash, checksums);
+    assert!(points > 100, "fcfs");
+    let background = Setup {
+        background: true,
+        ..checksums
+    };
+    let (points, _) = run(Mode::Fcfs, 9, 30, crash, background);
+    assert!(points > 50, "fcfs with a checkpoint thread");
+    for mode in [Mode::FgWal, Mode::Scsp, Mode::Soc, Mode::Sync] {
+        let (points, images) = run(mode, 2, 25, crash, checksums);
+        eprintln!(
+            "crash test {} with data checksums: {points} crash points, {images} images",
             mode.name()
         );
         assert!(points > 50, "{}", mode.name());
@@ -427,6 +483,10 @@ fn crash_images_long_run() {
         .ok()
         .and_then(|m| Mode::parse(&m))
         .unwrap_or(Mode::Fcfs);
-    let (points, images) = run(mode, seed, steps, crash, false);
+    let setup = Setup {
+        checksums: std::env::var("POOL_CRASH_CHECKSUMS").is_ok_and(|v| v == "1"),
+        ..Setup::default()
+    };
+    let (points, images) = run(mode, seed, steps, crash, setup);
     eprintln!("crash test (seed {seed}, {steps} steps): {points} crash points, {images} crash images recovered and checked");
 }

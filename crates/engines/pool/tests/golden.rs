@@ -3,6 +3,12 @@
 //! the snapshot `tests/golden/persist_counts.txt`. A change that adds a fence or a flush on a
 //! hot path fails here and shows up in review. After an intended change, re-bless with
 //! `POOL_GOLDEN_BLESS=1 cargo test -p atomfs-pool --test golden` and commit the new file.
+//!
+//! After the rows of every mode come the same operations on pools with data checksums
+//! (`MODE+crc`), and for both kinds of pool the checkpoint of what the operations left
+//! pending (`checkpoint-all`): a checksummed pool's checkpoint merges into a pending
+//! version instead of the permanent block (docs/engines/pool.md, "Data checksums"), which
+//! shows there as more lines stored.
 
 #![allow(clippy::unwrap_used)]
 
@@ -28,10 +34,19 @@ fn measure(s: &PoolStore<DramRegion>, op: impl FnOnce()) -> (u64, u64, u64) {
     )
 }
 
-fn counts(mode: Mode) -> Vec<(String, (u64, u64, u64))> {
+type Rows = Vec<(String, (u64, u64, u64))>;
+
+/// The rows of the basic operations, and the row of the checkpoint that follows them.
+fn counts(mode: Mode, checksums: bool) -> (Rows, Rows) {
     let cfg = PoolConfig {
         pending_versions_max: 16,
         ..PoolConfig::test_min().with_mode(mode)
+    }
+    .with_data_checksums(checksums);
+    let label = if checksums {
+        format!("{}+crc", mode.name())
+    } else {
+        mode.name().to_string()
     };
     let s = fresh(&cfg);
     create_with(&s, "/a", &pattern(1, 16384));
@@ -41,7 +56,7 @@ fn counts(mode: Mode) -> Vec<(String, (u64, u64, u64))> {
     let fb = s.open(s.lookup(ROOT_INO, b"b").unwrap().ino, rw()).unwrap();
     let page = pattern(3, 4096);
     let mut out = Vec::new();
-    let mut row = |name: &str, c| out.push((format!("{} {name}", mode.name()), c));
+    let mut row = |name: &str, c| out.push((format!("{label} {name}"), c));
     row(
         "legacy-write-4k",
         measure(&s, || {
@@ -81,26 +96,43 @@ fn counts(mode: Mode) -> Vec<(String, (u64, u64, u64))> {
             s.unlink(ROOT_INO, b"d", None).unwrap();
         }),
     );
-    out
+    let checkpoint = measure(&s, || s.checkpoint_all().unwrap());
+    (out, vec![(format!("{label} checkpoint-all"), checkpoint)])
 }
 
 fn render() -> String {
     let mut text = String::from(
         "# mode operation: fences flushed-lines bytes-stored (tests/golden.rs; re-bless with POOL_GOLDEN_BLESS=1)\n",
     );
-    for mode in [
+    let modes = [
         Mode::Nc,
         Mode::Fcfs,
         Mode::Soc,
         Mode::Sync,
         Mode::Scsp,
         Mode::FgWal,
-    ] {
-        for (name, (fences, lines, bytes)) in counts(mode) {
-            text.push_str(&format!(
-                "{name}: fences {fences} lines {lines} bytes {bytes}\n"
-            ));
+    ];
+    let mut checkpoints = Vec::new();
+    for checksums in [false, true] {
+        for mode in modes {
+            let (rows, checkpoint) = counts(mode, checksums);
+            let rows = if checksums {
+                rows.into_iter().chain(checkpoint).collect()
+            } else {
+                checkpoints.extend(checkpoint);
+                rows
+            };
+            for (name, (fences, lines, bytes)) in rows {
+                text.push_str(&format!(
+                    "{name}: fences {fences} lines {lines} bytes {bytes}\n"
+                ));
+            }
         }
+    }
+    for (name, (fences, lines, bytes)) in checkpoints {
+        text.push_str(&format!(
+            "{name}: fences {fences} lines {lines} bytes {bytes}\n"
+        ));
     }
     text
 }

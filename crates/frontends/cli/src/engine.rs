@@ -51,6 +51,8 @@ pub struct MkfsArgs<'a> {
     pub engine: &'a str,
     pub size: &'a str,
     pub inodes: Option<u64>,
+    /// `--data-checksums`: the registry option `data_checksums=true`.
+    pub data_checksums: bool,
     pub home: Option<&'a Path>,
     pub options: &'a [String],
     pub force: bool,
@@ -76,7 +78,16 @@ fn mkfs_options(args: &MkfsArgs<'_>, bytes: u64) -> Result<Options, Failure> {
     if let Some(home) = args.home {
         options.set("home", home.display().to_string());
     }
+    if args.data_checksums {
+        options.set("data_checksums", "true".to_string());
+    }
     let engine = engines::by_name(args.engine)?;
+    if args.data_checksums && !engine.options().iter().any(|o| o.key == "data_checksums") {
+        return Err(Failure::new(format!(
+            "--data-checksums: engine {} keeps no data checksums",
+            engine.name()
+        )));
+    }
     if args.home.is_some() && !engine.options().iter().any(|o| o.key == "home") {
         return Err(Failure::new(format!(
             "--home: engine {} keeps its files in the pool file and takes no home directory",

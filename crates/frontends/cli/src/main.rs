@@ -98,6 +98,10 @@ enum Command {
         /// Number of inodes (files and directories) the pool can hold (pool engine).
         #[arg(long)]
         inodes: Option<u64>,
+        /// Keep a crc32c of every file data block, checked on every read and by fsck (pool
+        /// engine; the same as -o data_checksums=true).
+        #[arg(long)]
+        data_checksums: bool,
         /// Engine options, key=value (repeatable or comma separated).
         #[arg(short = 'o')]
         options: Vec<String>,
@@ -312,6 +316,7 @@ fn run(cli: Cli) -> CmdResult {
             engine,
             home,
             inodes,
+            data_checksums,
             options,
             force,
             mode: _,
@@ -320,6 +325,7 @@ fn run(cli: Cli) -> CmdResult {
             engine: &engine,
             size: &size,
             inodes,
+            data_checksums,
             home: home.as_deref(),
             options: &options,
             force,
