@@ -130,9 +130,17 @@ impl IntentRecord {
             ))
         };
         let (a, b) = (path(0, la), path(la, lb));
+        let kind = r[8];
+        // Paths read back from the pool are untrusted: each must be one hostfs accepts below
+        // the store directory (relative, no `..`, no NUL, bounded), checked before recovery
+        // acts on any of them.
+        check_path(&a, at)?;
+        if matches!(kind, 2 | 3) {
+            check_path(&b, at)?;
+        }
         let mut perm = [0u8; 4];
         perm.copy_from_slice(&r[24..28]);
-        let intent = match r[8] {
+        let intent = match kind {
             1 => Intent::Created { a },
             2 => Intent::Removed { a, b },
             3 => Intent::Renamed { a, b },
@@ -150,6 +158,57 @@ impl IntentRecord {
             intent,
         }))
     }
+}
+
+/// Refuse a path of an intent record that could name anything outside the store directory.
+fn check_path(p: &Path, at: u64) -> MmioResult<()> {
+    hostfs::RelPath::new(p).map(drop).map_err(|e| {
+        MmioError::corrupt(
+            format!("intent record names a path outside the store directory ({e})"),
+            at,
+        )
+    })
+}
+
+/// The paths an intent acts on.
+pub fn paths(intent: &Intent) -> Vec<&Path> {
+    match intent {
+        Intent::Created { a } | Intent::Attr { a, .. } => vec![a],
+        Intent::Removed { a, b } | Intent::Renamed { a, b } => vec![a, b],
+    }
+}
+
+/// Refuse a path of the intent record at `at` with a symlink on the way or at its end: the
+/// engine never creates one, so such a record was crafted or the directory was changed
+/// behind its back (the jail would not follow it anyway; this says so clearly, before
+/// recovery acts on any record).
+pub fn check_no_symlink<M: FileMedia>(media: &M, p: &Path, at: u64) -> MmioResult<()> {
+    let mut prefix = PathBuf::new();
+    for component in p.components() {
+        prefix.push(component);
+        match media.stat(&prefix) {
+            Ok(st) if st.kind == FileKind::Symlink => {
+                return Err(MmioError::corrupt(
+                    format!(
+                        "intent record names {}, which passes through the symlink {} \
+                         (symlinks in the store directory are never followed)",
+                        p.display(),
+                        prefix.display()
+                    ),
+                    at,
+                ))
+            }
+            Ok(_) => {}
+            Err(e)
+                if e.raw_os_error() == Some(libc::ENOENT)
+                    || e.raw_os_error() == Some(libc::ENOTDIR) =>
+            {
+                return Ok(())
+            }
+            Err(e) => return Err(io_err(&prefix, "stat", e).into()),
+        }
+    }
+    Ok(())
 }
 
 /// Write intent record `idx` (offset `at`): body, fence, then the txid that makes it valid.

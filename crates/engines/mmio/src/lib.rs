@@ -23,6 +23,7 @@ mod commit;
 pub mod crash_target;
 mod engine;
 mod file;
+mod host;
 pub mod intent;
 pub mod layout;
 pub mod media;
@@ -31,8 +32,9 @@ pub mod radix;
 mod recovery;
 mod store_impl;
 
+pub use host::HostMedia;
 pub use layout::Policy;
-pub use media::{FileMedia, HostMedia, SimMedia, SimNamespace, Window};
+pub use media::{FileMedia, SimMedia, SimNamespace, Window};
 pub use nvmmap::NvMap;
 pub use store_impl::{recorded_home, HostMmioStore, MmioStore, RecoveryReport};
 

@@ -1,17 +1,15 @@
-//! The two media of the engine besides the log pool: the host files, reached through
-//! [`FileMedia`]. [`HostMedia`] is a real directory (std::fs, fsync of file and directory,
-//! whole-file `mmap` through [`pmem::MappedRegion`]); [`SimMedia`] is the crash-testable
-//! model: an in-memory namespace whose directory operations are durable when they return
-//! (exactly what `HostMedia` guarantees by fsyncing the directory) and whose file contents are
+//! The media of the engine besides the log pool: the host files, reached through
+//! [`FileMedia`]. [`HostMedia`](crate::HostMedia) (src/host.rs) is any `hostfs::HostFs` store
+//! directory — the jailed real one in a real store; [`SimMedia`] is a namespace whose
+//! directory operations are durable when they return and whose file contents are
 //! fixed-capacity extents of one [`SimRegion`], so that crash images of the file contents and
 //! of the log pool (another [`Window`] of the same region) come from one simulator.
 
-use pmem::{MappedRegion, Region, RegionStats, SimRegion};
+use pmem::{Region, RegionStats, SimRegion};
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsStr;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use store::{FileKind, TimeNs};
@@ -59,7 +57,7 @@ pub trait FileMedia: Send + Sync + 'static {
     /// rarely needs a remap); the mapping's `len()` says how much.
     fn map(&self, rel: &Path, len_min: u64) -> io::Result<Self::Map>;
     /// Error of the last failed write-back of a mapping (msync), if any.
-    fn check_map(map: &Self::Map) -> io::Result<()>;
+    fn check_map(&self, map: &Self::Map) -> io::Result<()>;
     /// Every file, as (id, path), to find the files named by per-file metadata at recovery.
     fn walk(&self) -> io::Result<Vec<(u64, PathBuf)>>;
     /// Space of the host file system: (block size, blocks total, blocks free).
@@ -79,239 +77,6 @@ pub fn rel_path(components: &[Vec<u8>]) -> PathBuf {
 
 fn errno(code: i32) -> io::Error {
     io::Error::from_raw_os_error(code)
-}
-
-// ---------------------------------------------------------------------------------------------
-// Real host directory.
-
-/// A real directory on a host file system.
-pub struct HostMedia {
-    root: PathBuf,
-}
-
-impl HostMedia {
-    pub fn new(root: &Path) -> io::Result<HostMedia> {
-        let meta = std::fs::metadata(root)?;
-        if !meta.is_dir() {
-            return Err(errno(libc::ENOTDIR));
-        }
-        Ok(HostMedia {
-            root: root.to_path_buf(),
-        })
-    }
-
-    fn abs(&self, rel: &Path) -> PathBuf {
-        self.root.join(rel)
-    }
-
-    fn sync_parent(&self, rel: &Path) -> io::Result<()> {
-        let parent = self
-            .abs(rel)
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| self.root.clone());
-        // persist: a directory entry is durable only once its directory is fsynced.
-        std::fs::File::open(parent)?.sync_all()
-    }
-}
-
-fn stat_of(meta: &std::fs::Metadata) -> MediaStat {
-    let kind = if meta.is_dir() {
-        FileKind::Dir
-    } else if meta.file_type().is_symlink() {
-        FileKind::Symlink
-    } else {
-        FileKind::File
-    };
-    let ns = |s: i64, n: i64| (s.max(0) as u64) * 1_000_000_000 + n.max(0) as u64;
-    MediaStat {
-        id: meta.ino(),
-        kind,
-        len: meta.len(),
-        perm: meta.mode() & 0o7777,
-        nlink: meta.nlink() as u32,
-        uid: meta.uid(),
-        gid: meta.gid(),
-        atime: ns(meta.atime(), meta.atime_nsec()),
-        mtime: ns(meta.mtime(), meta.mtime_nsec()),
-        ctime: ns(meta.ctime(), meta.ctime_nsec()),
-    }
-}
-
-impl FileMedia for HostMedia {
-    type Map = MappedRegion;
-
-    fn describe(&self) -> String {
-        self.root.display().to_string()
-    }
-
-    fn stat(&self, rel: &Path) -> io::Result<MediaStat> {
-        Ok(stat_of(&std::fs::symlink_metadata(self.abs(rel))?))
-    }
-
-    fn create(&self, rel: &Path, perm: u32) -> io::Result<MediaStat> {
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(perm & 0o7777)
-            .open(self.abs(rel))?;
-        file.set_permissions(std::fs::Permissions::from_mode(perm & 0o7777))?;
-        file.sync_all()?;
-        self.sync_parent(rel)?;
-        Ok(stat_of(&file.metadata()?))
-    }
-
-    fn mkdir(&self, rel: &Path, perm: u32) -> io::Result<MediaStat> {
-        std::fs::create_dir(self.abs(rel))?;
-        std::fs::set_permissions(
-            self.abs(rel),
-            std::fs::Permissions::from_mode(perm & 0o7777),
-        )?;
-        std::fs::File::open(self.abs(rel))?.sync_all()?;
-        self.sync_parent(rel)?;
-        self.stat(rel)
-    }
-
-    fn unlink(&self, rel: &Path) -> io::Result<()> {
-        if self.stat(rel)?.kind == FileKind::Dir {
-            return Err(errno(libc::EISDIR));
-        }
-        std::fs::remove_file(self.abs(rel))?;
-        self.sync_parent(rel)
-    }
-
-    fn rmdir(&self, rel: &Path) -> io::Result<()> {
-        std::fs::remove_dir(self.abs(rel))?;
-        self.sync_parent(rel)
-    }
-
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        std::fs::rename(self.abs(from), self.abs(to))?;
-        self.sync_parent(to)?;
-        self.sync_parent(from)
-    }
-
-    fn read_dir(&self, rel: &Path) -> io::Result<Vec<(Vec<u8>, MediaStat)>> {
-        let mut out = Vec::new();
-        for entry in std::fs::read_dir(self.abs(rel))? {
-            let entry = entry?;
-            let name = entry.file_name().as_bytes().to_vec();
-            if rel.as_os_str().is_empty() && name == MARKER_NAME.as_bytes() {
-                continue;
-            }
-            out.push((name, stat_of(&std::fs::symlink_metadata(entry.path())?)));
-        }
-        Ok(out)
-    }
-
-    fn set_len(&self, rel: &Path, len: u64) -> io::Result<()> {
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .open(self.abs(rel))?;
-        file.set_len(len)?;
-        // persist: the new length (and zeroed growth) is durable before it is relied on.
-        file.sync_all()
-    }
-
-    fn set_perm(&self, rel: &Path, perm: u32) -> io::Result<()> {
-        std::fs::set_permissions(
-            self.abs(rel),
-            std::fs::Permissions::from_mode(perm & 0o7777),
-        )?;
-        std::fs::File::open(self.abs(rel))?.sync_all()
-    }
-
-    fn set_times(
-        &self,
-        rel: &Path,
-        atime: Option<TimeNs>,
-        mtime: Option<TimeNs>,
-    ) -> io::Result<()> {
-        let file = std::fs::OpenOptions::new().read(true).open(self.abs(rel))?;
-        let mut times = std::fs::FileTimes::new();
-        let at = |ns: TimeNs| std::time::UNIX_EPOCH + std::time::Duration::from_nanos(ns);
-        if let Some(a) = atime {
-            times = times.set_accessed(at(a));
-        }
-        if let Some(m) = mtime {
-            times = times.set_modified(at(m));
-        }
-        file.set_times(times)?;
-        file.sync_all()
-    }
-
-    fn map(&self, rel: &Path, len_min: u64) -> io::Result<MappedRegion> {
-        let page = pmem::mapped::page_size();
-        let map_len = len_min.max(page).next_power_of_two().div_ceil(page) * page;
-        let path = self.abs(rel);
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&path)?;
-        MappedRegion::map_host_file(&path, file, map_len)
-            .map_err(|e| io::Error::other(e.to_string()))
-    }
-
-    fn check_map(map: &MappedRegion) -> io::Result<()> {
-        map.take_sync_error()
-            .map_err(|e| io::Error::other(e.to_string()))
-    }
-
-    fn walk(&self) -> io::Result<Vec<(u64, PathBuf)>> {
-        let mut out = Vec::new();
-        let mut stack = vec![PathBuf::new()];
-        while let Some(dir) = stack.pop() {
-            for (name, st) in self.read_dir(&dir)? {
-                let p = dir.join(OsStr::from_bytes(&name));
-                match st.kind {
-                    FileKind::Dir => stack.push(p),
-                    FileKind::File => out.push((st.id, p)),
-                    FileKind::Symlink => {}
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    fn space(&self) -> io::Result<(u64, u64, u64)> {
-        use std::os::unix::ffi::OsStrExt;
-        let c =
-            std::ffi::CString::new(self.root.as_os_str().as_bytes()).map_err(io::Error::other)?;
-        let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
-        // SAFETY: `c` is a valid NUL-terminated path; statvfs fills `st` on success only,
-        // and it is read only then.
-        let rc = unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) };
-        if rc != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: initialised by the successful call.
-        let st = unsafe { st.assume_init() };
-        #[allow(clippy::unnecessary_cast)] // field widths differ between targets
-        Ok((st.f_frsize as u64, st.f_blocks as u64, st.f_bavail as u64))
-    }
-
-    fn marker(&self) -> io::Result<Option<u64>> {
-        match std::fs::read(self.root.join(MARKER_NAME)) {
-            Ok(bytes) if bytes.len() == 8 => {
-                let mut b = [0u8; 8];
-                b.copy_from_slice(&bytes);
-                Ok(Some(u64::from_le_bytes(b)))
-            }
-            Ok(_) => Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "marker file is not 8 bytes",
-            )),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
-
-    fn set_marker(&self, store_id: u64) -> io::Result<()> {
-        let path = self.root.join(MARKER_NAME);
-        std::fs::write(&path, store_id.to_le_bytes())?;
-        std::fs::File::open(&path)?.sync_all()?;
-        self.sync_parent(Path::new(MARKER_NAME))
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -905,7 +670,7 @@ impl FileMedia for SimMedia {
         ))
     }
 
-    fn check_map(_map: &Window<SimRegion>) -> io::Result<()> {
+    fn check_map(&self, _map: &Window<SimRegion>) -> io::Result<()> {
         Ok(())
     }
 

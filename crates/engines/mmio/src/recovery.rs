@@ -139,6 +139,11 @@ fn recover_intents<R: Region, M: FileMedia>(
     }
     all.sort_by_key(|(_, r)| std::cmp::Reverse(r.seq));
     for (idx, rec) in &all {
+        for p in crate::intent::paths(&rec.intent) {
+            crate::intent::check_no_symlink(media, p, sb.intent_at(*idx))?;
+        }
+    }
+    for (idx, rec) in &all {
         if committed.contains(&rec.txid) {
             continue;
         }
@@ -263,7 +268,9 @@ fn recover_file<R: Region, M: FileMedia>(
             }
             // persist: redone and undone bytes are home before any entry is freed.
             map.fence();
-            M::check_map(&map).map_err(|e| io_err(&path, "msync", e))?;
+            media
+                .check_map(&map)
+                .map_err(|e| io_err(&path, "msync", e))?;
         } else {
             report.entries_discarded += entries.len() as u64;
         }

@@ -3,9 +3,10 @@
 
 use crate::engine::{checkpoint_loop, Shared};
 use crate::file::MmioFile;
+use crate::host::HostMedia;
 use crate::intent::{self, Intent, IntentRecord, TRASH_NAME};
 use crate::layout::{self, Superblock, TxFile};
-use crate::media::{rel_path, FileMedia, HostMedia, MediaStat};
+use crate::media::{rel_path, FileMedia, MediaStat};
 pub use crate::recovery::RecoveryReport;
 use crate::{io_err, MmioConfig, MmioError};
 use parking_lot::Mutex;
@@ -168,6 +169,7 @@ impl HostMmioStore {
                 log_pool.display()
             ))
         })?;
+        check_recorded_home(log_pool, &dir)?;
         Self::open(&dir, log_pool, config).map_err(|e| match e {
             Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
                 Error::NotFound(format!(
@@ -186,11 +188,84 @@ impl HostMmioStore {
     }
 
     /// Open an existing store, running recovery.
+    ///
+    /// Nothing in `dir` is changed before its marker file (read without following a
+    /// symlink) names the log pool's store: a pool of another store, or one crafted to name
+    /// a directory that is no store's, is refused without touching it.
     pub fn open(dir: &Path, log_pool: &Path, config: &MmioConfig) -> Result<Self> {
-        let media = HostMedia::new(dir).map_err(|e| io_err(dir, "open", e))?;
         let pool = MappedRegion::open(log_pool).map_err(pm_err)?;
+        check_marker_read_only(dir, &pool)?;
+        let media = HostMedia::new(dir).map_err(|e| io_err(dir, "open", e))?;
         Self::open_on(pool, media, config)
     }
+}
+
+/// `dir`'s marker names the store of `pool` (read only; `CrossStore` otherwise).
+fn check_marker_read_only(dir: &Path, pool: &MappedRegion) -> Result<()> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    if pool.len() < 128 {
+        return Err(MmioError::BadMagic.into());
+    }
+    let mut b = [0u8; 128];
+    pool.read(0, &mut b);
+    let sb = Superblock::decode(&b, pool.len())?;
+    let path = dir.join(crate::media::MARKER_NAME);
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&path);
+    let mut id = [0u8; 9];
+    let found = match opened {
+        Ok(mut file) if file.metadata().is_ok_and(|m| m.is_file()) => {
+            let n = file.read(&mut id).map_err(|e| io_err(&path, "read", e))?;
+            (n == 8).then(|| {
+                u64::from_le_bytes([id[0], id[1], id[2], id[3], id[4], id[5], id[6], id[7]])
+            })
+        }
+        Ok(_) => None,
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+            if !dir.is_dir() {
+                return Err(io_err(dir, "open", e));
+            }
+            None
+        }
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => None,
+        Err(e) => return Err(io_err(&path, "open", e)),
+    };
+    if found != Some(sb.store_id) {
+        return Err(Error::CrossStore(format!(
+            "the log pool (store {:#x}) does not belong to {} (its marker names {})",
+            sb.store_id,
+            dir.display(),
+            found
+                .map(|m| format!("store {m:#x}"))
+                .unwrap_or_else(|| "no store".into())
+        )));
+    }
+    Ok(())
+}
+
+/// A recorded home directory is what `create` wrote: an absolute canonical path. Anything
+/// else (a relative path, `.` or `..` components, a symlink on the way) is a crafted pool.
+fn check_recorded_home(log_pool: &Path, dir: &Path) -> Result<()> {
+    use std::path::Component;
+    let plain = dir.is_absolute()
+        && dir
+            .components()
+            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+    let canonical = dir.canonicalize().map(|c| c == dir).unwrap_or(true);
+    if plain && canonical {
+        return Ok(());
+    }
+    Err(Error::Corrupt {
+        what: format!(
+            "{}: the recorded home directory {:?} is not an absolute canonical path",
+            log_pool.display(),
+            dir.as_os_str()
+        ),
+        offset: layout::HOME_RECORD_OFF,
+    })
 }
 
 /// The home directory recorded in the log pool file at `log_pool` (`None` when it records
