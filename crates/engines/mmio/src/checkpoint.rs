@@ -11,9 +11,9 @@
 
 use crate::engine::{EntryState, Shared};
 use crate::file::{copy_durable, FileState, MmioFile};
+use crate::host::FileMedia;
 use crate::io_err;
 use crate::layout::BLOCK_SIZE;
-use crate::media::FileMedia;
 use parking_lot::RwLockWriteGuard;
 use pmem::Region;
 use std::path::Path;

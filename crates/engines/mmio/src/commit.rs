@@ -4,9 +4,9 @@
 
 use crate::engine::Shared;
 use crate::file::{FileState, MmioFile};
+use crate::host::FileMedia;
 use crate::io_err;
 use crate::layout::{self, fm, Policy, NO_EPOCH};
-use crate::media::FileMedia;
 use crate::PolicyMode;
 use pmem::Region;
 use std::sync::atomic::Ordering;

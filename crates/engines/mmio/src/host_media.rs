@@ -8,7 +8,7 @@
 //! this adapter keeps that promise with an explicit `sync_dir` (and `sync_all` of a created
 //! file or a changed length) after each one.
 
-use crate::media::{FileMedia, MediaStat, MARKER_NAME};
+use crate::host::{FileMedia, MediaStat, MARKER_NAME};
 use hostfs::{HostFs, HostFsError, OpenOptions, RealHostFs, Stat};
 use std::ffi::OsStr;
 use std::io;
@@ -139,9 +139,19 @@ impl<F: HostFs> FileMedia for HostMedia<F> {
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let moved = self.stat(from)?;
+        let target = match self.stat(to) {
+            Ok(st) => Some(st),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => None,
+            Err(e) => return Err(e),
+        };
+        if moved.kind == FileKind::File && target.is_none() {
+            return self.move_file(from, to);
+        }
         self.fs.rename(from, to).map_err(to_io)?;
-        // persist: the new name first (until then a crash leaves the old one), then the
-        // removal of the old name; both directories when they differ.
+        // persist: the new name first, then the removal of the old name. Until both
+        // directories are synced a crash may keep either name, both or (for a directory)
+        // neither: the engine moves files into free names with `move_file` instead.
         self.sync_parent(to)?;
         if from.parent() != to.parent() {
             self.sync_parent(from)?;
@@ -261,6 +271,19 @@ impl<F: HostFs> FileMedia for HostMedia<F> {
 }
 
 impl<F: HostFs> HostMedia<F> {
+    /// Move a file to a free name: link, sync, unlink, sync. A crash leaves the old name, both
+    /// names of the one file, or the new name — never neither (rename(2) promises that only
+    /// once both directories are synced). Recovery settles "both" from the intent record
+    /// that every such move is logged under.
+    fn move_file(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.fs.link(from, to).map_err(to_io)?;
+        // persist: the new name is durable before the old one goes.
+        self.sync_parent(to)?;
+        self.fs.unlink(from).map_err(to_io)?;
+        // persist: the move is complete when it returns.
+        self.sync_parent(from)
+    }
+
     /// Make a changed attribute durable (fsync of the file or directory).
     fn sync_attrs(&self, rel: &Path) -> io::Result<()> {
         if self.stat(rel)?.kind == FileKind::Dir {

@@ -14,7 +14,7 @@
 //! 48 checksum u32 (crc32c of bytes 8..48, 52..512 and the txid)   52 path_a ++ path_b (≤ 460)
 //! ```
 
-use crate::media::FileMedia;
+use crate::host::{FileMedia, MediaStat};
 use crate::{io_err, MmioError, MmioResult};
 use pmem::Region;
 use std::ffi::OsStr;
@@ -233,9 +233,9 @@ pub fn clear<R: Region>(pool: &R, at: u64) {
     pool.flush(at, 8);
 }
 
-fn exists<M: FileMedia>(media: &M, p: &Path) -> io::Result<Option<FileKind>> {
+fn stat_of<M: FileMedia>(media: &M, p: &Path) -> io::Result<Option<MediaStat>> {
     match media.stat(p) {
-        Ok(st) => Ok(Some(st.kind)),
+        Ok(st) => Ok(Some(st)),
         Err(e)
             if e.raw_os_error() == Some(libc::ENOENT)
                 || e.raw_os_error() == Some(libc::ENOTDIR) =>
@@ -244,6 +244,10 @@ fn exists<M: FileMedia>(media: &M, p: &Path) -> io::Result<Option<FileKind>> {
         }
         Err(e) => Err(e),
     }
+}
+
+fn exists<M: FileMedia>(media: &M, p: &Path) -> io::Result<Option<FileKind>> {
+    Ok(stat_of(media, p)?.map(|st| st.kind))
 }
 
 fn remove<M: FileMedia>(media: &M, p: &Path) -> io::Result<()> {
@@ -258,19 +262,38 @@ fn remove<M: FileMedia>(media: &M, p: &Path) -> io::Result<()> {
     }
 }
 
+/// Where a move from `a` to `b` stands on the host (a crash may cut it, or its undo,
+/// between the link of the new name and the unlink of the old one: see `FileMedia::rename`).
+enum Moved {
+    /// Only `a` exists (or neither): nothing was moved, or the move was undone.
+    NotMoved,
+    /// Only `b` exists.
+    Moved,
+    /// Both name the same file: the move (or its undo) was cut between link and unlink.
+    Both,
+}
+
+fn moved<M: FileMedia>(media: &M, a: &Path, b: &Path) -> Result<Moved> {
+    let sa = stat_of(media, a).map_err(|e| io_err(a, "stat", e))?;
+    let sb = stat_of(media, b).map_err(|e| io_err(b, "stat", e))?;
+    Ok(match (sa, sb) {
+        (Some(x), Some(y)) if x.id == y.id && x.kind == FileKind::File => Moved::Both,
+        (None, Some(_)) => Moved::Moved,
+        _ => Moved::NotMoved,
+    })
+}
+
 /// Undo one intent (idempotent: checks the host state first).
 pub fn undo<M: FileMedia>(media: &M, intent: &Intent) -> Result<()> {
     let err = |p: &Path, op, e| io_err(p, op, e);
     match intent {
         Intent::Created { a } => remove(media, a).map_err(|e| err(a, "undo create", e)),
-        Intent::Removed { a, b } | Intent::Renamed { a, b } => {
-            let back = exists(media, b).map_err(|e| err(b, "stat", e))?.is_some()
-                && exists(media, a).map_err(|e| err(a, "stat", e))?.is_none();
-            if back {
-                media.rename(b, a).map_err(|e| err(b, "undo rename", e))?;
-            }
-            Ok(())
-        }
+        Intent::Removed { a, b } | Intent::Renamed { a, b } => match moved(media, a, b)? {
+            Moved::NotMoved => Ok(()),
+            Moved::Moved => media.rename(b, a).map_err(|e| err(b, "undo rename", e)),
+            // The old name is back (or never went): drop the new one.
+            Moved::Both => media.unlink(b).map_err(|e| err(b, "undo rename", e)),
+        },
         Intent::Attr {
             a,
             perm,
@@ -293,8 +316,17 @@ pub fn undo<M: FileMedia>(media: &M, intent: &Intent) -> Result<()> {
 /// Make one intent final after its transaction committed (idempotent).
 pub fn finish<M: FileMedia>(media: &M, intent: &Intent) -> Result<()> {
     match intent {
-        Intent::Removed { b, .. } => {
-            remove(media, b).map_err(|e| io_err(b, "delete from trash", e))
+        Intent::Removed { a, b } | Intent::Renamed { a, b } => {
+            if let Moved::Both = moved(media, a, b)? {
+                // A move cut between link and unlink: complete it.
+                media
+                    .unlink(a)
+                    .map_err(|e| io_err(a, "complete rename", e))?;
+            }
+            if let Intent::Removed { .. } = intent {
+                remove(media, b).map_err(|e| io_err(b, "delete from trash", e))?;
+            }
+            Ok(())
         }
         _ => Ok(()),
     }

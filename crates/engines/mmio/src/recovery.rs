@@ -6,8 +6,8 @@
 //! recovery applies again with the same result (redo copies the same new bytes, undo the same
 //! old bytes; an entry is freed only after the home bytes it protects are durable).
 
+use crate::host::FileMedia;
 use crate::layout::{self, fm, IndexEntry, Superblock, NO_EPOCH, TX_RECORD_LEN};
-use crate::media::FileMedia;
 use crate::{io_err, MmioError, MmioResult, Policy};
 use pmem::Region;
 use std::collections::{BTreeMap, HashMap};
