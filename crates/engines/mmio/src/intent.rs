@@ -264,22 +264,22 @@ fn remove<M: FileMedia>(media: &M, p: &Path) -> io::Result<()> {
 
 /// Where a move from `a` to `b` stands on the host (a crash may cut it, or its undo,
 /// between the link of the new name and the unlink of the old one: see `FileMedia::rename`).
-enum Moved {
+enum MoveState {
     /// Only `a` exists (or neither): nothing was moved, or the move was undone.
-    NotMoved,
+    Before,
     /// Only `b` exists.
-    Moved,
+    After,
     /// Both name the same file: the move (or its undo) was cut between link and unlink.
     Both,
 }
 
-fn moved<M: FileMedia>(media: &M, a: &Path, b: &Path) -> Result<Moved> {
+fn moved<M: FileMedia>(media: &M, a: &Path, b: &Path) -> Result<MoveState> {
     let sa = stat_of(media, a).map_err(|e| io_err(a, "stat", e))?;
     let sb = stat_of(media, b).map_err(|e| io_err(b, "stat", e))?;
     Ok(match (sa, sb) {
-        (Some(x), Some(y)) if x.id == y.id && x.kind == FileKind::File => Moved::Both,
-        (None, Some(_)) => Moved::Moved,
-        _ => Moved::NotMoved,
+        (Some(x), Some(y)) if x.id == y.id && x.kind == FileKind::File => MoveState::Both,
+        (None, Some(_)) => MoveState::After,
+        _ => MoveState::Before,
     })
 }
 
@@ -289,10 +289,10 @@ pub fn undo<M: FileMedia>(media: &M, intent: &Intent) -> Result<()> {
     match intent {
         Intent::Created { a } => remove(media, a).map_err(|e| err(a, "undo create", e)),
         Intent::Removed { a, b } | Intent::Renamed { a, b } => match moved(media, a, b)? {
-            Moved::NotMoved => Ok(()),
-            Moved::Moved => media.rename(b, a).map_err(|e| err(b, "undo rename", e)),
+            MoveState::Before => Ok(()),
+            MoveState::After => media.rename(b, a).map_err(|e| err(b, "undo rename", e)),
             // The old name is back (or never went): drop the new one.
-            Moved::Both => media.unlink(b).map_err(|e| err(b, "undo rename", e)),
+            MoveState::Both => media.unlink(b).map_err(|e| err(b, "undo rename", e)),
         },
         Intent::Attr {
             a,
@@ -317,7 +317,7 @@ pub fn undo<M: FileMedia>(media: &M, intent: &Intent) -> Result<()> {
 pub fn finish<M: FileMedia>(media: &M, intent: &Intent) -> Result<()> {
     match intent {
         Intent::Removed { a, b } | Intent::Renamed { a, b } => {
-            if let Moved::Both = moved(media, a, b)? {
+            if let MoveState::Both = moved(media, a, b)? {
                 // A move cut between link and unlink: complete it.
                 media
                     .unlink(a)
