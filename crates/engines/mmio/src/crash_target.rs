@@ -7,20 +7,23 @@
 //! and recovers each region image it picks; the host files must crash at the same moment.
 //! The region ends in one trailer page holding the id of the host model the store in it
 //! runs on (written at format and at the start of every recovery, before anything else).
-//! Recovering a region image takes a crash point of that host model *now* — the harness
-//! recovers inside the fence hook, while the crashed store is stopped at the fence — and one
+//! Each fence of the log pool ([`PairedPool`]) holds the host model still ([`CutHost`]:
+//! host operations and mapped stores hold a lock shared, the fence exclusively) and records
+//! its crash point for the fencing thread; the harness recovers inside the fence's hook, and
+//! recovering a region image takes that crash point (outside a fence: the host now) and one
 //! of its crash images, chosen by a checksum of the log pool image (so a rerun picks the
 //! same one): lost and torn unsynced host data and undurable namespace operations, paired
-//! with every log pool image the harness checks. Crashes in the middle of recovery pair with
+//! with every log pool image the harness checks, at one moment even with several threads. Crashes in the middle of recovery pair with
 //! the recovering host model the same way; a second recovery with the recovered one.
 //! Crash points at host syncs between two fences are covered by the engine's own
 //! tests/crash.rs, which holds both hooks.
 
+use crate::crash_cut::CutHost;
 use crate::{HostMedia, MmioConfig, MmioStore, PolicyMode, Window};
 use crash::torture::KillTarget;
 use crash::CrashTarget;
-use hostfs::{SimConfig, SimHostFs};
-use pmem::{CrashConfig, Region, SimRegion};
+use hostfs::{HostCrashPoint, SimConfig, SimHostFs};
+use pmem::{CrashConfig, Region, RegionStats, SimRegion};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -66,8 +69,12 @@ impl MmioTarget {
         Some(Self::new(mode))
     }
 
-    fn pool(&self, region: Arc<SimRegion>) -> Window<SimRegion> {
-        Window::new(region, 0, self.config.log_pool_len)
+    fn pool(&self, region: Arc<SimRegion>, host: CutHost, id: u64) -> PairedPool {
+        PairedPool {
+            pool: Window::new(region, 0, self.config.log_pool_len),
+            host,
+            id,
+        }
     }
 
     /// Record in `region`'s trailer that its store runs on host model `id`.
@@ -89,6 +96,73 @@ pub fn host_config() -> SimConfig {
             seed: 0x6d6d_696f,
         },
         ..SimConfig::default()
+    }
+}
+
+/// The log pool of a store of the crash target: at each fence it holds its host model still
+/// (the cut of [`CutHost`]), records the host's crash point for the fencing thread, and
+/// fences — the fence's hook is where the harness recovers crash images, so a recovery pairs
+/// the region image with the host at the same moment.
+pub struct PairedPool {
+    pool: Window<SimRegion>,
+    host: CutHost,
+    id: u64,
+}
+
+type FenceKey = (u64, std::thread::ThreadId);
+
+/// The host crash points recorded by fences in progress (one per fencing thread and host).
+static AT_FENCE: Mutex<Vec<(FenceKey, HostCrashPoint)>> = Mutex::new(Vec::new());
+
+fn at_fence() -> std::sync::MutexGuard<'static, Vec<(FenceKey, HostCrashPoint)>> {
+    AT_FENCE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Region for PairedPool {
+    fn len(&self) -> u64 {
+        self.pool.len()
+    }
+    fn read(&self, off: u64, buf: &mut [u8]) {
+        self.pool.read(off, buf)
+    }
+    fn write(&self, off: u64, data: &[u8]) {
+        self.pool.write(off, data)
+    }
+    fn fill(&self, off: u64, len: u64, byte: u8) {
+        self.pool.fill(off, len, byte)
+    }
+    fn write_nt(&self, off: u64, data: &[u8]) {
+        self.pool.write_nt(off, data)
+    }
+    fn load_u64(&self, off: u64) -> u64 {
+        self.pool.load_u64(off)
+    }
+    fn store_u64(&self, off: u64, value: u64) {
+        self.pool.store_u64(off, value)
+    }
+    fn flush(&self, off: u64, len: u64) {
+        self.pool.flush(off, len)
+    }
+    fn fence(&self) {
+        let key = (self.id, std::thread::current().id());
+        let _cut = self.host.cut.write();
+        let point = self.host.fs.crash_point();
+        at_fence().push((key, point));
+        self.pool.fence();
+        let mut recorded = at_fence();
+        if let Some(at) = recorded.iter().rposition(|(k, _)| *k == key) {
+            recorded.swap_remove(at);
+        }
+    }
+    fn stats(&self) -> RegionStats {
+        self.pool.stats()
+    }
+}
+
+fn cut_host(fs: SimHostFs) -> CutHost {
+    CutHost {
+        fs,
+        cut: Arc::default(),
     }
 }
 
@@ -147,7 +221,15 @@ impl MmioTarget {
         })?;
         let image = region.persistent_image();
         let pick = crc32c::crc32c(image.get(..len as usize).unwrap_or(&image)) as u64;
-        let point = running.crash_point();
+        // Inside a fence hook: the host as the fence began; else (a crash after the workload,
+        // a second recovery) the host now.
+        let key = (id, std::thread::current().id());
+        let recorded = at_fence()
+            .iter()
+            .rev()
+            .find(|(k, _)| *k == key)
+            .map(|(_, point)| point.clone());
+        let point = recorded.unwrap_or_else(|| running.crash_point());
         let host_image = point.image(pick % point.image_count().max(1));
         Ok(SimHostFs::from_image(&host_image, host_config()))
     }
@@ -161,22 +243,24 @@ impl CrashTarget for MmioTarget {
         self.config.log_pool_len + TRAILER_LEN
     }
     fn format(&self, region: Arc<SimRegion>) -> Result<Box<dyn Store>> {
-        let host = SimHostFs::new(host_config());
-        self.bind(&region, register(&host, true));
-        let media = HostMedia::on(host);
+        let host = cut_host(SimHostFs::new(host_config()));
+        let id = register(&host.fs, true);
+        self.bind(&region, id);
+        let pool = self.pool(region, host.clone(), id);
         Ok(Box::new(MmioStore::create_on(
-            self.pool(region),
-            media,
+            pool,
+            HostMedia::on(host),
             &self.config,
         )?))
     }
     fn recover(&self, region: Arc<SimRegion>) -> Result<Box<dyn Store>> {
-        let host = self.crashed_host(&region)?;
-        self.bind(&region, register(&host, false));
-        let media = HostMedia::on(host);
+        let host = cut_host(self.crashed_host(&region)?);
+        let id = register(&host.fs, false);
+        self.bind(&region, id);
+        let pool = self.pool(region, host.clone(), id);
         Ok(Box::new(MmioStore::open_on(
-            self.pool(region),
-            media,
+            pool,
+            HostMedia::on(host),
             &self.config,
         )?))
     }

@@ -21,6 +21,8 @@
 mod checkpoint;
 mod commit;
 #[cfg(feature = "crash-target")]
+mod crash_cut;
+#[cfg(feature = "crash-target")]
 pub mod crash_target;
 mod engine;
 mod file;
