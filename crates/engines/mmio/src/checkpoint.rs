@@ -11,9 +11,9 @@
 
 use crate::engine::{EntryState, Shared};
 use crate::file::{copy_durable, FileState, MmioFile};
+use crate::host::FileMedia;
 use crate::io_err;
 use crate::layout::BLOCK_SIZE;
-use crate::media::FileMedia;
 use parking_lot::RwLockWriteGuard;
 use pmem::Region;
 use std::path::Path;
@@ -74,7 +74,8 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
             // persist: the checkpointed bytes are home (msync on a non-DAX file system)
             // before the entry that protects them is freed.
             map.fence();
-            M::check_map(map)
+            s.media
+                .check_map(map)
                 .map_err(|err| io_err(st.path.as_deref().unwrap_or("?".as_ref()), "msync", err))?;
         }
         s.clear_entry(id);
@@ -213,7 +214,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
                 // persist: every checkpointed byte is home (msync on a non-DAX file system)
                 // before its entry is freed.
                 map.fence();
-                if let Err(err) = M::check_map(map) {
+                if let Err(err) = s.media.check_map(map) {
                     // Not durable: the entries stay live, back at the queue's front.
                     let mut q = self.queue.lock();
                     for (id, generation, _) in batch.iter().rev() {

@@ -4,9 +4,9 @@
 
 use crate::engine::Shared;
 use crate::file::{FileState, MmioFile};
+use crate::host::FileMedia;
 use crate::io_err;
 use crate::layout::{self, fm, Policy, NO_EPOCH};
-use crate::media::FileMedia;
 use crate::PolicyMode;
 use pmem::Region;
 use std::sync::atomic::Ordering;
@@ -33,7 +33,8 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
             // persist: undo-mode and direct home writes are durable before the epoch bump
             // that commits them (msync on a non-DAX file system).
             map.fence();
-            M::check_map(map)
+            s.media
+                .check_map(map)
                 .map_err(|e| io_err(st.path.as_deref().unwrap_or("?".as_ref()), "msync", e))?;
         }
         Ok(())

@@ -2,8 +2,8 @@
 //! index entries (with their reader-writer locks), counters and the checkpoint thread.
 
 use crate::file::MmioFile;
+use crate::host::FileMedia;
 use crate::layout::{self, ie, IndexEntry, Policy, Superblock};
-use crate::media::FileMedia;
 use crate::radix::Buddy;
 use crate::MmioConfig;
 use parking_lot::{Condvar, Mutex, RwLock};

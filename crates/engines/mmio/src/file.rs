@@ -14,8 +14,8 @@
 //! may run on another thread.
 
 use crate::engine::{EntryState, Shared};
+use crate::host::FileMedia;
 use crate::layout::{self, fm, IndexEntry, Policy, BLOCK_SIZE, NO_EPOCH};
-use crate::media::FileMedia;
 use crate::radix::RadixTree;
 use crate::{io_err, PolicyMode};
 use parking_lot::{Mutex, RwLock};

@@ -14,7 +14,7 @@
 //! 48 checksum u32 (crc32c of bytes 8..48, 52..512 and the txid)   52 path_a ++ path_b (≤ 460)
 //! ```
 
-use crate::media::FileMedia;
+use crate::host::{FileMedia, MediaStat};
 use crate::{io_err, MmioError, MmioResult};
 use pmem::Region;
 use std::ffi::OsStr;
@@ -130,9 +130,17 @@ impl IntentRecord {
             ))
         };
         let (a, b) = (path(0, la), path(la, lb));
+        let kind = r[8];
+        // Paths read back from the pool are untrusted: each must be one hostfs accepts below
+        // the store directory (relative, no `..`, no NUL, bounded), checked before recovery
+        // acts on any of them.
+        check_path(&a, at)?;
+        if matches!(kind, 2 | 3) {
+            check_path(&b, at)?;
+        }
         let mut perm = [0u8; 4];
         perm.copy_from_slice(&r[24..28]);
-        let intent = match r[8] {
+        let intent = match kind {
             1 => Intent::Created { a },
             2 => Intent::Removed { a, b },
             3 => Intent::Renamed { a, b },
@@ -150,6 +158,57 @@ impl IntentRecord {
             intent,
         }))
     }
+}
+
+/// Refuse a path of an intent record that could name anything outside the store directory.
+fn check_path(p: &Path, at: u64) -> MmioResult<()> {
+    hostfs::RelPath::new(p).map(drop).map_err(|e| {
+        MmioError::corrupt(
+            format!("intent record names a path outside the store directory ({e})"),
+            at,
+        )
+    })
+}
+
+/// The paths an intent acts on.
+pub fn paths(intent: &Intent) -> Vec<&Path> {
+    match intent {
+        Intent::Created { a } | Intent::Attr { a, .. } => vec![a],
+        Intent::Removed { a, b } | Intent::Renamed { a, b } => vec![a, b],
+    }
+}
+
+/// Refuse a path of the intent record at `at` with a symlink on the way or at its end: the
+/// engine never creates one, so such a record was crafted or the directory was changed
+/// behind its back (the jail would not follow it anyway; this says so clearly, before
+/// recovery acts on any record).
+pub fn check_no_symlink<M: FileMedia>(media: &M, p: &Path, at: u64) -> MmioResult<()> {
+    let mut prefix = PathBuf::new();
+    for component in p.components() {
+        prefix.push(component);
+        match media.stat(&prefix) {
+            Ok(st) if st.kind == FileKind::Symlink => {
+                return Err(MmioError::corrupt(
+                    format!(
+                        "intent record names {}, which passes through the symlink {} \
+                         (symlinks in the store directory are never followed)",
+                        p.display(),
+                        prefix.display()
+                    ),
+                    at,
+                ))
+            }
+            Ok(_) => {}
+            Err(e)
+                if e.raw_os_error() == Some(libc::ENOENT)
+                    || e.raw_os_error() == Some(libc::ENOTDIR) =>
+            {
+                return Ok(())
+            }
+            Err(e) => return Err(io_err(&prefix, "stat", e).into()),
+        }
+    }
+    Ok(())
 }
 
 /// Write intent record `idx` (offset `at`): body, fence, then the txid that makes it valid.
@@ -174,9 +233,9 @@ pub fn clear<R: Region>(pool: &R, at: u64) {
     pool.flush(at, 8);
 }
 
-fn exists<M: FileMedia>(media: &M, p: &Path) -> io::Result<Option<FileKind>> {
+fn stat_of<M: FileMedia>(media: &M, p: &Path) -> io::Result<Option<MediaStat>> {
     match media.stat(p) {
-        Ok(st) => Ok(Some(st.kind)),
+        Ok(st) => Ok(Some(st)),
         Err(e)
             if e.raw_os_error() == Some(libc::ENOENT)
                 || e.raw_os_error() == Some(libc::ENOTDIR) =>
@@ -185,6 +244,10 @@ fn exists<M: FileMedia>(media: &M, p: &Path) -> io::Result<Option<FileKind>> {
         }
         Err(e) => Err(e),
     }
+}
+
+fn exists<M: FileMedia>(media: &M, p: &Path) -> io::Result<Option<FileKind>> {
+    Ok(stat_of(media, p)?.map(|st| st.kind))
 }
 
 fn remove<M: FileMedia>(media: &M, p: &Path) -> io::Result<()> {
@@ -199,19 +262,38 @@ fn remove<M: FileMedia>(media: &M, p: &Path) -> io::Result<()> {
     }
 }
 
+/// Where a move from `a` to `b` stands on the host (a crash may cut it, or its undo,
+/// between the link of the new name and the unlink of the old one: see `FileMedia::rename`).
+enum MoveState {
+    /// Only `a` exists (or neither): nothing was moved, or the move was undone.
+    Before,
+    /// Only `b` exists.
+    After,
+    /// Both name the same file: the move (or its undo) was cut between link and unlink.
+    Both,
+}
+
+fn moved<M: FileMedia>(media: &M, a: &Path, b: &Path) -> Result<MoveState> {
+    let sa = stat_of(media, a).map_err(|e| io_err(a, "stat", e))?;
+    let sb = stat_of(media, b).map_err(|e| io_err(b, "stat", e))?;
+    Ok(match (sa, sb) {
+        (Some(x), Some(y)) if x.id == y.id && x.kind == FileKind::File => MoveState::Both,
+        (None, Some(_)) => MoveState::After,
+        _ => MoveState::Before,
+    })
+}
+
 /// Undo one intent (idempotent: checks the host state first).
 pub fn undo<M: FileMedia>(media: &M, intent: &Intent) -> Result<()> {
     let err = |p: &Path, op, e| io_err(p, op, e);
     match intent {
         Intent::Created { a } => remove(media, a).map_err(|e| err(a, "undo create", e)),
-        Intent::Removed { a, b } | Intent::Renamed { a, b } => {
-            let back = exists(media, b).map_err(|e| err(b, "stat", e))?.is_some()
-                && exists(media, a).map_err(|e| err(a, "stat", e))?.is_none();
-            if back {
-                media.rename(b, a).map_err(|e| err(b, "undo rename", e))?;
-            }
-            Ok(())
-        }
+        Intent::Removed { a, b } | Intent::Renamed { a, b } => match moved(media, a, b)? {
+            MoveState::Before => Ok(()),
+            MoveState::After => media.rename(b, a).map_err(|e| err(b, "undo rename", e)),
+            // The old name is back (or never went): drop the new one.
+            MoveState::Both => media.unlink(b).map_err(|e| err(b, "undo rename", e)),
+        },
         Intent::Attr {
             a,
             perm,
@@ -234,8 +316,17 @@ pub fn undo<M: FileMedia>(media: &M, intent: &Intent) -> Result<()> {
 /// Make one intent final after its transaction committed (idempotent).
 pub fn finish<M: FileMedia>(media: &M, intent: &Intent) -> Result<()> {
     match intent {
-        Intent::Removed { b, .. } => {
-            remove(media, b).map_err(|e| io_err(b, "delete from trash", e))
+        Intent::Removed { a, b } | Intent::Renamed { a, b } => {
+            if let MoveState::Both = moved(media, a, b)? {
+                // A move cut between link and unlink: complete it.
+                media
+                    .unlink(a)
+                    .map_err(|e| io_err(a, "complete rename", e))?;
+            }
+            if let Intent::Removed { .. } = intent {
+                remove(media, b).map_err(|e| io_err(b, "delete from trash", e))?;
+            }
+            Ok(())
         }
         _ => Ok(()),
     }

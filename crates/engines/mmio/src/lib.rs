@@ -11,8 +11,9 @@
 //! accesses of the last epoch. See docs/engines/mmio.md and docs/format.md.
 //!
 //! Entry points: [`MmioStore::create`] / [`MmioStore::open`] on a real directory and log pool
-//! file, [`MmioStore::create_on`] / [`MmioStore::open_on`] over any media (the crash tests use
-//! [`media::SimMedia`] and [`media::Window`]s of one [`pmem::SimRegion`]), and the
+//! file, [`MmioStore::create_on`] / [`MmioStore::open_on`] over any log pool region and any
+//! `hostfs::HostFs` store directory wrapped in [`HostMedia`] (the crash tests pair a
+//! [`pmem::SimRegion`] log pool with the `hostfs::SimHostFs` crash model), and the
 //! Libnvmmio-style mapping API [`MmioStore::nvmmap`].
 
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -20,21 +21,27 @@
 mod checkpoint;
 mod commit;
 #[cfg(feature = "crash-target")]
+mod crash_cut;
+#[cfg(feature = "crash-target")]
 pub mod crash_target;
 mod engine;
 mod file;
+pub mod host;
+mod host_media;
 pub mod intent;
 pub mod layout;
-pub mod media;
 mod nvmmap;
 pub mod radix;
 mod recovery;
 mod store_impl;
+mod window;
 
+pub use host::{FileMedia, MediaStat};
+pub use host_media::HostMedia;
 pub use layout::Policy;
-pub use media::{FileMedia, HostMedia, SimMedia, SimNamespace, Window};
 pub use nvmmap::NvMap;
 pub use store_impl::{recorded_home, HostMmioStore, MmioStore, RecoveryReport};
+pub use window::Window;
 
 use std::time::Duration;
 

@@ -3,8 +3,8 @@
 //! (`nvmsync`), and the read-only consistency check behind `Store::fsck`.
 
 use crate::engine::Shared;
+use crate::host::FileMedia;
 use crate::layout::{self, IndexEntry};
-use crate::media::FileMedia;
 use crate::MmioStore;
 use pmem::Region;
 use store::{Fh, FsckReport, Result, Store};

@@ -6,8 +6,8 @@
 //! recovery applies again with the same result (redo copies the same new bytes, undo the same
 //! old bytes; an entry is freed only after the home bytes it protects are durable).
 
+use crate::host::FileMedia;
 use crate::layout::{self, fm, IndexEntry, Superblock, NO_EPOCH, TX_RECORD_LEN};
-use crate::media::FileMedia;
 use crate::{io_err, MmioError, MmioResult, Policy};
 use pmem::Region;
 use std::collections::{BTreeMap, HashMap};
@@ -139,6 +139,11 @@ fn recover_intents<R: Region, M: FileMedia>(
     }
     all.sort_by_key(|(_, r)| std::cmp::Reverse(r.seq));
     for (idx, rec) in &all {
+        for p in crate::intent::paths(&rec.intent) {
+            crate::intent::check_no_symlink(media, p, sb.intent_at(*idx))?;
+        }
+    }
+    for (idx, rec) in &all {
         if committed.contains(&rec.txid) {
             continue;
         }
@@ -263,7 +268,9 @@ fn recover_file<R: Region, M: FileMedia>(
             }
             // persist: redone and undone bytes are home before any entry is freed.
             map.fence();
-            M::check_map(&map).map_err(|e| io_err(&path, "msync", e))?;
+            media
+                .check_map(&map)
+                .map_err(|e| io_err(&path, "msync", e))?;
         } else {
             report.entries_discarded += entries.len() as u64;
         }

@@ -3,9 +3,10 @@
 
 use crate::engine::{checkpoint_loop, Shared};
 use crate::file::MmioFile;
+use crate::host::{rel_path, FileMedia, MediaStat};
+use crate::host_media::HostMedia;
 use crate::intent::{self, Intent, IntentRecord, TRASH_NAME};
 use crate::layout::{self, Superblock, TxFile};
-use crate::media::{rel_path, FileMedia, HostMedia, MediaStat};
 pub use crate::recovery::RecoveryReport;
 use crate::{io_err, MmioConfig, MmioError};
 use parking_lot::Mutex;
@@ -168,6 +169,7 @@ impl HostMmioStore {
                 log_pool.display()
             ))
         })?;
+        check_recorded_home(log_pool, &dir)?;
         Self::open(&dir, log_pool, config).map_err(|e| match e {
             Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
                 Error::NotFound(format!(
@@ -186,11 +188,84 @@ impl HostMmioStore {
     }
 
     /// Open an existing store, running recovery.
+    ///
+    /// Nothing in `dir` is changed before its marker file (read without following a
+    /// symlink) names the log pool's store: a pool of another store, or one crafted to name
+    /// a directory that is no store's, is refused without touching it.
     pub fn open(dir: &Path, log_pool: &Path, config: &MmioConfig) -> Result<Self> {
-        let media = HostMedia::new(dir).map_err(|e| io_err(dir, "open", e))?;
         let pool = MappedRegion::open(log_pool).map_err(pm_err)?;
+        check_marker_read_only(dir, &pool)?;
+        let media = HostMedia::new(dir).map_err(|e| io_err(dir, "open", e))?;
         Self::open_on(pool, media, config)
     }
+}
+
+/// `dir`'s marker names the store of `pool` (read only; `CrossStore` otherwise).
+fn check_marker_read_only(dir: &Path, pool: &MappedRegion) -> Result<()> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    if pool.len() < 128 {
+        return Err(MmioError::BadMagic.into());
+    }
+    let mut b = [0u8; 128];
+    pool.read(0, &mut b);
+    let sb = Superblock::decode(&b, pool.len())?;
+    let path = dir.join(crate::host::MARKER_NAME);
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&path);
+    let mut id = [0u8; 9];
+    let found = match opened {
+        Ok(mut file) if file.metadata().is_ok_and(|m| m.is_file()) => {
+            let n = file.read(&mut id).map_err(|e| io_err(&path, "read", e))?;
+            (n == 8).then(|| {
+                u64::from_le_bytes([id[0], id[1], id[2], id[3], id[4], id[5], id[6], id[7]])
+            })
+        }
+        Ok(_) => None,
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+            if !dir.is_dir() {
+                return Err(io_err(dir, "open", e));
+            }
+            None
+        }
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => None,
+        Err(e) => return Err(io_err(&path, "open", e)),
+    };
+    if found != Some(sb.store_id) {
+        return Err(Error::CrossStore(format!(
+            "the log pool (store {:#x}) does not belong to {} (its marker names {})",
+            sb.store_id,
+            dir.display(),
+            found
+                .map(|m| format!("store {m:#x}"))
+                .unwrap_or_else(|| "no store".into())
+        )));
+    }
+    Ok(())
+}
+
+/// A recorded home directory is what `create` wrote: an absolute canonical path. Anything
+/// else (a relative path, `.` or `..` components, a symlink on the way) is a crafted pool.
+fn check_recorded_home(log_pool: &Path, dir: &Path) -> Result<()> {
+    use std::path::Component;
+    let plain = dir.is_absolute()
+        && dir
+            .components()
+            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+    let canonical = dir.canonicalize().map(|c| c == dir).unwrap_or(true);
+    if plain && canonical {
+        return Ok(());
+    }
+    Err(Error::Corrupt {
+        what: format!(
+            "{}: the recorded home directory {:?} is not an absolute canonical path",
+            log_pool.display(),
+            dir.as_os_str()
+        ),
+        offset: layout::HOME_RECORD_OFF,
+    })
 }
 
 /// The home directory recorded in the log pool file at `log_pool` (`None` when it records
@@ -453,7 +528,7 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
         if name == b"."
             || name == b".."
             || (parent == ROOT_INO
-                && (name == crate::media::MARKER_NAME.as_bytes() || name == TRASH_NAME.as_bytes()))
+                && (name == crate::host::MARKER_NAME.as_bytes() || name == TRASH_NAME.as_bytes()))
         {
             return Err(Error::InvalidArgument(format!(
                 "reserved name {:?}",
@@ -1088,8 +1163,11 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
         self.check()?;
         check_entry_name(name)?;
         check_entry_name(new_name)?;
+        let Some(tx) = tx else {
+            return self.rename_alone(parent, name, new_parent, new_name);
+        };
         let mut t = self.tables.lock();
-        Self::tx_open(&t, tx)?;
+        Self::tx_open(&t, Some(tx))?;
         let from = self.child_path(&mut t, parent, name)?;
         let to = self.child_path(&mut t, new_parent, new_name)?;
         let moved = self.stat_path(&from)?;
@@ -1100,42 +1178,14 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
             }
             changed.push(self.ino_of(target.id));
         }
-        Self::check_owner(&t, &changed, tx.map(|t| t.0))?;
-        if let Some(tx) = tx {
-            return self.rename_in_tx(
-                &mut t,
-                tx,
-                (parent, name, &from),
-                (new_parent, new_name, &to),
-                &moved,
-            );
-        }
-        if let Ok(target) = self.stat_path(&to) {
-            if target.id != moved.id
-                && target.kind == FileKind::File
-                && moved.kind == FileKind::File
-            {
-                self.detach_open(&mut t, self.ino_of(target.id))?;
-            }
-        }
-        self.shared
-            .media
-            .rename(&from, &to)
-            .map_err(|e| io_err(&from, "rename", e))?;
-        let ino = self.ino_of(moved.id);
-        t.names.insert(ino, (new_parent, new_name.to_vec()));
-        // Open files below a renamed directory have new paths.
-        let open: Vec<(Ino, Arc<MmioFile<R, M>>)> =
-            t.open.iter().map(|(i, (f, _))| (*i, f.clone())).collect();
-        for (i, f) in open {
-            if let Ok(p) = Self::path_of(&t, i) {
-                let mut st = f.state.write();
-                if st.path.is_some() {
-                    st.path = Some(p);
-                }
-            }
-        }
-        Ok(())
+        Self::check_owner(&t, &changed, Some(tx.0))?;
+        self.rename_in_tx(
+            &mut t,
+            tx,
+            (parent, name, &from),
+            (new_parent, new_name, &to),
+            &moved,
+        )
     }
 
     fn link(
@@ -1698,6 +1748,28 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
         let _ = from;
         self.refresh_paths(t);
         Ok(())
+    }
+
+    /// A rename outside a transaction runs as a transaction of its own. On the host a
+    /// rename is two directory entries that become durable independently: a crash before
+    /// the directories are synced may keep both names, or (renaming over another file)
+    /// the old target and the source. The transaction's intents (the replaced target to
+    /// the trash, then the move) let recovery settle either way.
+    fn rename_alone(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        new_parent: Ino,
+        new_name: &[u8],
+    ) -> Result<()> {
+        let tx = self.tx_begin(&[])?;
+        match self.rename(parent, name, new_parent, new_name, Some(tx)) {
+            Ok(()) => self.tx_commit(tx),
+            Err(e) => {
+                let _ = self.tx_abort(tx);
+                Err(e)
+            }
+        }
     }
 
     /// Drop the store without unmounting (as a crash at a quiescent point, for tests):

@@ -41,10 +41,10 @@ fn bad_magic_and_corrupt_superblock() {
     let (region, s) = sim_store(&cfg());
     drop(s);
     let mut image = region.persistent_image();
-    image[20] ^= 0xFF; // inside the checksummed part
+    image.pool[20] ^= 0xFF; // inside the checksummed part
     let err = sim_reopen(image.clone(), &cfg()).err().unwrap();
     assert!(matches!(err, Error::Corrupt { .. }), "{err}");
-    image[0] = b'X';
+    image.pool[0] = b'X';
     let err = sim_reopen(image, &cfg()).err().unwrap();
     assert!(matches!(err, Error::BadMagic(_)), "{err}");
 }
@@ -62,12 +62,12 @@ fn corrupt_index_entry_is_reported() {
     assert!(s.live_entries(fh).unwrap() > 0);
     let mut image = region.persistent_image();
     // Find the live index entry (non-zero epoch word) and damage its file offset.
-    let sb_index_off = u64::from_le_bytes(image[72..80].try_into().unwrap()) as usize;
+    let sb_index_off = u64::from_le_bytes(image.pool[72..80].try_into().unwrap()) as usize;
     let live = (0..c.index_entries_max as usize)
         .map(|i| sb_index_off + i * 64)
-        .find(|&at| image[at..at + 8] != [0; 8])
+        .find(|&at| image.pool[at..at + 8] != [0; 8])
         .unwrap();
-    image[live + 16] ^= 0x40;
+    image.pool[live + 16] ^= 0x40;
     let err = sim_reopen(image, &c).err().unwrap();
     assert!(matches!(err, Error::Corrupt { .. }), "{err}");
 }
@@ -165,9 +165,8 @@ fn bad_configuration_is_rejected() {
         log_entry_max: 3000,
         ..cfg()
     };
-    let region = std::sync::Arc::new(pmem::SimRegion::new(1 << 20));
-    let pool = mmio::Window::new(region.clone(), 0, 1 << 20);
-    let media = mmio::SimMedia::new(region, 0, 4096, 0);
+    let pool = std::sync::Arc::new(pmem::SimRegion::new(1 << 20));
+    let media = mmio::HostMedia::on(hostfs::SimHostFs::new(host_config()));
     let err = MmioStore::create_on(pool, media, &bad).err().unwrap();
     assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
 }

@@ -1,6 +1,9 @@
-//! Crash test over simulated media: one SimRegion holds the log pool and the host files'
-//! contents and the simulated namespace (persisted in the same region), so a crash image at every
-//! fence covers both media. A seeded workload of single writes, O_ATOMIC epochs, multi-file
+//! Crash test over simulated media: a SimRegion log pool and a SimHostFs host directory on one
+//! crash clock, so that every fence of the log pool and every sync of the host directory
+//! (fsync of a file or directory, msync of a mapping) is a crash point, and each crash image
+//! pairs a log pool image with a host image of the same moment (unsynced host data lost or
+//! torn per sector or page, namespace operations not yet made durable by a directory sync
+//! undone). A seeded workload of single writes, O_ATOMIC epochs, multi-file
 //! transactions, truncations and aborts runs; at every fence, sampled crash images are
 //! recovered and checked: every committed sync/transaction fully present, the in-flight one
 //! either fully present or fully absent, nothing else. Some images are recovered with a crash
@@ -13,10 +16,12 @@
 mod common;
 
 use common::*;
+use hostfs::{HostCrashPoint, SimHostFs};
 use mmio::{MmioConfig, PolicyMode};
 use pmem::{CrashConfig, CrashPoint, SimRegion};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use store::{Fh, Store};
 
@@ -31,6 +36,7 @@ struct Oracle {
     inflight: Option<Tree>,
     checked_images: u64,
     fences: u64,
+    syncs: u64,
     nested: u64,
     failure: Option<String>,
 }
@@ -52,23 +58,26 @@ fn tree_of(files: &[Vec<u8>], extra: &Tree) -> Tree {
     t
 }
 
-fn check_image(o: &mut Oracle, image: Vec<u8>, cfg: &MmioConfig, nested: bool) {
+fn check_image(o: &mut Oracle, image: SimImage, cfg: &MmioConfig, nested: bool) {
     let got = if nested {
         // Crash in the middle of recovery, at its second fence, then recover again.
-        let saved: Arc<Mutex<Option<Vec<u8>>>> = Arc::default();
-        let region = Arc::new(SimRegion::from_image(image.clone()));
+        let saved: Arc<Mutex<Option<SimImage>>> = Arc::default();
+        let region = Arc::new(SimRegion::from_image(image.pool.clone()));
+        let host = SimHostFs::from_image(&image.host, host_config());
         let sink = saved.clone();
+        let recovering = host.clone();
         let mut k = 0;
         region.set_fence_hook(Box::new(move |cp: &CrashPoint<'_>| {
             k += 1;
             if k == 2 {
-                *sink.lock().unwrap() = cp.images().last();
+                let hp = recovering.crash_point();
+                *sink.lock().unwrap() = cp.images().last().map(|pool| SimImage {
+                    pool,
+                    host: hp.image(hp.image_count() - 1),
+                });
             }
         }));
-        let pool = mmio::Window::new(region.clone(), 0, cfg.log_pool_len);
-        let first = mmio::SimMedia::open(region.clone(), cfg.log_pool_len, FILE_CAPACITY, FILES)
-            .map_err(|e| store::Error::corrupt(e.to_string(), 0))
-            .and_then(|media| mmio::MmioStore::open_on(pool, media, cfg));
+        let first = mmio::MmioStore::open_on(region.clone(), mmio::HostMedia::on(host), cfg);
         drop(first);
         region.take_fence_hook();
         let mid = saved.lock().unwrap().take();
@@ -115,12 +124,16 @@ fn run(seed: u64, mode: PolicyMode, ops: usize) -> (u64, u64, u64) {
         policy_mode: mode,
         ..MmioConfig::test_min()
     };
-    let (region, s) = sim_store(&cfg);
-    region.set_crash_config(CrashConfig {
+    let (sim, s) = sim_store(&cfg);
+    sim.region.set_crash_config(CrashConfig {
         exhaustive_limit: 4,
         sample_count: 3,
         seed,
     });
+    // One time line for both media: every fence of the log pool and every sync of the host
+    // directory is a crash point.
+    let clock = Arc::new(AtomicU64::new(0));
+    sim.host.set_clock(clock.clone());
     let fhs: Vec<Fh> = (0..NFILES)
         .map(|i| open_rw(&s, &format!("/f{i}"), false))
         .collect();
@@ -129,17 +142,47 @@ fn run(seed: u64, mode: PolicyMode, ops: usize) -> (u64, u64, u64) {
         ..Default::default()
     }));
     {
-        let oracle = oracle.clone();
-        let cfg = cfg.clone();
-        region.set_fence_hook(Box::new(move |cp: &CrashPoint<'_>| {
+        // A crash at a fence of the log pool: its images, each with a crash image of the
+        // host directory at the same moment.
+        let (oracle, cfg, host, clock) =
+            (oracle.clone(), cfg.clone(), sim.host.clone(), clock.clone());
+        sim.region
+            .set_fence_hook(Box::new(move |cp: &CrashPoint<'_>| {
+                let tick = clock.fetch_add(1, Ordering::Relaxed);
+                let mut o = oracle.lock().unwrap();
+                o.fences += 1;
+                if o.failure.is_some() {
+                    return;
+                }
+                let hp = host.crash_point();
+                for (i, pool) in cp.images().enumerate() {
+                    let host = hp.image((tick + i as u64 * 7) % hp.image_count());
+                    let image = SimImage { pool, host };
+                    check_image(&mut o, image, &cfg, (tick + i as u64).is_multiple_of(7));
+                }
+            }));
+    }
+    {
+        // A crash at a sync of the host directory (fsync, msync): its images, each with a
+        // crash image of the log pool at the same moment.
+        let (oracle, cfg, region) = (oracle.clone(), cfg.clone(), sim.region.clone());
+        sim.host.set_sync_hook(Box::new(move |hp: &HostCrashPoint| {
             let mut o = oracle.lock().unwrap();
-            o.fences += 1;
+            o.syncs += 1;
             if o.failure.is_some() {
                 return;
             }
-            let fence = cp.fence_index();
-            for (i, image) in cp.images().enumerate() {
-                check_image(&mut o, image, &cfg, (fence + i as u64).is_multiple_of(7));
+            let cp = region.crash_point();
+            let pools: Vec<Vec<u8>> = cp.images().collect();
+            let count = hp.image_count().min(3);
+            for k in 0..count {
+                let index = (hp.clock() + k * 5) % hp.image_count();
+                let pool = pools[(k as usize) % pools.len()].clone();
+                let image = SimImage {
+                    pool,
+                    host: hp.image(index),
+                };
+                check_image(&mut o, image, &cfg, false);
             }
         }));
     }
@@ -292,14 +335,16 @@ fn run(seed: u64, mode: PolicyMode, ops: usize) -> (u64, u64, u64) {
             panic!("seed {seed} mode {mode:?}: after op {op}: {why}");
         }
     }
-    region.take_fence_hook();
+    sim.region.take_fence_hook();
+    sim.host.take_sync_hook();
     assert_eq!(
         contents(&s).unwrap(),
         tree_of(&model, &extra),
         "live contents differ from the model (seed {seed})"
     );
     let o = oracle.lock().unwrap();
-    (o.fences, o.checked_images, o.nested)
+    assert!(o.fences > 0 && o.syncs > 0, "crash points on both media");
+    (o.fences + o.syncs, o.checked_images, o.nested)
 }
 
 fn seed() -> u64 {
@@ -312,20 +357,20 @@ fn seed() -> u64 {
 #[test]
 fn crash_images_hybrid() {
     let (f, i, n) = run(seed(), PolicyMode::Hybrid, 60);
-    println!("hybrid: {f} fences, {i} crash images recovered and checked ({n} with a crash during recovery)");
+    println!("hybrid: {f} crash points (fences and host syncs), {i} crash images recovered and checked ({n} with a crash during recovery)");
     assert!(i > 100);
 }
 
 #[test]
 fn crash_images_undo() {
     let (f, i, n) = run(seed() ^ 1, PolicyMode::Undo, 40);
-    println!("undo: {f} fences, {i} crash images checked ({n} nested)");
+    println!("undo: {f} crash points, {i} crash images checked ({n} nested)");
     assert!(i > 100);
 }
 
 #[test]
 fn crash_images_redo() {
     let (f, i, n) = run(seed() ^ 2, PolicyMode::Redo, 40);
-    println!("redo: {f} fences, {i} crash images checked ({n} nested)");
+    println!("redo: {f} crash points, {i} crash images checked ({n} nested)");
     assert!(i > 100);
 }

@@ -23,7 +23,7 @@
 mod common;
 
 use common::*;
-use mmio::{MmioConfig, MmioStore, PolicyMode, SimMedia, Window};
+use mmio::{HostMedia, MmioConfig, MmioStore, PolicyMode};
 use pmem::{Region, RegionStats, SimRegion};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -40,7 +40,7 @@ struct GateState {
 
 /// A log pool whose first fence on the armed thread waits until the gate opens.
 struct GatedPool {
-    inner: Window<SimRegion>,
+    inner: Arc<SimRegion>,
     armed: Mutex<Option<std::thread::ThreadId>>,
     done: AtomicBool,
     state: Arc<(Mutex<GateState>, Condvar)>,
@@ -105,17 +105,18 @@ fn checkpoint_keeps_redo_data_of_a_page_grown_after_its_snapshot() {
         ..MmioConfig::test_min()
     };
     let len = cfg.log_pool_len;
-    let region = Arc::new(SimRegion::new(
-        len + SimMedia::area_len(FILE_CAPACITY, FILES),
-    ));
+    let sim = Sim {
+        region: Arc::new(SimRegion::new(len)),
+        host: hostfs::SimHostFs::new(host_config()),
+    };
     let state: Arc<(Mutex<GateState>, Condvar)> = Arc::default();
     let pool = GatedPool {
-        inner: Window::new(region.clone(), 0, len),
+        inner: sim.region.clone(),
         armed: Mutex::new(None),
         done: AtomicBool::new(false),
         state: state.clone(),
     };
-    let media = SimMedia::new(region.clone(), len, FILE_CAPACITY, FILES);
+    let media = HostMedia::on(sim.host.clone());
     let s = MmioStore::create_on(pool, media, &cfg).unwrap();
     let fh = open_rw(&s, "/f", false);
     // Three pages, appended (home directly), then page 0 overwritten: one committed redo entry,
@@ -160,7 +161,7 @@ fn checkpoint_keeps_redo_data_of_a_page_grown_after_its_snapshot() {
         got[3 * PAGE] as char
     );
     // A power loss and a process kill (the cache image survives) both recover it too.
-    for image in [region.persistent_image(), region.cache_image()] {
+    for image in [sim.persistent_image(), sim.cache_image()] {
         let (_r, s2) = sim_reopen(image, &cfg).unwrap();
         assert!(read_path(&s2, "/f") == want, "recovered file differs");
     }

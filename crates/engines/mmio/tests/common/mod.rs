@@ -1,42 +1,72 @@
-//! Helpers shared by the mmio integration tests: stores over simulated media (one SimRegion
-//! holds the log pool and the file extents) and over a real directory on /dev/shm.
+//! Helpers shared by the mmio integration tests: stores over simulated media (a SimRegion log
+//! pool and a SimHostFs host directory) and over a real directory on /dev/shm.
 #![allow(dead_code)]
 
-use mmio::{MmioConfig, MmioStore, SimMedia, Window};
+use hostfs::{HostImage, SimConfig, SimHostFs};
+use mmio::{HostMedia, MmioConfig, MmioStore};
 use pmem::SimRegion;
 use std::sync::Arc;
 use store::{Fh, OpenOptions, Store};
 
-pub type SimStore = MmioStore<Window<SimRegion>, SimMedia>;
+pub type SimStore = MmioStore<Arc<SimRegion>, HostMedia<SimHostFs>>;
 
-pub const FILE_CAPACITY: u64 = 64 << 10;
-pub const FILES: u32 = 16;
-
-pub fn pool_len(cfg: &MmioConfig) -> u64 {
-    cfg.log_pool_len
+/// The two simulated media of a store: the log pool and the host directory.
+#[derive(Clone)]
+pub struct Sim {
+    pub region: Arc<SimRegion>,
+    pub host: SimHostFs,
 }
 
-/// A fresh store over a new simulated region.
-pub fn sim_store(cfg: &MmioConfig) -> (Arc<SimRegion>, SimStore) {
-    let len = pool_len(cfg);
-    let region = Arc::new(SimRegion::new(
-        len + SimMedia::area_len(FILE_CAPACITY, FILES),
-    ));
-    let pool = Window::new(region.clone(), 0, len);
-    let media = SimMedia::new(region.clone(), len, FILE_CAPACITY, FILES);
-    let store = MmioStore::create_on(pool, media, cfg).expect("create sim store");
-    (region, store)
+/// A crash image of both media.
+#[derive(Clone)]
+pub struct SimImage {
+    pub pool: Vec<u8>,
+    pub host: HostImage,
 }
 
-/// Open (recover) a store from a crash image of the region (log pool, namespace and files).
-pub fn sim_reopen(image: Vec<u8>, cfg: &MmioConfig) -> store::Result<(Arc<SimRegion>, SimStore)> {
-    let len = pool_len(cfg);
-    let region = Arc::new(SimRegion::from_image(image));
-    let pool = Window::new(region.clone(), 0, len);
-    let media = SimMedia::open(region.clone(), len, FILE_CAPACITY, FILES)
-        .map_err(|e| store::Error::corrupt(format!("simulated namespace: {e}"), len))?;
-    let store = MmioStore::open_on(pool, media, cfg)?;
-    Ok((region, store))
+impl Sim {
+    /// What survives a crash now for certain: nothing pending reached either medium.
+    pub fn persistent_image(&self) -> SimImage {
+        SimImage {
+            pool: self.region.persistent_image(),
+            host: self.host.durable_image(),
+        }
+    }
+
+    /// A crash now in which everything pending reached both media.
+    pub fn cache_image(&self) -> SimImage {
+        SimImage {
+            pool: self.region.cache_image(),
+            host: self.host.live_image(),
+        }
+    }
+}
+
+/// The host model of the tests: 512-byte sectors, 4 KiB pages.
+pub fn host_config() -> SimConfig {
+    SimConfig::default()
+}
+
+/// A fresh store over a new simulated log pool and host directory.
+pub fn sim_store(cfg: &MmioConfig) -> (Sim, SimStore) {
+    let sim = Sim {
+        region: Arc::new(SimRegion::new(cfg.log_pool_len)),
+        host: SimHostFs::new(host_config()),
+    };
+    let media = HostMedia::on(sim.host.clone());
+    let store = MmioStore::create_on(sim.region.clone(), media, cfg).expect("create sim store");
+    (sim, store)
+}
+
+/// Open (recover) a store from a crash image of both media.
+pub fn sim_reopen(image: SimImage, cfg: &MmioConfig) -> store::Result<(Sim, SimStore)> {
+    let sim = Sim {
+        region: Arc::new(SimRegion::from_image(image.pool)),
+        host: SimHostFs::from_image(&image.host, host_config()),
+    };
+    let media = HostMedia::on(sim.host.clone());
+    let store = MmioStore::open_on(sim.region.clone(), media, cfg)?;
+    Ok((sim, store))
 }
 
 pub fn open_rw(s: &dyn Store, path: &str, atomic: bool) -> Fh {

@@ -147,6 +147,18 @@ impl SimHostFs {
     pub fn from_image(image: &HostImage, config: SimConfig) -> SimHostFs {
         let mut state = State::new();
         let mut by_ino: std::collections::BTreeMap<u64, u64> = Default::default();
+        // Files keep their inode numbers (a file system's survive a crash, and engines find
+        // files by them); directories are numbered after the highest.
+        let file_ino_max = image
+            .nodes
+            .values()
+            .filter_map(|n| match n {
+                ImageNode::File { ino, .. } => Some(*ino),
+                ImageNode::Dir => None,
+            })
+            .max()
+            .unwrap_or(0);
+        state.next_ino = state.next_ino.max(file_ino_max + 1);
         for (path, node) in &image.nodes {
             let (parent, name) = match path.iter().rposition(|&b| b == b'/') {
                 Some(at) => (&path[..at], &path[at + 1..]),
@@ -163,7 +175,12 @@ impl SimHostFs {
                         let mut inode = Inode::new(crate::FileKind::File, 0o644);
                         inode.live = data.clone();
                         inode.durable = Arc::new(data.clone());
-                        let new = new_inode(&mut state, inode);
+                        let new = if *ino > ROOT_INO && !state.inodes.contains_key(ino) {
+                            state.inodes.insert(*ino, inode);
+                            *ino
+                        } else {
+                            new_inode(&mut state, inode)
+                        };
                         by_ino.insert(*ino, new);
                         new
                     }

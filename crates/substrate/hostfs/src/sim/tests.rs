@@ -409,3 +409,28 @@ fn namespace_errors_follow_posix() {
     assert_eq!(errno(fs.unlink(p("nope"))), libc::ENOENT);
     assert_eq!(errno(fs.unlink(p("../etc/passwd"))), libc::EINVAL);
 }
+
+#[test]
+fn a_crash_image_keeps_the_inode_numbers_of_files() {
+    // Engines find their files by inode number after a crash (a file system keeps them).
+    let fs = SimHostFs::default();
+    synced_file(&fs, "gone", b"g");
+    fs.unlink(p("gone")).expect("unlink");
+    fs.mkdir(p("d"), 0o755).expect("mkdir");
+    synced_file(&fs, "d/x", b"x");
+    synced_file(&fs, "y", b"y");
+    fs.link(p("y"), p("d/y2")).expect("link");
+    fs.sync_dir(p("d")).expect("sync dir");
+    let ino = |fs: &SimHostFs, path: &str| fs.stat(p(path)).expect("stat").ino;
+    let reopened = SimHostFs::from_image(&fs.durable_image(), SimConfig::default());
+    for path in ["d/x", "y", "d/y2"] {
+        assert_eq!(ino(&reopened, path), ino(&fs, path), "{path}");
+    }
+    assert_eq!(ino(&reopened, "y"), ino(&reopened, "d/y2"));
+    // New files and directories never reuse one.
+    let z = reopened
+        .open(p("z"), &OpenOptions::create())
+        .expect("create");
+    let kept = [ino(&fs, "d/x"), ino(&fs, "y"), ino(&reopened, "d")];
+    assert!(!kept.contains(&z.ino()));
+}
