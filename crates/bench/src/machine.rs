@@ -62,7 +62,7 @@ pub fn nvmm() -> Value {
 /// may place the two vCPUs close together or far apart, and may move them while a run
 /// goes on: on the 2-vCPU VM of 2026-11-25 this read 55-80 ns or 300-330 ns at different
 /// times. Every cache line that a transaction's thread and a checkpoint thread both write
-/// costs that much (docs/engines/pool.md, "eighth session"), so results name it. Measured
+/// costs that much (docs/engines/pool.md, the decision on padded words), so results name it. Measured
 /// when the results are written, at the end of the run.
 pub fn core_round_trip_ns() -> Option<f64> {
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

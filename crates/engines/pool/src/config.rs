@@ -75,7 +75,7 @@ pub struct PoolConfig {
     /// A bounded set of pending blocks and log slots in flight stays within reach of the
     /// TLB and the caches; at the default of 8192 (32 MB of pending blocks) FCFS's 0-4 KB
     /// transactions ran at 2.41-2.69 µs against 2.58-2.86 with the log-full trigger alone
-    /// (docs/engines/pool.md, "eighth session").
+    /// (docs/engines/pool.md, "Checkpointing starts at 8192 pending versions").
     pub checkpoint_pending_high: u64,
     /// Checkpoint everything after this many milliseconds without a commit (0: never on idle).
     pub checkpoint_idle_ms: u64,
