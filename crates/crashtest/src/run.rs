@@ -127,11 +127,7 @@ fn plans(args: &CrashtestArgs) -> Vec<Plan> {
                 units: k.units,
                 threads: k.threads,
             },
-            driver: DriverConfig {
-                images_per_fence: k.images_per_fence,
-                images_per_workload: k.images_per_workload,
-                ..DriverConfig::default()
-            },
+            driver: DriverConfig::default().with_images(k.images_per_fence, k.images_per_workload),
             workloads: share(args.workloads, k.share_percent),
             images: share(images, k.share_percent),
         })
@@ -238,6 +234,11 @@ pub fn run(args: CrashtestArgs) -> CmdResult {
     }
     let started = Instant::now();
     let mut results = simulate(&args, jobs)?;
+    // Coverage of persistence ordering counts simulator images only, never kills.
+    let mut simulated = CrashReport::default();
+    for r in &results {
+        simulated.merge(r.report.clone());
+    }
     let kills = args
         .kills
         .unwrap_or(if args.long { LONG_KILLS } else { KILLS_DEFAULT });
@@ -254,6 +255,7 @@ pub fn run(args: CrashtestArgs) -> CmdResult {
         table::render(&report.engine, &results, started.elapsed(), jobs)
     );
     println!("{}", report.summary());
+    println!("simulator: {}", simulated.coverage());
     for v in report.violations.iter().take(VIOLATIONS_SHOWN) {
         println!(
             "  violation (seed {}): {} at {}\n    reproduce: {}",

@@ -21,16 +21,26 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use store::{Store, TxId};
 
 /// Budgets and switches of a run.
+///
+/// The image budget is spread over the whole workload: a dry run counts its crash points
+/// first, every crash point then gets at least one image, and the rest of
+/// `images_per_workload` is shared out evenly (what a point with few states does not use
+/// carries over to the next points). A point is enumerated exhaustively when its state count
+/// is at most `images_per_fence` and its share reaches that count; the report counts those
+/// points. Images of crashed recoveries have a budget of their own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DriverConfig {
-    /// Crash images checked at one fence at most (exhaustive below this many states).
+    /// Crash images checked at one crash point at most (exhaustive up to this many states).
     pub images_per_fence: u64,
-    /// Crash images checked per workload at most (later fences are then skipped).
+    /// Crash images of the workload's crash points, spread over all of them; every point gets
+    /// at least one even when the points outnumber this budget.
     pub images_per_workload: u64,
     /// Crash the recovery of every N-th checked image too (0: never).
     pub recovery_crash_every: u64,
     /// Images checked per fence of a crashed recovery.
     pub recovery_images_per_fence: u64,
+    /// Images of crashed recoveries per workload at most (not taken from `images_per_workload`).
+    pub recovery_images_per_workload: u64,
     /// Recover each recovered image a second time and compare.
     pub second_recovery: bool,
     /// Stop a workload at its first violation (used when shrinking).
@@ -43,9 +53,23 @@ impl DriverConfig {
     /// Environment settings giving this configuration to [`crate::suite::repro`].
     pub fn repro_env(&self) -> String {
         format!(
-            "ATOMFS_CRASH_IMAGES={} ATOMFS_CRASH_IMAGES_PER_FENCE={} ATOMFS_CRASH_RECOVERY_EVERY={} ATOMFS_CRASH_SAMPLE_SEED={}",
-            self.images_per_workload, self.images_per_fence, self.recovery_crash_every, self.sample_seed
+            "ATOMFS_CRASH_IMAGES={} ATOMFS_CRASH_IMAGES_PER_FENCE={} ATOMFS_CRASH_RECOVERY_EVERY={} ATOMFS_CRASH_RECOVERY_IMAGES={} ATOMFS_CRASH_SAMPLE_SEED={}",
+            self.images_per_workload,
+            self.images_per_fence,
+            self.recovery_crash_every,
+            self.recovery_images_per_workload,
+            self.sample_seed
         )
+    }
+
+    /// This configuration with `images` per workload and a recovery budget of a quarter of it.
+    pub fn with_images(self, images_per_fence: u64, images_per_workload: u64) -> Self {
+        DriverConfig {
+            images_per_fence,
+            images_per_workload,
+            recovery_images_per_workload: (images_per_workload / 4).max(1),
+            ..self
+        }
     }
 }
 
@@ -56,6 +80,7 @@ impl Default for DriverConfig {
             images_per_workload: 2000,
             recovery_crash_every: 16,
             recovery_images_per_fence: 4,
+            recovery_images_per_workload: 500,
             second_recovery: true,
             stop_at_first: false,
             sample_seed: 0x5EED,
@@ -67,6 +92,8 @@ struct Shared {
     parts: Vec<Partition>,
     images: u64,
     crash_points: u64,
+    crash_points_total: u64,
+    exhaustive_points: u64,
     nested_images: u64,
     second_recoveries: u64,
     space_rollbacks: u64,
@@ -77,6 +104,9 @@ struct Shared {
 struct Ctx {
     target: Arc<dyn CrashTarget>,
     cfg: DriverConfig,
+    /// Crash points of the workload counted by the dry run (0 during the dry run itself,
+    /// which checks no image).
+    points_planned: u64,
     seed: u64,
     repro: String,
     shared: Mutex<Shared>,
@@ -134,7 +164,13 @@ fn check_image(
         let hook_ctx = ctx.clone();
         region.set_fence_hook(Box::new(move |cp: &CrashPoint<'_>| {
             let ctx = &hook_ctx;
-            for_each_chosen(cp, ctx.cfg.recovery_images_per_fence, |i, image| {
+            let left = ctx
+                .cfg
+                .recovery_images_per_workload
+                .saturating_sub(ctx.lock().nested_images);
+            let budget = left.min(ctx.cfg.recovery_images_per_fence);
+            let salt = ctx.cfg.sample_seed ^ cp.fence_index();
+            for_each_chosen(cp, budget, salt, |i, image| {
                 let where_ = format!("{hook_at}; recovery crashed, {}", cp.describe(i));
                 check_image(ctx, &hook_parts, image, &where_, true, false)
             });
@@ -202,28 +238,52 @@ fn second_recovery(
     used
 }
 
-/// The hook of the workload region: check the images of this fence.
+/// The hook of the workload region: check the images of this fence, within its share of the
+/// budget (at least one image).
 fn on_fence(ctx: &Arc<Ctx>, cp: &CrashPoint<'_>) {
-    let (parts, left, checked) = {
-        let sh = ctx.lock();
-        if sh.stop || sh.images >= ctx.cfg.images_per_workload {
+    let (parts, budget, checked) = {
+        let mut sh = ctx.lock();
+        if sh.stop {
             return;
         }
-        (
-            sh.parts.clone(),
-            ctx.cfg.images_per_workload.saturating_sub(sh.images),
-            sh.images,
-        )
+        sh.crash_points_total += 1;
+        if ctx.points_planned == 0 {
+            return;
+        }
+        let top = sh.images - sh.nested_images;
+        let due = share_due(
+            ctx.cfg.images_per_workload,
+            sh.crash_points_total,
+            ctx.points_planned,
+        );
+        let budget = due
+            .saturating_sub(top)
+            .clamp(1, ctx.cfg.images_per_fence.max(1));
+        (sh.parts.clone(), budget, top)
     };
-    let budget = left.min(ctx.cfg.images_per_fence);
     let mut n = checked;
-    let chosen = for_each_chosen(cp, budget, |i, image| {
+    let salt = ctx.cfg.sample_seed ^ cp.fence_index();
+    let chosen = for_each_chosen(cp, budget, salt, |i, image| {
         n += 1;
         let crash_recovery =
             ctx.cfg.recovery_crash_every > 0 && n % ctx.cfg.recovery_crash_every == 0;
         check_image(ctx, &parts, image, &cp.describe(i), false, crash_recovery)
     });
-    ctx.lock().crash_points += (chosen > 0) as u64;
+    count_point(ctx, cp, chosen);
+}
+
+/// Images due after `seen` of `planned` crash points: that share of `budget` (all of it once
+/// the dry run's count is exceeded, as a concurrent workload may fence more often).
+fn share_due(budget: u64, seen: u64, planned: u64) -> u64 {
+    let seen = seen.min(planned.max(1));
+    (budget as u128 * seen as u128 / planned.max(1) as u128) as u64
+}
+
+/// Count a crash point whose `chosen` images were checked.
+fn count_point(ctx: &Ctx, cp: &CrashPoint<'_>, chosen: u64) {
+    let mut sh = ctx.lock();
+    sh.crash_points += (chosen > 0) as u64;
+    sh.exhaustive_points += (cp.is_exhaustive() && chosen == cp.image_count()) as u64;
 }
 
 /// Run one thread's units on `s` (and on its model), updating the oracle around each commit.
@@ -378,16 +438,29 @@ fn finish_tx(
 }
 
 /// Run one workload on a fresh simulated region of `target`, checking crash images at every
-/// fence, a crash after the last call, and a clean unmount and reopen.
+/// fence, a crash after the last call, and a clean unmount and reopen. A dry run of the same
+/// workload counts its crash points first, so that the image budget is spread over all of
+/// them (see [`DriverConfig`]).
 pub fn run_workload(
     target: Arc<dyn CrashTarget>,
     workload: &Workload,
     cfg: &DriverConfig,
 ) -> CrashReport {
+    let planned = execute(target.clone(), workload, cfg, 0).crash_points_total;
+    execute(target, workload, cfg, planned.max(1))
+}
+
+fn new_ctx(
+    target: Arc<dyn CrashTarget>,
+    workload: &Workload,
+    cfg: &DriverConfig,
+    points_planned: u64,
+) -> Arc<Ctx> {
     let threads = workload.threads.len();
-    let ctx = Arc::new(Ctx {
-        target: target.clone(),
+    Arc::new(Ctx {
+        target,
         cfg: *cfg,
+        points_planned,
         seed: workload.config.seed,
         repro: workload.repro_env(),
         shared: Mutex::new(Shared {
@@ -401,13 +474,26 @@ pub fn run_workload(
             ],
             images: 0,
             crash_points: 0,
+            crash_points_total: 0,
+            exhaustive_points: 0,
             nested_images: 0,
             second_recoveries: 0,
             space_rollbacks: 0,
             violations: Vec::new(),
             stop: false,
         }),
-    });
+    })
+}
+
+/// Run `workload`; `points_planned` 0 is the dry run (count the crash points, check nothing).
+fn execute(
+    target: Arc<dyn CrashTarget>,
+    workload: &Workload,
+    cfg: &DriverConfig,
+    points_planned: u64,
+) -> CrashReport {
+    let threads = workload.threads.len();
+    let ctx = new_ctx(target.clone(), workload, cfg, points_planned);
     let region = Arc::new(SimRegion::new(target.region_len()));
     region.set_crash_config(CrashConfig {
         exhaustive_limit: cfg.images_per_fence,
@@ -449,11 +535,15 @@ pub fn run_workload(
         }
     });
     let _ = region.take_fence_hook();
+    if points_planned == 0 {
+        ctx.lock().crash_points_total += 1;
+        return report_now(&ctx);
+    }
     if !ctx.lock().stop {
         // A crash after the last call returned: only the final states are acceptable.
         let parts = ctx.lock().parts.clone();
         let cp = region.crash_point();
-        let chosen = for_each_chosen(&cp, cfg.images_per_fence, |i, image| {
+        let chosen = for_each_chosen(&cp, cfg.images_per_fence, cfg.sample_seed, |i, image| {
             check_image(
                 &ctx,
                 &parts,
@@ -463,7 +553,8 @@ pub fn run_workload(
                 false,
             )
         });
-        ctx.lock().crash_points += (chosen > 0) as u64;
+        ctx.lock().crash_points_total += 1;
+        count_point(&ctx, &cp, chosen);
         final_reopen(&ctx, store, &region, &parts);
     }
     report_now(&ctx)
@@ -509,6 +600,8 @@ fn report_now(ctx: &Ctx) -> CrashReport {
         workloads: 1,
         images: sh.images,
         crash_points: sh.crash_points,
+        crash_points_total: sh.crash_points_total,
+        exhaustive_points: sh.exhaustive_points,
         nested_images: sh.nested_images,
         second_recoveries: sh.second_recoveries,
         space_rollbacks: sh.space_rollbacks,

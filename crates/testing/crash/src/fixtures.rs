@@ -9,6 +9,7 @@
 //!   word): a crash tears it. The harness must report violations.
 //! - [`Flaw::NoFenceBeforeCommit`]: flushes the new slot but forgets the fence before the
 //!   commit word, so the word may persist before the data it names.
+//! - [`Flaw::LateNoFenceBeforeCommit`]: the same, late in a workload only.
 //! - [`Flaw::LazyCommit`]: correct protocol, but only one change in four is written (the
 //!   others wait for a later one): calls return before their effect is durable.
 //! - [`Flaw::TornRecovery`]: correct at run time; recovery rewrites the active slot in place.
@@ -34,6 +35,9 @@ pub enum Flaw {
     InPlace,
     NoFenceBeforeCommit,
     LazyCommit,
+    /// [`Flaw::NoFenceBeforeCommit`] from the 13th change on only: a budget spent on the
+    /// first crash points of a workload misses it.
+    LateNoFenceBeforeCommit,
     /// Correct while running, but recovery rewrites the active slot in place: a crash during
     /// recovery tears the only good copy. Only crashing the recovery itself can catch it.
     TornRecovery,
@@ -268,11 +272,13 @@ impl<R: Region> ShadowStore<R> {
             Flaw::None
             | Flaw::LazyCommit
             | Flaw::NoFenceBeforeCommit
+            | Flaw::LateNoFenceBeforeCommit
             | Flaw::TornRecovery
             | Flaw::DriftingRecovery => {
                 let slot = 1 - (p.word & 1);
                 self.write_slot(slot, &payload);
-                if self.flaw == Flaw::NoFenceBeforeCommit {
+                let late = self.flaw == Flaw::LateNoFenceBeforeCommit && p.calls > 12;
+                if self.flaw == Flaw::NoFenceBeforeCommit || late {
                     self.region.flush(SLOTS_AT + slot * self.slot_len, len); // the flaw: no fence
                 } else {
                     // persist: the new slot is durable before the commit word can name it.
@@ -427,6 +433,7 @@ pub fn fixture_name(flaw: Flaw) -> String {
         Flaw::None => "fixture-shadow",
         Flaw::InPlace => "fixture-inplace",
         Flaw::NoFenceBeforeCommit => "fixture-nofence",
+        Flaw::LateNoFenceBeforeCommit => "fixture-latenofence",
         Flaw::LazyCommit => "fixture-lazy",
         Flaw::TornRecovery => "fixture-tornrecovery",
         Flaw::DriftingRecovery => "fixture-driftingrecovery",
@@ -440,6 +447,7 @@ pub fn flaw_by_name(name: &str) -> Option<Flaw> {
         Flaw::None,
         Flaw::InPlace,
         Flaw::NoFenceBeforeCommit,
+        Flaw::LateNoFenceBeforeCommit,
         Flaw::LazyCommit,
         Flaw::TornRecovery,
         Flaw::DriftingRecovery,

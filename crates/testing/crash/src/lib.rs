@@ -107,6 +107,11 @@ pub struct CrashReport {
     pub images: u64,
     /// Crash points (fences, and the end of a workload) whose images were checked.
     pub crash_points: u64,
+    /// Crash points the workloads went through (checked or not): `crash_points` of them were
+    /// checked.
+    pub crash_points_total: u64,
+    /// Of `crash_points`: points whose every crash state was checked.
+    pub exhaustive_points: u64,
     /// Of `images`: images of a crashed recovery (recoveries of recoveries).
     pub nested_images: u64,
     /// Second recoveries of a recovered image (the idempotence check).
@@ -132,6 +137,21 @@ impl CrashReport {
         )
     }
 
+    /// `crash points checked C of T (P %), exhaustively E, images per checked point I`: how
+    /// much of the run's crash points the images covered.
+    pub fn coverage(&self) -> String {
+        let top = self.images.saturating_sub(self.nested_images);
+        format!(
+            "crash points checked {} of {} ({:.1} %), exhaustively {}, images per checked point {:.1}, images of crashed recoveries {}",
+            self.crash_points,
+            self.crash_points_total,
+            percent(self.crash_points, self.crash_points_total),
+            self.exhaustive_points,
+            top as f64 / self.crash_points.max(1) as f64,
+            self.nested_images
+        )
+    }
+
     /// Add another run's counts.
     pub fn merge(&mut self, other: CrashReport) {
         if self.engine.is_empty() {
@@ -140,10 +160,21 @@ impl CrashReport {
         self.workloads += other.workloads;
         self.images += other.images;
         self.crash_points += other.crash_points;
+        self.crash_points_total += other.crash_points_total;
+        self.exhaustive_points += other.exhaustive_points;
         self.nested_images += other.nested_images;
         self.second_recoveries += other.second_recoveries;
         self.kills += other.kills;
         self.space_rollbacks += other.space_rollbacks;
         self.violations.extend(other.violations);
+    }
+}
+
+/// `part` of `whole` in percent (100 when `whole` is 0: nothing was missed).
+pub fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        100.0
+    } else {
+        part as f64 * 100.0 / whole as f64
     }
 }
