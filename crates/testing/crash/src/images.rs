@@ -74,7 +74,7 @@ pub(crate) fn for_each_chosen(
 ) -> u64 {
     let count = cp.image_count();
     let n = count.min(budget);
-    let stretch = if n == 0 { 1 } else { (count / n).max(1) };
+    let stretch = count.checked_div(n).unwrap_or(1).max(1);
     let offset = scramble(salt) % stretch;
     let mut used: Option<Used> = None;
     for k in 0..n {
