@@ -35,7 +35,8 @@ impl PoolTarget {
     }
 
     /// The target named `name` as printed by [`CrashTarget::name`] ("pool-fcfs", "pool-nc",
-    /// "pool-fgwal", ...; "pool" is FCFS), on the test_min configuration.
+    /// "pool-fgwal", ...; "pool" alone is FCFS here, every mode of [`MODES`] for `atomfs
+    /// crashtest`), on the test_min configuration.
     pub fn by_name(name: &str) -> Option<Self> {
         let mode = if name == "pool" {
             Mode::Fcfs
@@ -82,7 +83,19 @@ pub const REPRO_COMMAND: &str =
     "cargo test -p atomfs-pool --test crash_harness -- --ignored --exact repro --nocapture";
 
 /// The names [`PoolTarget::by_name`] takes.
-pub const NAMES: &str = "pool (= pool-fcfs), pool-nc, pool-fgwal, pool-scsp, pool-soc, pool-sync";
+pub const NAMES: &str =
+    "pool (every mode but NC), pool-fcfs, pool-nc, pool-fgwal, pool-scsp, pool-soc, pool-sync";
+
+/// The modes `atomfs crashtest --engine pool` runs: every crash-consistent mode. NC (no
+/// consistency) is the baseline the harness must catch (the `caught` case of
+/// tests/crash_harness.rs), so a default run leaves it out; `--engine pool-nc` runs it.
+pub const MODES: &[&str] = &[
+    "pool-fcfs",
+    "pool-fgwal",
+    "pool-scsp",
+    "pool-soc",
+    "pool-sync",
+];
 
 impl KillTarget for PoolTarget {
     fn name(&self) -> String {

@@ -16,6 +16,7 @@ use crate::workload::{self, Handles, Unit, Workload};
 use crate::{CrashReport, CrashTarget, Violation};
 use conformance::{ModelStore, Tree};
 use pmem::{CrashConfig, CrashPoint, SimRegion};
+use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex, MutexGuard};
 use store::{Store, TxId};
@@ -97,6 +98,9 @@ struct Shared {
     nested_images: u64,
     second_recoveries: u64,
     space_rollbacks: u64,
+    store_stats: Vec<(String, u64)>,
+    /// Legacy writes by the mode of their file (see [`CrashTarget::handle_mode`]).
+    modes: BTreeMap<String, u64>,
     violations: Vec<Violation>,
     stop: bool,
 }
@@ -287,7 +291,58 @@ fn count_point(ctx: &Ctx, cp: &CrashPoint<'_>, chosen: u64) {
 }
 
 /// Run one thread's units on `s` (and on its model), updating the oracle around each commit.
+///
+/// Legacy data calls (write, append, truncate) go through handles kept open across units, as
+/// an application keeps its files open: an engine's per-open-file state (mmio's hybrid
+/// logging policy) then lives long enough to change. A file's kept handle is released before
+/// a unit that unlinks or renames it or opens it O_ATOMIC, and all of them at the end.
 fn run_thread(ctx: &Ctx, s: &dyn Store, t: usize, units: &[Unit], model: &ModelStore) {
+    let mut kept = (Handles::new(), Handles::new());
+    thread_units(ctx, s, t, units, model, &mut kept);
+    kept.0.release_all(model);
+    kept.1.release_all(s);
+}
+
+/// Count the mode of the file a legacy data call is about to write through a kept handle.
+fn count_mode(ctx: &Ctx, s: &dyn Store, pre: &str, op: &workload::Op, kept: &Handles) {
+    let Some(file) = workload::data_file(op) else {
+        return;
+    };
+    let Some(fh) = kept.find(&workload::path(pre, workload::FILES[file])) else {
+        return;
+    };
+    if let Some(mode) = ctx.target.handle_mode(s, fh) {
+        *ctx.lock()
+            .modes
+            .entry(format!("write in {mode}"))
+            .or_default() += 1;
+    }
+}
+
+/// The files whose handles kept across units must be released before `unit`: those it
+/// unlinks or renames (a kept handle would name another file afterwards) and those it opens
+/// O_ATOMIC.
+fn releases_kept(unit: &Unit) -> Vec<usize> {
+    let renamed = |op: &workload::Op| match *op {
+        workload::Op::Unlink { file } => vec![file],
+        workload::Op::Rename { from, to } => vec![from, to],
+        _ => vec![],
+    };
+    match unit {
+        Unit::Tx { ops, .. } => ops.iter().flat_map(renamed).collect(),
+        Unit::Legacy(op) => renamed(op),
+        Unit::Atomic { writes, .. } => writes.iter().map(|w| w.0).collect(),
+    }
+}
+
+fn thread_units(
+    ctx: &Ctx,
+    s: &dyn Store,
+    t: usize,
+    units: &[Unit],
+    model: &ModelStore,
+    kept: &mut (Handles, Handles),
+) {
     let pre = prefix(t);
     let mut before = model_tree(model);
     for (i, unit) in units.iter().enumerate() {
@@ -295,6 +350,12 @@ fn run_thread(ctx: &Ctx, s: &dyn Store, t: usize, units: &[Unit], model: &ModelS
             return;
         }
         ctx.set(t, vec![before.clone()], i, "running");
+        for file in releases_kept(unit) {
+            kept.0
+                .release_path(model, &workload::path("", workload::FILES[file]));
+            kept.1
+                .release_path(s, &workload::path(&pre, workload::FILES[file]));
+        }
         let mut mh = Handles::new();
         let mut th = Handles::new();
         let mut out = Outcomes::default();
@@ -331,8 +392,10 @@ fn run_thread(ctx: &Ctx, s: &dyn Store, t: usize, units: &[Unit], model: &ModelS
                 out.check(&format!("tx {end:?}"), m, g);
             }
             Unit::Legacy(op) => {
+                let (mh, th) = (&mut kept.0, &mut kept.1);
+                count_mode(ctx, s, &pre, op, th);
                 let saved = model.fork();
-                let m = workload::exec_op(model, "", op, None, &mut mh);
+                let m = workload::exec_op(model, "", op, None, mh);
                 let after = model_tree(model);
                 ctx.set(
                     t,
@@ -340,13 +403,14 @@ fn run_thread(ctx: &Ctx, s: &dyn Store, t: usize, units: &[Unit], model: &ModelS
                     i,
                     "legacy call in flight",
                 );
-                let g = workload::exec_op(s, &pre, op, None, &mut th);
+                let g = workload::exec_op(s, &pre, op, None, th);
                 if g == m {
                     ctx.set(t, vec![after], i, "legacy call returned");
                 }
                 out.check(&format!("{op:?}"), m, g);
                 if out.out_of_space {
                     mh.release_all(model);
+                    th.release_all(s);
                     model.restore(saved);
                 }
             }
@@ -479,6 +543,8 @@ fn new_ctx(
             nested_images: 0,
             second_recoveries: 0,
             space_rollbacks: 0,
+            store_stats: Vec::new(),
+            modes: BTreeMap::new(),
             violations: Vec::new(),
             stop: false,
         }),
@@ -535,6 +601,9 @@ fn execute(
         }
     });
     let _ = region.take_fence_hook();
+    if let Ok(stats) = catch_unwind(AssertUnwindSafe(|| store.stats())) {
+        ctx.lock().store_stats = stats;
+    }
     if points_planned == 0 {
         ctx.lock().crash_points_total += 1;
         return report_now(&ctx);
@@ -605,6 +674,12 @@ fn report_now(ctx: &Ctx) -> CrashReport {
         nested_images: sh.nested_images,
         second_recoveries: sh.second_recoveries,
         space_rollbacks: sh.space_rollbacks,
+        store_stats: sh
+            .store_stats
+            .iter()
+            .cloned()
+            .chain(sh.modes.clone())
+            .collect(),
         kills: 0,
         violations: sh.violations.clone(),
     }

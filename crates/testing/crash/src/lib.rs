@@ -60,6 +60,13 @@ pub trait CrashTarget: Send + Sync + 'static {
     fn repro_command(&self) -> String {
         "cargo test -p atomfs-crash --test repro -- --nocapture".into()
     }
+    /// The mode an open file of `store` is in (e.g. its logging policy), if the engine has
+    /// such modes: the driver counts, for each legacy write through a handle kept open, the
+    /// mode the file was in (`CrashReport::store_stats`, key `write in MODE`), so a run shows
+    /// which modes it reached.
+    fn handle_mode(&self, _store: &dyn Store, _fh: store::Fh) -> Option<String> {
+        None
+    }
 }
 
 /// An engine both on the simulator and on real files: what `atomfs crashtest --engine` and
@@ -121,6 +128,9 @@ pub struct CrashReport {
     /// Units the store rejected for lack of space (NoSpace/LogFull) and rolled back: they
     /// check atomicity of the rollback only, so a high share weakens the run.
     pub space_rollbacks: u64,
+    /// The store's own counters ([`store::Store::stats`]) at the end of each workload, summed
+    /// (e.g. mmio's `policy_switches`: whether a hybrid run reached redo).
+    pub store_stats: std::collections::BTreeMap<String, u64>,
     pub violations: Vec<Violation>,
 }
 
@@ -166,6 +176,9 @@ impl CrashReport {
         self.second_recoveries += other.second_recoveries;
         self.kills += other.kills;
         self.space_rollbacks += other.space_rollbacks;
+        for (name, value) in other.store_stats {
+            *self.store_stats.entry(name).or_default() += value;
+        }
         self.violations.extend(other.violations);
     }
 }

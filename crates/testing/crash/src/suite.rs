@@ -96,6 +96,11 @@ impl Sim {
         }
     }
 
+    /// Run the case and return its report (for tests of a case's own counters).
+    pub fn report(&self, target: Arc<dyn CrashTarget>) -> CrashReport {
+        self.run(target).0
+    }
+
     fn run(&self, target: Arc<dyn CrashTarget>) -> (CrashReport, u64) {
         let (seeds, images_min) = self.plan();
         let cfg =
@@ -112,6 +117,15 @@ impl Sim {
             report.space_rollbacks
         );
         eprintln!("{}", report.coverage());
+        let modes: Vec<String> = report
+            .store_stats
+            .iter()
+            .filter(|(k, _)| k.starts_with("write in "))
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect();
+        if !modes.is_empty() {
+            eprintln!("legacy writes by mode: {}", modes.join(", "));
+        }
         (report, images_min)
     }
 }
