@@ -10,6 +10,8 @@
 //! - [`Flaw::NoFenceBeforeCommit`]: flushes the new slot but forgets the fence before the
 //!   commit word, so the word may persist before the data it names.
 //! - [`Flaw::LateNoFenceBeforeCommit`]: the same, late in a workload only.
+//! - [`Flaw::NtSealWithoutChecksum`]: a commit record sealed in its last word, written by a
+//!   non-temporal line store, trusted without a checksum.
 //! - [`Flaw::LazyCommit`]: correct protocol, but only one change in four is written (the
 //!   others wait for a later one): calls return before their effect is durable.
 //! - [`Flaw::TornRecovery`]: correct at run time; recovery rewrites the active slot in place.
@@ -38,6 +40,13 @@ pub enum Flaw {
     /// [`Flaw::NoFenceBeforeCommit`] from the 13th change on only: a budget spent on the
     /// first crash points of a workload misses it.
     LateNoFenceBeforeCommit,
+    /// Commits with a 64-byte commit record written by one non-temporal line store and a
+    /// fence: each slot's length in a word of its own, the commit word (the seal) last,
+    /// and recovery trusts the length of a sealed record without the slot's checksum. Correct
+    /// if a line persisted in store order; write-combining keeps no order, so the seal may
+    /// persist with the old length. Only a simulator that tears non-temporal lines word by
+    /// word catches it.
+    NtSealWithoutChecksum,
     /// Correct while running, but recovery rewrites the active slot in place: a crash during
     /// recovery tears the only good copy. Only crashing the recovery itself can catch it.
     TornRecovery,
@@ -56,6 +65,10 @@ const SLOTS_AT: u64 = 4096;
 const SLOT_HEADER: u64 = 16;
 /// Word counting recoveries, for [`Flaw::DriftingRecovery`] only.
 const RECOVERY_COUNT_AT: u64 = 64;
+/// The commit record of [`Flaw::NtSealWithoutChecksum`]: `[payload length of slot 0][of slot
+/// 1][0; 5 words][commit word]`, one line. Rewriting it changes the new slot's length and the
+/// commit word: in store order, a persisted commit word implies the length before it.
+const RECORD_AT: u64 = 128;
 
 fn checksum(bytes: &[u8]) -> u64 {
     // FNV-1a, 64 bits.
@@ -163,9 +176,13 @@ impl<R: Region> ShadowStore<R> {
         s.write_slot(0, &payload);
         s.region
             .persist(SLOTS_AT, SLOT_HEADER + payload.len() as u64);
-        s.region.store_u64(0, 0);
-        // persist: the commit word names slot 0, which is durable since the fence above.
-        s.region.persist(0, 8);
+        if flaw == Flaw::NtSealWithoutChecksum {
+            s.write_record(payload.len() as u64, 0);
+        } else {
+            s.region.store_u64(0, 0);
+            // persist: the commit word names slot 0, which is durable since the fence above.
+            s.region.persist(0, 8);
+        }
         s.lock().word = 0;
         Ok(s)
     }
@@ -174,17 +191,19 @@ impl<R: Region> ShadowStore<R> {
     /// persist it again (so recovery has fences of its own to crash).
     pub fn open(region: Arc<R>, flaw: Flaw, slot_len: u64) -> Result<Self> {
         check_len(region.len(), slot_len)?;
-        let word = region.load_u64(0);
+        let sealed = flaw == Flaw::NtSealWithoutChecksum;
+        let word = region.load_u64(if sealed { RECORD_AT + 56 } else { 0 });
         let slot = word & 1;
         let base = SLOTS_AT + slot * slot_len;
-        let len = region.load_u64(base);
+        let len = region.load_u64(if sealed { RECORD_AT + slot * 8 } else { base });
         if len > slot_len - SLOT_HEADER {
             return Err(Error::corrupt(format!("slot length {len}"), base));
         }
         let sum = region.load_u64(base + 8);
         let mut payload = vec![0u8; len as usize];
         region.read(base + SLOT_HEADER, &mut payload);
-        if checksum(&payload) != sum {
+        // The flaw of NtSealWithoutChecksum: a sealed record is trusted, checksum unchecked.
+        if !sealed && checksum(&payload) != sum {
             return Err(Error::corrupt("slot checksum mismatch", base));
         }
         let mut tree = decode(&payload)?;
@@ -243,6 +262,19 @@ impl<R: Region> ShadowStore<R> {
         self.region.write(base + SLOT_HEADER, payload);
     }
 
+    /// The commit record of [`Flaw::NtSealWithoutChecksum`], one non-temporal line store.
+    fn write_record(&self, len: u64, word: u64) {
+        let mut line = [0u8; 64];
+        self.region.read(RECORD_AT, &mut line);
+        let at = (word & 1) as usize * 8;
+        line[at..at + 8].copy_from_slice(&len.to_le_bytes());
+        line[56..].copy_from_slice(&word.to_le_bytes());
+        self.region.write_line_nt(RECORD_AT, &line);
+        // persist: the record (length, then the seal in its last word) — the flaw: its words
+        // may persist in any order.
+        self.region.fence();
+    }
+
     /// Persist the model's durable state with this fixture's protocol (and flaw).
     fn persist(&self) -> Result<()> {
         let mut p = self.lock();
@@ -273,6 +305,7 @@ impl<R: Region> ShadowStore<R> {
             | Flaw::LazyCommit
             | Flaw::NoFenceBeforeCommit
             | Flaw::LateNoFenceBeforeCommit
+            | Flaw::NtSealWithoutChecksum
             | Flaw::TornRecovery
             | Flaw::DriftingRecovery => {
                 let slot = 1 - (p.word & 1);
@@ -285,9 +318,13 @@ impl<R: Region> ShadowStore<R> {
                     self.region.persist(SLOTS_AT + slot * self.slot_len, len);
                 }
                 let word = ((p.word >> 1) + 1) << 1 | slot;
-                self.region.store_u64(0, word);
-                // persist: the commit word (8-byte atomic store) switches to the new slot.
-                self.region.persist(0, 8);
+                if self.flaw == Flaw::NtSealWithoutChecksum {
+                    self.write_record(payload.len() as u64, word);
+                } else {
+                    self.region.store_u64(0, word);
+                    // persist: the commit word (8-byte atomic store) switches to the new slot.
+                    self.region.persist(0, 8);
+                }
                 p.word = word;
             }
         }
@@ -434,6 +471,7 @@ pub fn fixture_name(flaw: Flaw) -> String {
         Flaw::InPlace => "fixture-inplace",
         Flaw::NoFenceBeforeCommit => "fixture-nofence",
         Flaw::LateNoFenceBeforeCommit => "fixture-latenofence",
+        Flaw::NtSealWithoutChecksum => "fixture-ntseal",
         Flaw::LazyCommit => "fixture-lazy",
         Flaw::TornRecovery => "fixture-tornrecovery",
         Flaw::DriftingRecovery => "fixture-driftingrecovery",
@@ -448,6 +486,7 @@ pub fn flaw_by_name(name: &str) -> Option<Flaw> {
         Flaw::InPlace,
         Flaw::NoFenceBeforeCommit,
         Flaw::LateNoFenceBeforeCommit,
+        Flaw::NtSealWithoutChecksum,
         Flaw::LazyCommit,
         Flaw::TornRecovery,
         Flaw::DriftingRecovery,

@@ -322,3 +322,15 @@ fn correct_shadow_store_ci_scale() {
         report.violations[0]
     );
 }
+
+/// A commit record sealed in its last word by one non-temporal line store, trusted without a
+/// checksum: correct only if a line persisted in store order. The simulator tears
+/// non-temporal lines word by word (write-combining keeps no order), so it must be caught.
+#[test]
+fn seal_trusted_across_a_non_temporal_line_is_caught() {
+    let report = run(Flaw::NtSealWithoutChecksum, 1..4, 1);
+    assert!(
+        !report.violations.is_empty(),
+        "a seal that may persist before its record went unnoticed"
+    );
+}
