@@ -11,7 +11,10 @@
 //! tree.
 
 use crate::images::{for_each_chosen, give_back, reuse, take_back, Used};
-use crate::oracle::{judge, model_tree, panic_text, prefix, recover_tree, Outcomes, Partition};
+use crate::meta::{self, read_metas, Metas};
+use crate::oracle::{
+    judge, model_tree, panic_text, prefix, recover_tree, Outcomes, Partition, Recovered,
+};
 use crate::workload::{self, Handles, Unit, Workload};
 use crate::{CrashReport, CrashTarget, Violation};
 use conformance::{ModelStore, Tree};
@@ -99,6 +102,8 @@ struct Shared {
     second_recoveries: u64,
     space_rollbacks: u64,
     store_stats: Vec<(String, u64)>,
+    /// Per thread: the live store's metas when its last unit returned.
+    acked: Vec<Option<Metas>>,
     /// Legacy writes by the mode of their file (see [`CrashTarget::handle_mode`]).
     modes: BTreeMap<String, u64>,
     violations: Vec<Violation>,
@@ -136,9 +141,21 @@ impl Ctx {
         }
     }
 
+    /// Record the live store's metas of thread `t` as acknowledged (call before `set` of a
+    /// state the unit's return made durable).
+    fn ack(&self, t: usize, s: &dyn Store) {
+        let live = read_metas(s, &prefix(t)).ok();
+        self.lock().acked[t] = live;
+    }
+
+    /// The acceptable trees of thread `t`; the first has the acknowledged metas, a second (the
+    /// state after a commit in flight) is compared by tree only.
     fn set(&self, t: usize, acceptable: Vec<Tree>, unit: usize, phase: &'static str) {
         let mut sh = self.lock();
+        let mut metas = vec![sh.acked[t].clone()];
+        metas.resize(acceptable.len(), None);
         sh.parts[t] = Partition {
+            metas,
             acceptable,
             unit,
             phase,
@@ -189,7 +206,8 @@ fn check_image(
     let recovered = recover_tree(ctx.target.as_ref(), region.clone());
     // Remove the hook as soon as recovery is over (a store may keep the region alive).
     let _ = region.take_fence_hook();
-    let checked = recovered.and_then(|tree| judge(&tree, parts).map(|()| tree));
+    let times = ctx.target.durable_times();
+    let checked = recovered.and_then(|got| judge(&got, parts, times).map(|()| got));
     match checked {
         Err(what) => ctx.violation(what, unit, at.to_string()),
         Ok(tree) if ctx.cfg.second_recovery && !nested => {
@@ -205,7 +223,7 @@ fn check_image(
 fn second_recovery(
     ctx: &Ctx,
     region: Arc<SimRegion>,
-    tree: &Tree,
+    first: &Recovered,
     unit: Option<usize>,
     at: &str,
 ) -> Option<Used> {
@@ -227,15 +245,24 @@ fn second_recovery(
         }
         (Err(_), _) => None,
     };
+    let times = ctx.target.durable_times();
     match second {
-        Ok(second) if second == *tree => {}
-        Ok(second) => {
-            let d = conformance::diff(tree, &second, 4).join(", ");
+        Ok(second) if second.0 != first.0 => {
+            let d = conformance::diff(&first.0, &second.0, 4).join(", ");
             ctx.violation(
                 format!("a second recovery changed the state: {d}"),
                 unit,
                 at.to_string(),
             )
+        }
+        Ok(second) => {
+            if let Some(d) = meta::differ(&first.1, &second.1, times) {
+                ctx.violation(
+                    format!("a second recovery changed the metadata: {d}"),
+                    unit,
+                    at.to_string(),
+                )
+            }
         }
         Err(what) => ctx.violation(format!("second recovery: {what}"), unit, at.to_string()),
     }
@@ -405,6 +432,7 @@ fn thread_units(
                 );
                 let g = workload::exec_op(s, &pre, op, None, th);
                 if g == m {
+                    ctx.ack(t, s);
                     ctx.set(t, vec![after], i, "legacy call returned");
                 }
                 out.check(&format!("{op:?}"), m, g);
@@ -436,6 +464,7 @@ fn thread_units(
                 );
                 let g = workload::exec_atomic_end(s, end, &th);
                 if g == m {
+                    ctx.ack(t, s);
                     ctx.set(t, vec![after], i, "O_ATOMIC commit returned");
                 }
                 out.check(&format!("{end:?}"), m, g);
@@ -451,6 +480,7 @@ fn thread_units(
             ctx.lock().space_rollbacks += 1;
         }
         before = model_tree(model);
+        ctx.ack(t, s);
         ctx.set(t, vec![before.clone()], i, "returned");
         if !out.diverged.is_empty() {
             ctx.violation(
@@ -487,6 +517,7 @@ fn finish_tx(
             );
             let g = workload::outcome(&s.tx_commit(tt));
             if g == m {
+                ctx.ack(t, s);
                 ctx.set(t, vec![after], i, "tx_commit returned");
             }
             (m, g)
@@ -531,6 +562,7 @@ fn new_ctx(
             parts: vec![
                 Partition {
                     acceptable: vec![],
+                    metas: vec![],
                     unit: 0,
                     phase: "setup"
                 };
@@ -544,6 +576,7 @@ fn new_ctx(
             second_recoveries: 0,
             space_rollbacks: 0,
             store_stats: Vec::new(),
+            acked: vec![None; threads],
             modes: BTreeMap::new(),
             violations: Vec::new(),
             stop: false,
@@ -579,6 +612,7 @@ fn execute(
         {
             return report_of(&ctx, format!("setup failed: {e}"));
         }
+        ctx.ack(t, store.as_ref());
         ctx.set(t, vec![model_tree(model)], 0, "after setup");
     }
     let hook_ctx = ctx.clone();
@@ -645,7 +679,7 @@ fn final_reopen(ctx: &Ctx, store: Box<dyn Store>, region: &SimRegion, parts: &[P
     let image = Arc::new(SimRegion::from_image(region.persistent_image()));
     match recover_tree(ctx.target.as_ref(), image) {
         Ok(tree) => {
-            if let Err(what) = judge(&tree, parts) {
+            if let Err(what) = judge(&tree, parts, ctx.target.durable_times()) {
                 ctx.violation(format!("after a clean unmount: {what}"), None, "end".into());
             }
         }

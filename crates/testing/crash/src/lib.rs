@@ -27,6 +27,7 @@
 pub mod driver;
 pub mod fixtures;
 mod images;
+pub mod meta;
 mod oracle;
 pub mod parallel;
 pub mod shrink;
@@ -59,6 +60,12 @@ pub trait CrashTarget: Send + Sync + 'static {
     /// names the `repro` test of its own `tests/crash_harness.rs`.
     fn repro_command(&self) -> String {
         "cargo test -p atomfs-crash --test repro -- --nocapture".into()
+    }
+    /// Whether the target keeps file times durable: an acknowledged change's mtime and ctime
+    /// must then survive a crash (the oracle compares them). Sizes, permissions and link
+    /// counts are compared for every target.
+    fn durable_times(&self) -> bool {
+        true
     }
     /// The mode an open file of `store` is in (e.g. its logging policy), if the engine has
     /// such modes: the driver counts, for each legacy write through a handle kept open, the
