@@ -127,11 +127,7 @@ fn plans(args: &CrashtestArgs) -> Vec<Plan> {
                 units: k.units,
                 threads: k.threads,
             },
-            driver: DriverConfig {
-                images_per_fence: k.images_per_fence,
-                images_per_workload: k.images_per_workload,
-                ..DriverConfig::default()
-            },
+            driver: DriverConfig::default().with_images(k.images_per_fence, k.images_per_workload),
             workloads: share(args.workloads, k.share_percent),
             images: share(images, k.share_percent),
         })
@@ -155,12 +151,29 @@ fn bar(plan: &Plan) -> ProgressBar {
     pb
 }
 
-/// Run the simulator plans, one progress bar each.
+/// The modes a run covers (every mode of an engine named alone), or why not.
+fn modes(engine: &str) -> Result<Vec<String>, String> {
+    targets::modes(engine).ok_or_else(|| unknown(engine))
+}
+
+/// Run the simulator plans of every mode, one progress bar each.
 fn simulate(args: &CrashtestArgs, jobs: usize) -> Result<Vec<PlanResult>, String> {
-    let target = sim_target(&args.engine)?;
+    let modes = modes(&args.engine)?;
     let mut results = Vec::new();
-    for plan in plans(args) {
-        let pb = bar(&plan);
+    for mode in &modes {
+        for mut plan in plans(args) {
+            if modes.len() > 1 {
+                plan.label = format!("{mode}: {}", plan.label);
+            }
+            results.push(simulate_plan(sim_target(mode)?, &plan, jobs));
+        }
+    }
+    Ok(results)
+}
+
+fn simulate_plan(target: Arc<dyn CrashTarget>, plan: &Plan, jobs: usize) -> PlanResult {
+    {
+        let pb = bar(plan);
         let by_images = plan.images != u64::MAX;
         let started = Instant::now();
         let progress = |r: &CrashReport| {
@@ -173,18 +186,18 @@ fn simulate(args: &CrashtestArgs, jobs: usize) -> Result<Vec<PlanResult>, String
                 r.violations.len()
             ));
         };
-        let result = run_plan(target.clone(), &plan, jobs, &progress);
+        let result = run_plan(target, plan, jobs, &progress);
         pb.finish();
-        results.push(result);
+        result
     }
-    Ok(results)
 }
 
-/// Run `kills` torture rounds in parallel streams, with a progress bar.
-fn kill(args: &CrashtestArgs, kills: u64, jobs: usize) -> Result<PlanResult, String> {
-    let target = kill_target(&args.engine)?;
+/// Run `kills` torture rounds of `engine` (one mode) in parallel streams, with a progress bar.
+fn kill(args: &CrashtestArgs, engine: &str, kills: u64, jobs: usize) -> Result<PlanResult, String> {
+    let target = kill_target(engine)?;
     let exe = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
-    let engine = args.engine.clone();
+    let engine = engine.to_string();
+    let label = format!("process kills, {engine}");
     let child = move |pool: &Path, seed: u64| {
         let mut cmd = Command::new(&exe);
         cmd.arg("child")
@@ -210,7 +223,7 @@ fn kill(args: &CrashtestArgs, kills: u64, jobs: usize) -> Result<PlanResult, Str
     ) {
         pb.set_style(style.progress_chars("=> "));
     }
-    pb.set_prefix("process kills");
+    pb.set_prefix(label.clone());
     let progress = |r: &CrashReport| {
         pb.set_position(r.workloads);
         pb.set_message(format!(
@@ -220,8 +233,9 @@ fn kill(args: &CrashtestArgs, kills: u64, jobs: usize) -> Result<PlanResult, Str
         ));
     };
     let progress: Progress<'_> = &progress;
-    let result = torture_streams(target.as_ref(), &child, &cfg, streams, jobs, progress);
+    let mut result = torture_streams(target.as_ref(), &child, &cfg, streams, jobs, progress);
     pb.finish();
+    result.label = label;
     Ok(result)
 }
 
@@ -238,22 +252,36 @@ pub fn run(args: CrashtestArgs) -> CmdResult {
     }
     let started = Instant::now();
     let mut results = simulate(&args, jobs)?;
+    // Coverage of persistence ordering counts simulator images only, never kills.
+    let mut simulated = CrashReport::default();
+    for r in &results {
+        simulated.merge(r.report.clone());
+    }
     let kills = args
         .kills
         .unwrap_or(if args.long { LONG_KILLS } else { KILLS_DEFAULT });
     if kills > 0 {
-        results.push(kill(&args, kills, jobs)?);
+        // Kills are reported apart, per mode: they cannot see missing fences or flushes.
+        let modes = modes(&args.engine)?;
+        let per_mode = kills.div_ceil(modes.len() as u64);
+        for mode in &modes {
+            results.push(kill(&args, mode, per_mode, jobs)?);
+        }
     }
     let mut report = CrashReport::default();
     for r in &results {
         report.merge(r.report.clone());
     }
-    report.engine = sim_target(&args.engine)?.name();
+    report.engine = match modes(&args.engine)?.as_slice() {
+        [one] => one.clone(),
+        many => format!("{} ({})", args.engine, many.join(", ")),
+    };
     println!(
         "{}",
         table::render(&report.engine, &results, started.elapsed(), jobs)
     );
     println!("{}", report.summary());
+    println!("simulator: {}", simulated.coverage());
     for v in report.violations.iter().take(VIOLATIONS_SHOWN) {
         println!(
             "  violation (seed {}): {} at {}\n    reproduce: {}",

@@ -81,7 +81,7 @@ pub fn render(engine: &str, results: &[PlanResult], wall: Duration, jobs: usize)
     let mut total = crash::CrashReport::default();
     let (mut sim_images, mut sim_time) = (0, Duration::ZERO);
     for r in results {
-        let sim = r.report.kills == 0 && r.label != "process kills";
+        let sim = r.report.kills == 0 && !r.label.starts_with("process kills");
         rows.push(row(&r.label, &r.report, r.elapsed, sim));
         if sim {
             sim_images += r.report.images;

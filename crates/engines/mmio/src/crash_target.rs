@@ -58,7 +58,8 @@ impl MmioTarget {
         }
     }
 
-    /// "mmio" (hybrid), "mmio-hybrid", "mmio-undo", "mmio-redo".
+    /// "mmio" (hybrid here; every policy of [`MODES`] for `atomfs crashtest`), "mmio-hybrid",
+    /// "mmio-undo", "mmio-redo".
     pub fn by_name(name: &str) -> Option<Self> {
         let mode = match name {
             "mmio" | "mmio-hybrid" => PolicyMode::Hybrid,
@@ -267,6 +268,14 @@ impl CrashTarget for MmioTarget {
     fn repro_command(&self) -> String {
         REPRO_COMMAND.into()
     }
+    /// The logging policy (undo or redo) of the open file's current epoch.
+    fn handle_mode(&self, store: &dyn Store, fh: store::Fh) -> Option<String> {
+        let s = store
+            .as_any()
+            .downcast_ref::<MmioStore<Window<SimRegion>, SimMedia>>()?;
+        let policy = s.file_policy(fh).ok()?;
+        Some(format!("{policy:?}").to_lowercase())
+    }
 }
 
 /// Reruns one workload from a failure's settings (the ignored `repro` test of
@@ -275,7 +284,10 @@ pub const REPRO_COMMAND: &str =
     "cargo test -p atomfs-mmio --test crash_harness -- --ignored --exact repro --nocapture";
 
 /// The names [`MmioTarget::by_name`] takes.
-pub const NAMES: &str = "mmio (= mmio-hybrid), mmio-undo, mmio-redo";
+pub const NAMES: &str = "mmio (every policy), mmio-hybrid, mmio-undo, mmio-redo";
+
+/// The policies `atomfs crashtest --engine mmio` runs.
+pub const MODES: &[&str] = &["mmio-hybrid", "mmio-undo", "mmio-redo"];
 
 fn io(path: &Path, op: &'static str, e: std::io::Error) -> Error {
     Error::Io {

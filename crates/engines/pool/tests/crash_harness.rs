@@ -10,11 +10,12 @@
 
 use crash::suite::{Seeds, Sim, Torture};
 
-/// FCFS at CI scale: at least 5,000 crash images over 50 workloads.
+/// FCFS at CI scale: at least 5,000 crash images over 30 workloads, every crash point checked
+/// (about 250 images a workload: one per crash point, the rest spread over them).
 const CI: Sim = Sim {
     seeds: Seeds::Count {
         first: 1,
-        workloads: 50,
+        workloads: 30,
     },
     units: 20,
     threads: 1,
@@ -75,4 +76,23 @@ crash::crash_tests! {
     });
     // 50 SIGKILLs on fresh pool files, then 50 on one pool kept across rounds.
     torture pool_torture("pool", Torture { seed: 5, rounds: 50, kill_after_ms_max: 60 });
+}
+
+/// Acknowledged file times must survive a crash. Fails today: seed 7 of `pool_crash_ci`
+/// recovers `f0` with its ctime but an older mtime after a crash while the next legacy call
+/// was in flight (and `pool-soc` seed 203 likewise), with or without the simulator's
+/// word-by-word tearing of non-temporal lines. Reproduce with this test; the engine's
+/// times redo (docs/format.md, "Times of overwrites") is where to look.
+#[test]
+#[ignore = "finds a pool defect: an acknowledged mtime goes back after a crash"]
+fn pool_acknowledged_times_survive() {
+    let mut target =
+        pool::crash_target::PoolTarget::by_name("pool").unwrap_or_else(|| panic!("no pool target"));
+    target.check_times = true;
+    let case = Sim {
+        seeds: Seeds::List(&[7]),
+        images_min: 1,
+        ..CI
+    };
+    crash::suite::sim(std::sync::Arc::new(target), &case);
 }

@@ -9,6 +9,12 @@
 //!   word): a crash tears it. The harness must report violations.
 //! - [`Flaw::NoFenceBeforeCommit`]: flushes the new slot but forgets the fence before the
 //!   commit word, so the word may persist before the data it names.
+//! - [`Flaw::LateNoFenceBeforeCommit`]: the same, late in a workload only.
+//! - [`Flaw::NtSealWithoutChecksum`]: a commit record sealed in its last word, written by a
+//!   non-temporal line store, trusted without a checksum.
+//! - [`Flaw::ChecksumFallback`]: correct, relying on its checksum to detect a torn slot;
+//!   [`Flaw::SkipsChecksum`]: the same without verifying the checksum.
+//! - [`Flaw::LosesTimes`]: claims durable file times, loses them at recovery.
 //! - [`Flaw::LazyCommit`]: correct protocol, but only one change in four is written (the
 //!   others wait for a later one): calls return before their effect is durable.
 //! - [`Flaw::TornRecovery`]: correct at run time; recovery rewrites the active slot in place.
@@ -34,6 +40,26 @@ pub enum Flaw {
     InPlace,
     NoFenceBeforeCommit,
     LazyCommit,
+    /// [`Flaw::NoFenceBeforeCommit`] from the 13th change on only: a budget spent on the
+    /// first crash points of a workload misses it.
+    LateNoFenceBeforeCommit,
+    /// Commits with a 64-byte commit record written by one non-temporal line store and a
+    /// fence: each slot's length in a word of its own, the commit word (the seal) last,
+    /// and recovery trusts the length of a sealed record without the slot's checksum. Correct
+    /// if a line persisted in store order; write-combining keeps no order, so the seal may
+    /// persist with the old length. Only a simulator that tears non-temporal lines word by
+    /// word catches it.
+    NtSealWithoutChecksum,
+    /// A correct variant that relies on its checksum: the slot and the commit word are
+    /// persisted by one fence, and recovery verifies the named slot's checksum and falls back
+    /// to the other slot when it fails. Zero violations.
+    ChecksumFallback,
+    /// [`Flaw::ChecksumFallback`] whose recovery does not verify the checksum: a torn slot
+    /// is accepted. Only torn images with the new commit word catch it.
+    SkipsChecksum,
+    /// Correct in names and bytes, but claims durable times and loses them: recovery sets
+    /// every file's mtime back to the epoch. Only an oracle comparing times catches it.
+    LosesTimes,
     /// Correct while running, but recovery rewrites the active slot in place: a crash during
     /// recovery tears the only good copy. Only crashing the recovery itself can catch it.
     TornRecovery,
@@ -52,6 +78,10 @@ const SLOTS_AT: u64 = 4096;
 const SLOT_HEADER: u64 = 16;
 /// Word counting recoveries, for [`Flaw::DriftingRecovery`] only.
 const RECOVERY_COUNT_AT: u64 = 64;
+/// The commit record of [`Flaw::NtSealWithoutChecksum`]: `[payload length of slot 0][of slot
+/// 1][0; 5 words][commit word]`, one line. Rewriting it changes the new slot's length and the
+/// commit word: in store order, a persisted commit word implies the length before it.
+const RECORD_AT: u64 = 128;
 
 fn checksum(bytes: &[u8]) -> u64 {
     // FNV-1a, 64 bits.
@@ -159,9 +189,13 @@ impl<R: Region> ShadowStore<R> {
         s.write_slot(0, &payload);
         s.region
             .persist(SLOTS_AT, SLOT_HEADER + payload.len() as u64);
-        s.region.store_u64(0, 0);
-        // persist: the commit word names slot 0, which is durable since the fence above.
-        s.region.persist(0, 8);
+        if flaw == Flaw::NtSealWithoutChecksum {
+            s.write_record(payload.len() as u64, 0);
+        } else {
+            s.region.store_u64(0, 0);
+            // persist: the commit word names slot 0, which is durable since the fence above.
+            s.region.persist(0, 8);
+        }
         s.lock().word = 0;
         Ok(s)
     }
@@ -170,19 +204,31 @@ impl<R: Region> ShadowStore<R> {
     /// persist it again (so recovery has fences of its own to crash).
     pub fn open(region: Arc<R>, flaw: Flaw, slot_len: u64) -> Result<Self> {
         check_len(region.len(), slot_len)?;
-        let word = region.load_u64(0);
-        let slot = word & 1;
+        let sealed = flaw == Flaw::NtSealWithoutChecksum;
+        let mut word = region.load_u64(if sealed { RECORD_AT + 56 } else { 0 });
+        let mut slot = word & 1;
+        let len_at = |slot: u64| {
+            if sealed {
+                RECORD_AT + slot * 8
+            } else {
+                SLOTS_AT + slot * slot_len
+            }
+        };
+        // The flaws of NtSealWithoutChecksum and SkipsChecksum: the checksum is not verified.
+        let verify = !sealed && flaw != Flaw::SkipsChecksum;
+        let salted = matches!(flaw, Flaw::ChecksumFallback | Flaw::SkipsChecksum);
+        let salt = if salted { word } else { 0 };
+        let mut read = read_slot(region.as_ref(), slot, slot_len, len_at(slot), verify, salt);
+        if read.is_err() && flaw == Flaw::ChecksumFallback && word > 0 {
+            // The commit word and the slot it names were persisted by one fence: a slot that
+            // fails its checksum was torn by a crash before that fence; the other slot holds
+            // the state of the previous commit word.
+            slot = 1 - slot;
+            word = ((word >> 1).wrapping_sub(1) << 1) | slot;
+            read = read_slot(region.as_ref(), slot, slot_len, len_at(slot), true, word);
+        }
+        let payload = read?;
         let base = SLOTS_AT + slot * slot_len;
-        let len = region.load_u64(base);
-        if len > slot_len - SLOT_HEADER {
-            return Err(Error::corrupt(format!("slot length {len}"), base));
-        }
-        let sum = region.load_u64(base + 8);
-        let mut payload = vec![0u8; len as usize];
-        region.read(base + SLOT_HEADER, &mut payload);
-        if checksum(&payload) != sum {
-            return Err(Error::corrupt("slot checksum mismatch", base));
-        }
         let mut tree = decode(&payload)?;
         if flaw == Flaw::DriftingRecovery {
             let recoveries = region.load_u64(RECOVERY_COUNT_AT);
@@ -201,6 +247,9 @@ impl<R: Region> ShadowStore<R> {
             region.persist(RECOVERY_COUNT_AT, 8);
         }
         let model = build(&tree)?;
+        if flaw == Flaw::LosesTimes {
+            lose_times(&model, &tree)?;
+        }
         let s = ShadowStore {
             model,
             region,
@@ -231,12 +280,30 @@ impl<R: Region> ShadowStore<R> {
     }
 
     fn write_slot(&self, slot: u64, payload: &[u8]) {
+        self.write_slot_salted(slot, payload, 0)
+    }
+
+    /// A slot whose checksum also covers `salt` (the commit word that will name it).
+    fn write_slot_salted(&self, slot: u64, payload: &[u8], salt: u64) {
         let base = SLOTS_AT + slot * self.slot_len;
         let mut header = [0u8; 16];
         header[..8].copy_from_slice(&(payload.len() as u64).to_le_bytes());
-        header[8..].copy_from_slice(&checksum(payload).to_le_bytes());
+        header[8..].copy_from_slice(&(checksum(payload) ^ salt_of(salt)).to_le_bytes());
         self.region.write(base, &header);
         self.region.write(base + SLOT_HEADER, payload);
+    }
+
+    /// The commit record of [`Flaw::NtSealWithoutChecksum`], one non-temporal line store.
+    fn write_record(&self, len: u64, word: u64) {
+        let mut line = [0u8; 64];
+        self.region.read(RECORD_AT, &mut line);
+        let at = (word & 1) as usize * 8;
+        line[at..at + 8].copy_from_slice(&len.to_le_bytes());
+        line[56..].copy_from_slice(&word.to_le_bytes());
+        self.region.write_line_nt(RECORD_AT, &line);
+        // persist: the record (length, then the seal in its last word) — the flaw: its words
+        // may persist in any order.
+        self.region.fence();
     }
 
     /// Persist the model's durable state with this fixture's protocol (and flaw).
@@ -268,20 +335,45 @@ impl<R: Region> ShadowStore<R> {
             Flaw::None
             | Flaw::LazyCommit
             | Flaw::NoFenceBeforeCommit
+            | Flaw::LateNoFenceBeforeCommit
+            | Flaw::NtSealWithoutChecksum
+            | Flaw::LosesTimes
+            | Flaw::ChecksumFallback
+            | Flaw::SkipsChecksum
             | Flaw::TornRecovery
             | Flaw::DriftingRecovery => {
                 let slot = 1 - (p.word & 1);
+                if matches!(self.flaw, Flaw::ChecksumFallback | Flaw::SkipsChecksum) {
+                    let word = ((p.word >> 1) + 1) << 1 | slot;
+                    // The checksum covers the commit word: an older content of the slot
+                    // cannot pass for the one this word names.
+                    self.write_slot_salted(slot, &payload, word);
+                    self.region.flush(SLOTS_AT + slot * self.slot_len, len);
+                    self.region.store_u64(0, word);
+                    self.region.flush(0, 8);
+                    // persist: the slot and the commit word together; recovery verifies the
+                    // named slot's checksum and falls back to the other slot if it is torn.
+                    self.region.fence();
+                    p.word = word;
+                    p.last_checksum = Some(sum);
+                    return Ok(());
+                }
                 self.write_slot(slot, &payload);
-                if self.flaw == Flaw::NoFenceBeforeCommit {
+                let late = self.flaw == Flaw::LateNoFenceBeforeCommit && p.calls > 12;
+                if self.flaw == Flaw::NoFenceBeforeCommit || late {
                     self.region.flush(SLOTS_AT + slot * self.slot_len, len); // the flaw: no fence
                 } else {
                     // persist: the new slot is durable before the commit word can name it.
                     self.region.persist(SLOTS_AT + slot * self.slot_len, len);
                 }
                 let word = ((p.word >> 1) + 1) << 1 | slot;
-                self.region.store_u64(0, word);
-                // persist: the commit word (8-byte atomic store) switches to the new slot.
-                self.region.persist(0, 8);
+                if self.flaw == Flaw::NtSealWithoutChecksum {
+                    self.write_record(payload.len() as u64, word);
+                } else {
+                    self.region.store_u64(0, word);
+                    // persist: the commit word (8-byte atomic store) switches to the new slot.
+                    self.region.persist(0, 8);
+                }
                 p.word = word;
             }
         }
@@ -294,6 +386,49 @@ impl<R: Region> ShadowStore<R> {
         self.persist()?;
         Ok(v)
     }
+}
+
+/// What a commit word adds to the checksum of the slot it names (0 adds nothing).
+fn salt_of(word: u64) -> u64 {
+    word.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+/// The flaw of [`Flaw::LosesTimes`]: every file's mtime back to the epoch.
+fn lose_times(model: &ModelStore, tree: &Tree) -> Result<()> {
+    for (path, node) in tree {
+        if matches!(node, Node::File(_)) {
+            let ino = store::path::resolve(model, path)?.ino;
+            let attr = SetAttr {
+                mtime: Some(1),
+                ..Default::default()
+            };
+            model.setattr(ino, &attr, None)?;
+        }
+    }
+    Ok(())
+}
+
+/// The payload of `slot` (its length read at `len_at`), its checksum verified if `verify`.
+fn read_slot<R: Region + ?Sized>(
+    region: &R,
+    slot: u64,
+    slot_len: u64,
+    len_at: u64,
+    verify: bool,
+    salt: u64,
+) -> Result<Vec<u8>> {
+    let base = SLOTS_AT + slot * slot_len;
+    let len = region.load_u64(len_at);
+    if len > slot_len - SLOT_HEADER {
+        return Err(Error::corrupt(format!("slot length {len}"), base));
+    }
+    let sum = region.load_u64(base + 8);
+    let mut payload = vec![0u8; len as usize];
+    region.read(base + SLOT_HEADER, &mut payload);
+    if verify && checksum(&payload) ^ salt_of(salt) != sum {
+        return Err(Error::corrupt("slot checksum mismatch", base));
+    }
+    Ok(payload)
 }
 
 fn check_len(region_len: u64, slot_len: u64) -> Result<()> {
@@ -427,6 +562,11 @@ pub fn fixture_name(flaw: Flaw) -> String {
         Flaw::None => "fixture-shadow",
         Flaw::InPlace => "fixture-inplace",
         Flaw::NoFenceBeforeCommit => "fixture-nofence",
+        Flaw::LateNoFenceBeforeCommit => "fixture-latenofence",
+        Flaw::NtSealWithoutChecksum => "fixture-ntseal",
+        Flaw::LosesTimes => "fixture-losestimes",
+        Flaw::ChecksumFallback => "fixture-checksumfallback",
+        Flaw::SkipsChecksum => "fixture-skipschecksum",
         Flaw::LazyCommit => "fixture-lazy",
         Flaw::TornRecovery => "fixture-tornrecovery",
         Flaw::DriftingRecovery => "fixture-driftingrecovery",
@@ -440,6 +580,11 @@ pub fn flaw_by_name(name: &str) -> Option<Flaw> {
         Flaw::None,
         Flaw::InPlace,
         Flaw::NoFenceBeforeCommit,
+        Flaw::LateNoFenceBeforeCommit,
+        Flaw::NtSealWithoutChecksum,
+        Flaw::LosesTimes,
+        Flaw::ChecksumFallback,
+        Flaw::SkipsChecksum,
         Flaw::LazyCommit,
         Flaw::TornRecovery,
         Flaw::DriftingRecovery,
@@ -468,6 +613,12 @@ impl ShadowTarget {
 impl CrashTarget for ShadowTarget {
     fn name(&self) -> String {
         fixture_name(self.flaw)
+    }
+    /// The fixtures persist names and bytes only and rebuild their state at recovery (new
+    /// times): they do not claim durable times, except [`Flaw::LosesTimes`], which claims
+    /// them and loses them.
+    fn durable_times(&self) -> bool {
+        self.flaw == Flaw::LosesTimes
     }
     fn region_len(&self) -> u64 {
         SLOTS_AT + 2 * self.slot_len

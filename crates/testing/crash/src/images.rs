@@ -61,19 +61,28 @@ pub(crate) fn reuse(region: Arc<SimRegion>) -> Option<Used> {
 /// (in builds with debug assertions: the test suite checks the reuse itself).
 const REUSE_CHECK_EVERY: u64 = 16;
 
-/// Call `f` for at most `budget` images of `cp`, spread over its index range. The first image
+/// Call `f` for at most `budget` images of `cp`, spread over its index range (each at an
+/// offset drawn from `salt` inside its stretch, so that one image per point does not always
+/// pick the same kind of image). The first image
 /// is written into a recycled buffer; `f` may hand the buffer back ([`Used`]) so that the
 /// next image rewrites only the lines that changed. Returns how many images were passed.
 pub(crate) fn for_each_chosen(
     cp: &CrashPoint<'_>,
     budget: u64,
+    salt: u64,
     mut f: impl FnMut(u64, Vec<u8>) -> Option<Used>,
 ) -> u64 {
     let count = cp.image_count();
     let n = count.min(budget);
+    let stretch = count.checked_div(n).unwrap_or(1).max(1);
+    let offset = scramble(salt) % stretch;
     let mut used: Option<Used> = None;
     for k in 0..n {
-        let i = if n == count { k } else { k * count / n };
+        let i = if n == count {
+            k
+        } else {
+            k * count / n + offset
+        };
         let image = match used.take() {
             Some(Used { mut buf, stale }) => {
                 cp.image_over(i, &mut buf, &stale);
@@ -101,4 +110,12 @@ pub(crate) fn for_each_chosen(
         give_back(u.buf);
     }
     n
+}
+
+/// A well-mixed function of `x` (the splitmix64 finaliser).
+fn scramble(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }

@@ -27,6 +27,7 @@
 pub mod driver;
 pub mod fixtures;
 mod images;
+pub mod meta;
 mod oracle;
 pub mod parallel;
 pub mod shrink;
@@ -59,6 +60,19 @@ pub trait CrashTarget: Send + Sync + 'static {
     /// names the `repro` test of its own `tests/crash_harness.rs`.
     fn repro_command(&self) -> String {
         "cargo test -p atomfs-crash --test repro -- --nocapture".into()
+    }
+    /// Whether the target keeps file times durable: an acknowledged change's mtime and ctime
+    /// must then survive a crash (the oracle compares them). Sizes, permissions and link
+    /// counts are compared for every target.
+    fn durable_times(&self) -> bool {
+        true
+    }
+    /// The mode an open file of `store` is in (e.g. its logging policy), if the engine has
+    /// such modes: the driver counts, for each legacy write through a handle kept open, the
+    /// mode the file was in (`CrashReport::store_stats`, key `write in MODE`), so a run shows
+    /// which modes it reached.
+    fn handle_mode(&self, _store: &dyn Store, _fh: store::Fh) -> Option<String> {
+        None
     }
 }
 
@@ -107,6 +121,11 @@ pub struct CrashReport {
     pub images: u64,
     /// Crash points (fences, and the end of a workload) whose images were checked.
     pub crash_points: u64,
+    /// Crash points the workloads went through (checked or not): `crash_points` of them were
+    /// checked.
+    pub crash_points_total: u64,
+    /// Of `crash_points`: points whose every crash state was checked.
+    pub exhaustive_points: u64,
     /// Of `images`: images of a crashed recovery (recoveries of recoveries).
     pub nested_images: u64,
     /// Second recoveries of a recovered image (the idempotence check).
@@ -116,6 +135,9 @@ pub struct CrashReport {
     /// Units the store rejected for lack of space (NoSpace/LogFull) and rolled back: they
     /// check atomicity of the rollback only, so a high share weakens the run.
     pub space_rollbacks: u64,
+    /// The store's own counters ([`store::Store::stats`]) at the end of each workload, summed
+    /// (e.g. mmio's `policy_switches`: whether a hybrid run reached redo).
+    pub store_stats: std::collections::BTreeMap<String, u64>,
     pub violations: Vec<Violation>,
 }
 
@@ -132,6 +154,21 @@ impl CrashReport {
         )
     }
 
+    /// `crash points checked C of T (P %), exhaustively E, images per checked point I`: how
+    /// much of the run's crash points the images covered.
+    pub fn coverage(&self) -> String {
+        let top = self.images.saturating_sub(self.nested_images);
+        format!(
+            "crash points checked {} of {} ({:.1} %), exhaustively {}, images per checked point {:.1}, images of crashed recoveries {}",
+            self.crash_points,
+            self.crash_points_total,
+            percent(self.crash_points, self.crash_points_total),
+            self.exhaustive_points,
+            top as f64 / self.crash_points.max(1) as f64,
+            self.nested_images
+        )
+    }
+
     /// Add another run's counts.
     pub fn merge(&mut self, other: CrashReport) {
         if self.engine.is_empty() {
@@ -140,10 +177,24 @@ impl CrashReport {
         self.workloads += other.workloads;
         self.images += other.images;
         self.crash_points += other.crash_points;
+        self.crash_points_total += other.crash_points_total;
+        self.exhaustive_points += other.exhaustive_points;
         self.nested_images += other.nested_images;
         self.second_recoveries += other.second_recoveries;
         self.kills += other.kills;
         self.space_rollbacks += other.space_rollbacks;
+        for (name, value) in other.store_stats {
+            *self.store_stats.entry(name).or_default() += value;
+        }
         self.violations.extend(other.violations);
+    }
+}
+
+/// `part` of `whole` in percent (100 when `whole` is 0: nothing was missed).
+pub fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        100.0
+    } else {
+        part as f64 * 100.0 / whole as f64
     }
 }

@@ -1,6 +1,7 @@
 //! The oracle of the simulator driver: what a crash may show for each thread's directory, and
 //! how a recovered store is judged against it.
 
+use crate::meta::{self, read_metas, Metas};
 use crate::CrashTarget;
 use conformance::{snapshot, ModelStore, Node, Tree};
 use pmem::SimRegion;
@@ -11,6 +12,8 @@ use std::sync::Arc;
 #[derive(Clone, Debug)]
 pub(crate) struct Partition {
     pub(crate) acceptable: Vec<Tree>,
+    /// For each acceptable tree, the metas it must have too (`None`: the tree alone).
+    pub(crate) metas: Vec<Option<Metas>>,
     pub(crate) unit: usize,
     pub(crate) phase: &'static str,
 }
@@ -50,17 +53,22 @@ pub(crate) fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "panic".into())
 }
 
-/// Recover `image` and read its tree, fsck included. Errors describe the violation.
+/// A recovered store as the oracle sees it: its tree (names and bytes) and its metas.
+pub(crate) type Recovered = (Tree, Metas);
+
+/// Recover `image` and read its tree and metas, fsck included. Errors describe the violation.
 pub(crate) fn recover_tree(
     target: &dyn CrashTarget,
     region: Arc<SimRegion>,
-) -> Result<Tree, String> {
-    let result = catch_unwind(AssertUnwindSafe(|| -> Result<Tree, String> {
+) -> Result<Recovered, String> {
+    let result = catch_unwind(AssertUnwindSafe(|| -> Result<Recovered, String> {
         let store = target
             .recover(region)
             .map_err(|e| format!("recovery failed: {e}"))?;
         let tree = snapshot(store.as_ref())
             .map_err(|e| format!("reading the recovered store failed: {e}"))?;
+        let metas = read_metas(store.as_ref(), "")
+            .map_err(|e| format!("reading the recovered metadata failed: {e}"))?;
         let report = store.fsck().map_err(|e| format!("fsck failed: {e}"))?;
         if !report.is_clean() {
             let problems: Vec<String> = report
@@ -71,7 +79,7 @@ pub(crate) fn recover_tree(
                 .collect();
             return Err(format!("fsck: {}", problems.join("; ")));
         }
-        Ok(tree)
+        Ok((tree, metas))
     }));
     match result {
         Ok(r) => r,
@@ -79,11 +87,22 @@ pub(crate) fn recover_tree(
     }
 }
 
-/// Compare a recovered tree with the acceptable sets.
-pub(crate) fn judge(tree: &Tree, parts: &[Partition]) -> Result<(), String> {
-    let split = split(tree, parts.len())?;
+/// Compare a recovered store with the acceptable sets: its tree must equal an acceptable
+/// tree, and its metas that tree's metas when they are known (times when `times`).
+pub(crate) fn judge(got: &Recovered, parts: &[Partition], times: bool) -> Result<(), String> {
+    let split_metas = meta::split(&got.1, parts.len());
+    let split = split(&got.0, parts.len())?;
     for (t, (got, part)) in split.iter().zip(parts).enumerate() {
-        if part.acceptable.iter().any(|want| want == got) {
+        let matching = part.acceptable.iter().position(|want| want == got);
+        if let Some(k) = matching {
+            let want = part.metas.get(k).and_then(Option::as_ref);
+            let diff = want.and_then(|w| meta::differ(w, &split_metas[t], times));
+            if let Some(diff) = diff {
+                return Err(format!(
+                    "thread {t} unit {} ({}): recovered tree is acceptable but its metadata is not: {diff}",
+                    part.unit, part.phase
+                ));
+            }
             continue;
         }
         let mut why = Vec::new();

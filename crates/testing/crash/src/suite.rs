@@ -14,7 +14,8 @@
 //! ```
 //!
 //! - `sim NAME(ENGINE, Sim)`: crash images of seeded workloads on the simulator; the test fails
-//!   on any violation, or when fewer than `images_min` images were checked.
+//!   on any violation, when fewer than `images_min` images were checked, or when a crash
+//!   point went unchecked.
 //! - `caught NAME(ENGINE, Sim)`: the same run must report violations (a target without crash
 //!   consistency, which the harness has to catch).
 //! - `torture NAME(ENGINE, Torture)`: SIGKILLed child processes on real files, first on fresh
@@ -95,13 +96,15 @@ impl Sim {
         }
     }
 
+    /// Run the case and return its report (for tests of a case's own counters).
+    pub fn report(&self, target: Arc<dyn CrashTarget>) -> CrashReport {
+        self.run(target).0
+    }
+
     fn run(&self, target: Arc<dyn CrashTarget>) -> (CrashReport, u64) {
         let (seeds, images_min) = self.plan();
-        let cfg = DriverConfig {
-            images_per_fence: self.images_per_fence,
-            images_per_workload: self.images_per_workload,
-            ..Default::default()
-        };
+        let cfg =
+            DriverConfig::default().with_images(self.images_per_fence, self.images_per_workload);
         let template = WorkloadConfig {
             seed: 0,
             units: self.units,
@@ -113,6 +116,16 @@ impl Sim {
             report.summary(),
             report.space_rollbacks
         );
+        eprintln!("{}", report.coverage());
+        let modes: Vec<String> = report
+            .store_stats
+            .iter()
+            .filter(|(k, _)| k.starts_with("write in "))
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect();
+        if !modes.is_empty() {
+            eprintln!("legacy writes by mode: {}", modes.join(", "));
+        }
         (report, images_min)
     }
 }
@@ -124,6 +137,12 @@ pub fn sim(target: Arc<dyn CrashTarget>, case: &Sim) {
         report.images >= images_min,
         "too few crash images: {} (at least {images_min})",
         report.images
+    );
+    assert_eq!(
+        report.crash_points,
+        report.crash_points_total,
+        "crash points left unchecked: {}",
+        report.coverage()
     );
     if let Some(first) = report.violations.first() {
         panic!("{} violations, first: {first}", report.violations.len());
@@ -216,7 +235,7 @@ pub fn test_path(module: &str, leaf: &str) -> String {
 /// ```text
 /// ATOMFS_CRASH_ENGINE=NAME ATOMFS_CRASH_SEED=3 ATOMFS_CRASH_UNITS=16 ATOMFS_CRASH_THREADS=1
 ///   [ATOMFS_CRASH_KEEP=2,5,9] [ATOMFS_CRASH_IMAGES=N] [ATOMFS_CRASH_IMAGES_PER_FENCE=N]
-///   [ATOMFS_CRASH_RECOVERY_EVERY=N] [ATOMFS_CRASH_SAMPLE_SEED=N]  <the target's repro_command>
+///   [ATOMFS_CRASH_RECOVERY_EVERY=N] [ATOMFS_CRASH_RECOVERY_IMAGES=N] [ATOMFS_CRASH_SAMPLE_SEED=N]  <the target's repro_command>
 /// ```
 ///
 /// `lookup` gives the target of a name; `default_engine` is used when ATOMFS_CRASH_ENGINE is
@@ -245,6 +264,8 @@ pub fn repro(lookup: &dyn Fn(&str) -> Option<Arc<dyn CrashTarget>>, default_engi
         images_per_fence: env_u64("ATOMFS_CRASH_IMAGES_PER_FENCE").unwrap_or(d.images_per_fence),
         recovery_crash_every: env_u64("ATOMFS_CRASH_RECOVERY_EVERY")
             .unwrap_or(d.recovery_crash_every),
+        recovery_images_per_workload: env_u64("ATOMFS_CRASH_RECOVERY_IMAGES")
+            .unwrap_or(d.recovery_images_per_workload),
         sample_seed: env_u64("ATOMFS_CRASH_SAMPLE_SEED").unwrap_or(d.sample_seed),
         ..d
     };

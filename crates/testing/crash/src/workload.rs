@@ -326,6 +326,20 @@ impl Handles {
         Ok(fh)
     }
 
+    /// The handle open on `path`, if any.
+    pub fn find(&self, path: &str) -> Option<Fh> {
+        self.open.iter().find(|(p, _)| p == path).map(|(_, fh)| *fh)
+    }
+
+    /// Release the handle open on `path`, if any (an error is ignored, as in
+    /// [`release_all`](Self::release_all)).
+    pub fn release_path(&mut self, s: &dyn Store, path: &str) {
+        if let Some(i) = self.open.iter().position(|(p, _)| p == path) {
+            let (_, fh) = self.open.remove(i);
+            let _ = s.release(fh);
+        }
+    }
+
     /// Forget the path of a handle (after an unlink or rename) but keep it open until the end.
     fn forget(&mut self, path: &str) {
         if let Some(i) = self.open.iter().position(|(p, _)| p == path) {
@@ -359,7 +373,16 @@ impl Default for Handles {
     }
 }
 
-fn path(prefix: &str, rel: &str) -> String {
+/// The file a legacy data call (write, append, truncate) uses, if `op` is one.
+pub fn data_file(op: &Op) -> Option<usize> {
+    match *op {
+        Op::Write { file, .. } | Op::Append { file, .. } | Op::Truncate { file, .. } => Some(file),
+        _ => None,
+    }
+}
+
+/// The path of file `rel` under directory `prefix`.
+pub fn path(prefix: &str, rel: &str) -> String {
     format!("{prefix}/{rel}")
 }
 

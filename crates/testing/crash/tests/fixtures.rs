@@ -322,3 +322,57 @@ fn correct_shadow_store_ci_scale() {
         report.violations[0]
     );
 }
+
+/// A commit record sealed in its last word by one non-temporal line store, trusted without a
+/// checksum: correct only if a line persisted in store order. The simulator tears
+/// non-temporal lines word by word (write-combining keeps no order), so it must be caught.
+#[test]
+fn seal_trusted_across_a_non_temporal_line_is_caught() {
+    let report = run(Flaw::NtSealWithoutChecksum, 1..4, 1);
+    assert!(
+        !report.violations.is_empty(),
+        "a seal that may persist before its record went unnoticed"
+    );
+}
+
+/// A store that persists its slot and commit word with one fence and relies on its checksum
+/// to reject a torn slot is correct: zero violations (the control of the next test).
+#[test]
+fn checksum_fallback_store_has_no_violations() {
+    let report = run(Flaw::ChecksumFallback, 1..4, 1);
+    assert!(report.images >= 100, "too few images: {}", report.images);
+    assert!(
+        report.violations.is_empty(),
+        "first: {}",
+        report.violations[0]
+    );
+}
+
+/// The same store whose recovery skips the checksum accepts torn slots: it must be caught.
+#[test]
+fn skipped_checksum_is_caught() {
+    let report = run(Flaw::SkipsChecksum, 1..4, 1);
+    assert!(
+        !report.violations.is_empty(),
+        "a recovery that accepts a slot without its checksum went unnoticed"
+    );
+}
+
+/// A store correct in names and bytes that claims durable times and loses them at recovery:
+/// only the metadata oracle (acknowledged mtime/ctime must survive) can catch it.
+#[test]
+fn lost_times_are_caught() {
+    let report = run(Flaw::LosesTimes, 1..3, 1);
+    assert!(
+        !report.violations.is_empty(),
+        "acknowledged file times lost at recovery went unnoticed"
+    );
+    assert!(
+        report
+            .violations
+            .iter()
+            .any(|v| v.what.contains("time went back")),
+        "{}",
+        report.violations[0]
+    );
+}

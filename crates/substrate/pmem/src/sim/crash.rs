@@ -27,14 +27,23 @@ impl Default for CrashConfig {
 }
 
 /// A line that is not certainly durable, with its distinct possible persisted contents.
+///
+/// A line written by ordinary (write-back) stores only persists whole at one of the contents
+/// it had, in store order (`choices`). A line written (also) by non-temporal stores since it
+/// was last durable persists as any combination of its 8-byte words, each at its durable value
+/// or at any value a store gave it (`words`): write-combining buffers keep no order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PendingLine {
     /// Line number (byte offset / 64).
     pub line: u64,
     /// Distinct contents the line may have after a crash; `choices[0]` is its durable content
     /// (the line's stores did not reach the media at all), the others follow in store order.
+    /// For a line with non-temporal stores: its durable content only (see `words`).
     pub choices: Vec<Line>,
-    /// Index in `choices` of the line's current (cache) content.
+    /// For a line with non-temporal stores: for each 8-byte word, its distinct possible values
+    /// (`words[w][0]` durable). Empty for a line written by ordinary stores only.
+    pub words: Vec<Vec<[u8; 8]>>,
+    /// Index of the line's current (cache) content among its [`count`](Self::count) states.
     pub current: usize,
 }
 
@@ -57,8 +66,67 @@ impl PendingLine {
         Some(PendingLine {
             line,
             choices,
+            words: Vec::new(),
             current,
         })
+    }
+
+    /// A line with non-temporal stores: every word independently at any of its values.
+    pub(super) fn torn(line: u64, durable: Line, history: &[Line], current: &[u8]) -> Option<Self> {
+        let mut words: Vec<Vec<[u8; 8]>> = Vec::with_capacity(LINE / 8);
+        let mut at = 0;
+        let mut radix = 1;
+        for w in 0..LINE / 8 {
+            let word = |content: &[u8]| -> [u8; 8] {
+                let mut v = [0u8; 8];
+                v.copy_from_slice(&content[w * 8..w * 8 + 8]);
+                v
+            };
+            let mut values = vec![word(&durable)];
+            for content in history {
+                let v = word(content);
+                if !values.contains(&v) {
+                    values.push(v);
+                }
+            }
+            let now = values.iter().position(|v| *v == word(current)).unwrap_or(0);
+            at += now * radix;
+            radix *= values.len();
+            words.push(values);
+        }
+        if radix == 1 {
+            return None;
+        }
+        Some(PendingLine {
+            line,
+            choices: vec![durable],
+            words,
+            current: at,
+        })
+    }
+
+    /// Number of distinct contents the line may have after a crash (saturating).
+    pub fn count(&self) -> u64 {
+        if self.words.is_empty() {
+            return self.choices.len() as u64;
+        }
+        self.words
+            .iter()
+            .fold(1u64, |n, values| n.saturating_mul(values.len() as u64))
+    }
+
+    /// Content number `choice` (`choice < count()`; 0 is the durable content).
+    pub fn content(&self, choice: usize) -> Line {
+        if self.words.is_empty() {
+            return self.choices[choice];
+        }
+        let mut line = [0u8; LINE];
+        let mut rest = choice;
+        for (w, values) in self.words.iter().enumerate() {
+            line[w * 8..w * 8 + 8].copy_from_slice(&values[rest % values.len()]);
+            rest /= values.len();
+        }
+        line
     }
 }
 
@@ -118,7 +186,7 @@ impl<'a> CrashPoint<'a> {
     pub fn state_count(&self) -> u64 {
         self.lines
             .iter()
-            .fold(1u64, |n, line| n.saturating_mul(line.choices.len() as u64))
+            .fold(1u64, |n, line| n.saturating_mul(line.count()))
     }
 
     /// True when [`images`](Self::images) enumerates every crash state.
@@ -143,7 +211,7 @@ impl<'a> CrashPoint<'a> {
                 .lines
                 .iter()
                 .map(|line| {
-                    let n = line.choices.len() as u64;
+                    let n = line.count();
                     let choice = rest % n;
                     rest /= n;
                     choice as usize
@@ -157,7 +225,7 @@ impl<'a> CrashPoint<'a> {
                 let mut rng = SplitMix64::new(mix(self.config.seed, self.fences_before, index));
                 self.lines
                     .iter()
-                    .map(|line| rng.below(line.choices.len() as u64) as usize)
+                    .map(|line| rng.below(line.count()) as usize)
                     .collect()
             }
         }
@@ -233,7 +301,7 @@ impl<'a> CrashPoint<'a> {
         for (line, &choice) in self.lines.iter().zip(choices) {
             let start = (line.line * CACHE_LINE) as usize;
             let end = (start + LINE).min(image.len());
-            image[start..end].copy_from_slice(&line.choices[choice][..end - start]);
+            image[start..end].copy_from_slice(&line.content(choice)[..end - start]);
         }
     }
 }

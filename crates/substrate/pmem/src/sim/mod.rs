@@ -20,7 +20,11 @@
 //!   persist at any of its intermediate contents (or not at all). A store after the flush but
 //!   before the fence adds to the line's history: after the fence the flushed content is
 //!   durable and the later contents remain possible.
-//! - [`write_nt`](Region::write_nt) is a store followed by a flush (durable at the next fence).
+//! - [`write_nt`](Region::write_nt) is a store followed by a flush (durable at the next fence),
+//!   but weaker until then: write-combining keeps no order, so a line written by a
+//!   non-temporal store since it was last durable persists as any combination of its 8-byte
+//!   words, each at its durable value or at a value a store gave it (docs/pmem.md lists
+//!   which x86 orders are kept).
 //!
 //! A crash may happen anywhere; the interesting places are the fences, because between two
 //! fences nothing becomes *certain*. Just before every fence takes effect, the fence hook
@@ -60,6 +64,9 @@ struct PendingState {
     /// For each thread that flushed the line since its own last fence: the index in
     /// `history` of the content the line had at that thread's last flush.
     flushes: Vec<(ThreadId, usize)>,
+    /// A non-temporal store wrote to the line since it was last durable: the line may persist
+    /// as any combination of its 8-byte words (write-combining keeps no order).
+    non_temporal: bool,
 }
 
 struct Inner {
@@ -233,6 +240,7 @@ impl SimRegion {
                     durable,
                     history: Vec::new(),
                     flushes: Vec::new(),
+                    non_temporal: false,
                 }
             });
             state
@@ -305,9 +313,25 @@ fn pending_lines(inner: &Inner) -> Vec<PendingLine> {
         .filter_map(|(&line, state)| {
             let start = (line * CACHE_LINE) as usize;
             let current = &inner.cache[start..start + LINE];
-            PendingLine::new(line, state.durable, &state.history, current)
+            if state.non_temporal {
+                PendingLine::torn(line, state.durable, &state.history, current)
+            } else {
+                PendingLine::new(line, state.durable, &state.history, current)
+            }
         })
         .collect()
+}
+
+/// Mark the lines of a non-temporal store: until durable they persist word by word.
+fn mark_non_temporal(inner: &mut Inner, off: u64, len: u64) {
+    if len == 0 {
+        return;
+    }
+    for line in off / CACHE_LINE..=(off + len - 1) / CACHE_LINE {
+        if let Some(state) = inner.pending.get_mut(&line) {
+            state.non_temporal = true;
+        }
+    }
 }
 
 /// Put every pending line of `image` (a copy of the padded cache image) at its durable content.
@@ -360,6 +384,7 @@ impl Region for SimRegion {
     fn write_nt(&self, off: u64, data: &[u8]) {
         let mut inner = self.lock();
         self.store(&mut inner, off, Source::Bytes(data));
+        mark_non_temporal(&mut inner, off, data.len() as u64);
         // Non-temporal stores: durable at the next fence, like a store followed by a flush.
         self.mark_flushed(&mut inner, off, data.len() as u64);
     }
