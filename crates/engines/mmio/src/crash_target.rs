@@ -272,7 +272,7 @@ impl CrashTarget for MmioTarget {
     fn handle_mode(&self, store: &dyn Store, fh: store::Fh) -> Option<String> {
         let s = store
             .as_any()
-            .downcast_ref::<MmioStore<Window<SimRegion>, SimMedia>>()?;
+            .downcast_ref::<MmioStore<PairedPool, HostMedia<CutHost>>>()?;
         let policy = s.file_policy(fh).ok()?;
         Some(format!("{policy:?}").to_lowercase())
     }

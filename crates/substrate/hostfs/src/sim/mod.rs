@@ -168,7 +168,13 @@ impl SimHostFs {
                 continue;
             };
             let ino = match node {
-                ImageNode::Dir => new_inode(&mut state, Inode::new(crate::FileKind::Dir, 0o755)),
+                ImageNode::Dir => {
+                    // A directory's own "." link, as `mkdir` counts it (its name adds one more
+                    // below): 2 for a directory, as the live model reports.
+                    let mut inode = Inode::new(crate::FileKind::Dir, 0o755);
+                    inode.nlink = 1;
+                    new_inode(&mut state, inode)
+                }
                 ImageNode::File { ino, data } => match by_ino.get(ino) {
                     Some(&existing) => existing,
                     None => {

@@ -392,6 +392,11 @@ fn a_crash_image_opens_again_as_a_durable_file_system() {
     let mut buf = [0u8; 5];
     reopened.read_at(&y, 0, &mut buf).expect("read");
     assert_eq!(&buf, b"Jello", "hard links share the inode");
+    // Link counts are what the live model reported: 2 for a directory, one per name for a file.
+    let nlink = |fs: &SimHostFs, path: &str| fs.stat(p(path)).expect("stat").nlink;
+    assert_eq!(nlink(&reopened, "d"), nlink(&fs, "d"));
+    assert_eq!(nlink(&reopened, "d"), 2);
+    assert_eq!(nlink(&reopened, "y"), 2);
 }
 
 #[test]
