@@ -220,7 +220,21 @@ fn pool_full_gives_enospc_and_the_store_stays_clean() {
         .map(|_| ())
         .unwrap_or(());
     fs::remove_file(d.join("fill")).expect("unlink");
-    fs::write(d.join("small"), b"ok").expect("write after freeing space");
+    // The kernel sends RELEASE for the closed descriptor after close(2) returned, so the
+    // store frees the unlinked file's space a moment later: wait for it, boundedly.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match fs::write(d.join("small"), b"ok") {
+            Ok(()) => break,
+            Err(e)
+                if e.raw_os_error() == Some(libc::ENOSPC)
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => panic!("write after freeing space: {e}"),
+        }
+    }
     m.finish();
     let report = store::Store::fsck(&*store).expect("fsck");
     assert!(report.is_clean(), "{:?}", report.problems);
