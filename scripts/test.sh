@@ -37,54 +37,25 @@ fi
 # suite run (ends with "python tests: N passed, N failed"; fails on a failure or no test).
 scripts/python.sh
 
-# Benchmark smoke run: `atomfs bench fcfs-micro --quick` must run and write
-# results.json and the PNG plots. No timing is asserted; the JSON shape is checked by
-# crates/bench/tests/tiny_pool.rs. Debug build (opt-level 1): 10-30 s.
-smoke=target/bench-smoke/fcfs-micro
-rm -rf "$smoke"
-bench_start=$(date +%s)
-if ! timeout 600 target/debug/atomfs bench fcfs-micro --quick --out "$smoke" --no-progress; then
-    echo "atomfs bench smoke run: FAILED (atomfs bench fcfs-micro --quick exited non-zero)" >&2
-    exit 1
-fi
-if ! grep -q '"rows"' "$smoke/results.json" 2>/dev/null \
-    || ! ls "$smoke"/fcfs-micro_*.png >/dev/null 2>&1; then
-    echo "atomfs bench smoke run: FAILED (no results.json with rows, or no PNG in $smoke)" >&2
-    exit 1
-fi
-echo "atomfs bench smoke run: ok in $(( $(date +%s) - bench_start )) s ($smoke)"
-
-# Benchmark smoke run of the mmio suite: `atomfs bench mmio --quick` must run and
-# write results.json and the PNG plots. No timing is asserted; the JSON shape is checked by
-# crates/bench/tests/tiny_mmio.rs.
-smoke=target/bench-smoke/mmio
-rm -rf "$smoke"
-bench_start=$(date +%s)
-if ! timeout 600 target/debug/atomfs bench mmio --quick --out "$smoke" --no-progress; then
-    echo "atomfs bench mmio smoke run: FAILED (atomfs bench mmio --quick exited non-zero)" >&2
-    exit 1
-fi
-if ! grep -q '"rows"' "$smoke/results.json" 2>/dev/null \
-    || ! ls "$smoke"/fio-rand-write_*.png >/dev/null 2>&1; then
-    echo "atomfs bench mmio smoke run: FAILED (no results.json with rows, or no PNG in $smoke)" >&2
-    exit 1
-fi
-echo "atomfs bench mmio smoke run: ok in $(( $(date +%s) - bench_start )) s ($smoke)"
-
-# Benchmark smoke run of the engines suite: `atomfs bench engines --quick` must run every
-# workload on every registered engine and ext4 and write results.json (with the verdict
-# table) and the PNG plots. No timing is asserted; the JSON shape is checked by
-# crates/bench/tests/tiny_engines.rs.
-smoke=target/bench-smoke/engines
-rm -rf "$smoke"
-bench_start=$(date +%s)
-if ! timeout 600 target/debug/atomfs bench engines --quick --out "$smoke" --no-progress; then
-    echo "atomfs bench engines smoke run: FAILED (atomfs bench engines --quick exited non-zero)" >&2
-    exit 1
-fi
-if ! grep -q '"verdict"' "$smoke/results.json" 2>/dev/null \
-    || ! ls "$smoke"/two-file-tx_*.png >/dev/null 2>&1; then
-    echo "atomfs bench engines smoke run: FAILED (no results.json with a verdict, or no PNG in $smoke)" >&2
-    exit 1
-fi
-echo "atomfs bench engines smoke run: ok in $(( $(date +%s) - bench_start )) s ($smoke)"
+# Benchmark smoke runs: each suite's `--quick` run must finish and write results.json (with
+# the key named) and its PNG plots. No timing is asserted; the JSON shapes are checked by
+# crates/bench/tests/tiny_*.rs. Debug build (opt-level 1): 10-60 s each.
+# smoke SUITE JSON_KEY PNG_PREFIX
+smoke() {
+    local suite=$1 key=$2 png=$3 out=target/bench-smoke/$1 start
+    rm -rf "$out"
+    start=$(date +%s)
+    if ! timeout 600 target/debug/atomfs bench "$suite" --quick --out "$out" --no-progress; then
+        echo "atomfs bench $suite smoke run: FAILED (atomfs bench $suite --quick exited non-zero)" >&2
+        exit 1
+    fi
+    if ! grep -q "\"$key\"" "$out/results.json" 2>/dev/null \
+        || ! ls "$out"/"$png"_*.png >/dev/null 2>&1; then
+        echo "atomfs bench $suite smoke run: FAILED (no results.json with \"$key\", or no $png PNG in $out)" >&2
+        exit 1
+    fi
+    echo "atomfs bench $suite smoke run: ok in $(( $(date +%s) - start )) s ($out)"
+}
+smoke fcfs-micro rows fcfs-micro
+smoke mmio rows fio-rand-write
+smoke engines verdict two-file-tx
