@@ -45,7 +45,7 @@ pub mod path;
 mod types;
 
 pub use error::{Error, Result};
-pub use path::{resolve, resolve_parent, split_path, OpenOptions};
+pub use path::{names_dir, resolve, resolve_parent, split_path, OpenOptions};
 pub use types::*;
 
 use std::any::Any;

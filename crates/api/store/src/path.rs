@@ -55,14 +55,15 @@ fn walk(store: &dyn Store, parts: &[&[u8]], shown: &[u8]) -> Result<Metadata> {
     let mut stack: Vec<Metadata> = vec![store.getattr(ROOT_INO)?];
     for part in parts {
         let here = *stack.last().unwrap_or(&stack[0]);
+        // As in the kernel, `..` too must follow a directory: "file/.." is ENOTDIR.
+        if !here.is_dir() {
+            return Err(Error::NotDir(String::from_utf8_lossy(shown).into_owned()));
+        }
         if *part == b".." {
             if stack.len() > 1 {
                 stack.pop();
             }
             continue;
-        }
-        if !here.is_dir() {
-            return Err(Error::NotDir(String::from_utf8_lossy(shown).into_owned()));
         }
         let next = store.lookup(here.ino, part).map_err(|e| match e {
             Error::NotFound(_) => Error::NotFound(String::from_utf8_lossy(shown).into_owned()),
@@ -73,10 +74,24 @@ fn walk(store: &dyn Store, parts: &[&[u8]], shown: &[u8]) -> Result<Metadata> {
     Ok(*stack.last().unwrap_or(&stack[0]))
 }
 
+/// Whether `path` can only name a directory, as the kernel reads it: it ends in `/`, `.`
+/// or `..` ("f/" and "f/." of a regular file are ENOTDIR).
+pub fn names_dir(path: &[u8]) -> bool {
+    path.ends_with(b"/")
+        || path == b"."
+        || path == b".."
+        || path.ends_with(b"/.")
+        || path.ends_with(b"/..")
+}
+
 /// The inode a path names.
 pub fn resolve(store: &dyn Store, path: impl AsRef<[u8]>) -> Result<Metadata> {
     let path = path.as_ref();
-    walk(store, &split_path(path)?, path)
+    let meta = walk(store, &split_path(path)?, path)?;
+    if names_dir(path) && !meta.is_dir() {
+        return Err(Error::NotDir(String::from_utf8_lossy(path).into_owned()));
+    }
+    Ok(meta)
 }
 
 /// The directory holding the last component of `path`, and that component.

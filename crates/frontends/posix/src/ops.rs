@@ -23,21 +23,17 @@ pub fn open(pool: &Arc<Pool>, path: &[u8], flags: i32, mode: u32) -> PResult<Arc
         return Err(libc::EINVAL);
     }
     let writable = access != libc::O_RDONLY;
-    let meta = match store::resolve_parent(store, path) {
-        Err(Error::InvalidArgument(_)) if store::split_path(path).is_ok_and(|p| p.is_empty()) => {
-            store.getattr(store::ROOT_INO).map_err(err)?
-        }
-        Err(e) => return Err(err(e)),
-        Ok((parent, name)) => match store.lookup(parent, &name) {
-            Ok(_) if flags & libc::O_CREAT != 0 && flags & libc::O_EXCL != 0 => {
-                return Err(libc::EEXIST)
-            }
+    let meta = if store::names_dir(path) {
+        // "d/", "d/." or "d/..": an existing directory or nothing (open(2) cannot create
+        // one: EISDIR with O_CREAT, as the kernel says).
+        match store::resolve(store, path) {
+            Ok(meta) if flags & libc::O_CREAT != 0 && meta.is_dir() => return Err(libc::EISDIR),
             Ok(meta) => meta,
-            Err(Error::NotFound(_)) if flags & libc::O_CREAT != 0 => store
-                .create(parent, &name, crate::umask::apply(mode), None)
-                .map_err(err)?,
+            Err(Error::NotFound(_)) if flags & libc::O_CREAT != 0 => return Err(libc::EISDIR),
             Err(e) => return Err(err(e)),
-        },
+        }
+    } else {
+        open_entry(store, path, flags, mode)?
     };
     let status = flags
         & (libc::O_ACCMODE | libc::O_APPEND | libc::O_NONBLOCK | libc::O_SYNC | libc::O_DSYNC);
@@ -72,6 +68,24 @@ pub fn open(pool: &Arc<Pool>, path: &[u8], flags: i32, mode: u32) -> PResult<Arc
         store.set_len(fh, 0).map_err(err)?;
     }
     Ok(file)
+}
+
+/// The inode of `path` for open(2), created when it is missing and `flags` say O_CREAT.
+fn open_entry(store: &dyn store::Store, path: &[u8], flags: i32, mode: u32) -> PResult<Metadata> {
+    match store::resolve_parent(store, path) {
+        Err(Error::InvalidArgument(_)) if store::split_path(path).is_ok_and(|p| p.is_empty()) => {
+            store.getattr(store::ROOT_INO).map_err(err)
+        }
+        Err(e) => Err(err(e)),
+        Ok((parent, name)) => match store.lookup(parent, &name) {
+            Ok(_) if flags & libc::O_CREAT != 0 && flags & libc::O_EXCL != 0 => Err(libc::EEXIST),
+            Ok(meta) => Ok(meta),
+            Err(Error::NotFound(_)) if flags & libc::O_CREAT != 0 => store
+                .create(parent, &name, crate::umask::apply(mode), None)
+                .map_err(err),
+            Err(e) => Err(err(e)),
+        },
+    }
 }
 
 /// read(2) at the file offset.

@@ -35,6 +35,7 @@ mod dirs;
 mod fds;
 mod paths;
 mod real;
+mod route;
 mod stdio;
 mod umask;
 
@@ -54,6 +55,10 @@ pub const CREATE_SIZE_MIN: u64 = 1 << 20;
 struct Config {
     /// Normalised prefix, without trailing slash ("/atomfs").
     prefix: Vec<u8>,
+    /// Every spelling of the prefix the shim serves: `prefix`, then (when it differs) the
+    /// same path with the symbolic links of its existing part resolved, as `getcwd` and
+    /// `/proc/self/fd` spell it.
+    prefixes: Vec<Vec<u8>>,
     pool_path: Option<String>,
     create_size: Option<u64>,
 }
@@ -76,12 +81,40 @@ fn config() -> &'static Config {
                 .filter(|&n| n >= CREATE_SIZE_MIN)
                 .unwrap_or(atomfs_posix::CREATE_SIZE_DEFAULT)
         });
+        let prefix = paths::normalize(&prefix);
+        let mut prefixes = vec![prefix.clone()];
+        if let Some(real) = resolved(&prefix).filter(|r| *r != prefix) {
+            prefixes.push(real);
+        }
         Config {
-            prefix: paths::normalize(&prefix),
+            prefixes,
+            prefix,
             pool_path: std::env::var("ATOMFS_POOL").ok().filter(|p| !p.is_empty()),
             create_size,
         }
     })
+}
+
+/// `prefix` with the symbolic links of its longest existing ancestor resolved (the rest,
+/// which does not exist on the host, kept as written). Read once, when the shim starts.
+fn resolved(prefix: &[u8]) -> Option<Vec<u8>> {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let path = std::path::Path::new(std::ffi::OsStr::from_bytes(prefix));
+    let mut rest: Vec<Vec<u8>> = Vec::new();
+    let mut base = path;
+    loop {
+        // The shim's own calls go to libc (canonicalize stats and reads links).
+        if let Ok(real) = ours(|| std::fs::canonicalize(base)) {
+            let mut out = real.into_os_string().into_vec();
+            for part in rest.iter().rev() {
+                out.push(b'/');
+                out.extend_from_slice(part);
+            }
+            return Some(paths::normalize(&out));
+        }
+        rest.push(base.file_name()?.as_bytes().to_vec());
+        base = base.parent()?;
+    }
 }
 
 /// The pool, opened at first use. On failure: one message on stderr, then the errno.

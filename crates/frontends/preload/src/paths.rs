@@ -6,6 +6,7 @@ use atomfs_posix as px;
 use px::PResult;
 
 use crate::real::call_real;
+use crate::route::Route;
 use crate::{busy, bytes, config, fds, ours, pool, ret, shim_file};
 
 /// Lexically normalise an absolute path: no empty or "." components, ".." applied.
@@ -31,18 +32,18 @@ pub(crate) fn normalize(path: &[u8]) -> Vec<u8> {
     out
 }
 
-/// The path inside the pool when `path` (relative to `dirfd`) is under the prefix.
-pub(crate) fn classify(dirfd: c_int, path: *const c_char) -> Option<Vec<u8>> {
-    if busy() {
-        return None;
+/// Longest path the kernel takes (PATH_MAX, its NUL included): a longer one is the kernel's
+/// to refuse with ENAMETOOLONG, whatever it names.
+const PATH_MAX: usize = libc::PATH_MAX as usize;
+
+/// The absolute path the kernel would walk for `path` relative to `dirfd`, and whether it
+/// starts in a shim directory. None when it cannot be known (the shim then stays out).
+fn full_path(dirfd: c_int, path: &[u8]) -> Option<(Vec<u8>, bool)> {
+    if path.starts_with(b"/") {
+        return Some((path.to_vec(), false));
     }
-    // SAFETY: `path` comes from the intercepted call's caller: NULL or a C string.
-    let path = unsafe { bytes(path) }?;
-    let prefix = &config().prefix;
-    let full = if path.starts_with(b"/") {
-        path.to_vec()
-    } else if dirfd == libc::AT_FDCWD {
-        let mut cwd = vec![0u8; 4096];
+    let mut full = if dirfd == libc::AT_FDCWD {
+        let mut cwd = vec![0u8; PATH_MAX];
         // SAFETY: buffer of the given size; getcwd is not intercepted.
         let p = unsafe { libc::getcwd(cwd.as_mut_ptr().cast(), cwd.len()) };
         if p.is_null() {
@@ -50,39 +51,76 @@ pub(crate) fn classify(dirfd: c_int, path: *const c_char) -> Option<Vec<u8>> {
         }
         let len = cwd.iter().position(|&b| b == 0).unwrap_or(cwd.len());
         cwd.truncate(len);
-        cwd.push(b'/');
-        cwd.extend_from_slice(path);
         cwd
-    } else {
-        let dir = shim_file(dirfd)?;
-        let mut full = prefix.clone();
+    } else if let Some(dir) = shim_file(dirfd) {
+        let mut full = config().prefixes[0].clone();
         full.push(b'/');
         full.extend_from_slice(&dir.path);
         full.push(b'/');
         full.extend_from_slice(path);
-        full
+        return Some((full, true));
+    } else {
+        // A kernel directory: where it is now (its path may lead into the prefix).
+        let link = format!("/proc/self/fd/{dirfd}");
+        let target = ours(|| std::fs::read_link(link)).ok()?;
+        std::os::unix::ffi::OsStringExt::into_vec(target.into_os_string())
     };
-    let norm = normalize(&full);
-    if norm == *prefix {
-        return Some(b"/".to_vec());
-    }
-    let rest = norm.strip_prefix(prefix.as_slice())?;
-    rest.starts_with(b"/").then(|| rest.to_vec())
+    full.push(b'/');
+    full.extend_from_slice(path);
+    Some((full, false))
 }
 
-/// For a path spelled under the prefix that leaves it lexically ("/atomfs/../etc"): the
-/// normalised path to give the real libc instead (the kernel has no /atomfs to walk through).
-pub(crate) fn outside(path: *const c_char) -> Option<std::ffi::CString> {
+/// The route of `path` relative to `dirfd` (see route.rs); the kernel's when the shim is
+/// busy, the path is NULL or longer than the kernel takes.
+fn route_of(dirfd: c_int, path: *const c_char) -> Route {
+    if busy() {
+        return Route::Kernel;
+    }
+    // SAFETY: `path` comes from the intercepted call's caller: NULL or a C string.
+    let Some(path) = (unsafe { bytes(path) }) else {
+        return Route::Kernel;
+    };
+    if path.len() >= PATH_MAX || path.is_empty() {
+        return Route::Kernel;
+    }
+    match full_path(dirfd, path) {
+        Some((full, _)) => crate::route::route(&full, &config().prefixes),
+        None => Route::Kernel,
+    }
+}
+
+/// The path inside the pool when `path` (relative to `dirfd`) is under the prefix.
+pub(crate) fn classify(dirfd: c_int, path: *const c_char) -> Option<Vec<u8>> {
+    match route_of(dirfd, path) {
+        Route::Ours(inner) => Some(inner),
+        Route::Kernel | Route::KernelAs(_) => None,
+    }
+}
+
+/// For a path that went through the prefix and left it ("/atomfs/../etc"), or that starts
+/// in a shim directory and leaves it (`openat(shim_dir, "../../x")`): the absolute path to
+/// give the real libc instead (the kernel has no such directory to walk through).
+pub(crate) fn outside(dirfd: c_int, path: *const c_char) -> Option<std::ffi::CString> {
     if busy() {
         return None;
     }
     // SAFETY: NULL or a C string from the intercepted call's caller.
     let raw = unsafe { bytes(path) }?;
-    let prefix = &config().prefix;
-    if !raw.starts_with(prefix) || raw.get(prefix.len()).is_some_and(|&b| b != b'/') {
+    // Cheap first: only paths spelled under a prefix or relative to a shim directory.
+    let spelled_under = raw.starts_with(b"/")
+        && config()
+            .prefixes
+            .iter()
+            .any(|p| raw.starts_with(p) && raw.get(p.len()).is_none_or(|&b| b == b'/'));
+    let in_shim_dir =
+        !raw.starts_with(b"/") && dirfd != libc::AT_FDCWD && shim_file(dirfd).is_some();
+    if !spelled_under && !in_shim_dir {
         return None;
     }
-    std::ffi::CString::new(normalize(raw)).ok()
+    match route_of(dirfd, path) {
+        Route::KernelAs(p) => std::ffi::CString::new(p).ok(),
+        Route::Ours(_) | Route::Kernel => None,
+    }
 }
 
 /// `path`, or its replacement from [`outside`].
@@ -130,7 +168,7 @@ pub unsafe extern "C" fn open(path: *const c_char, flags: c_int, mode: c_uint) -
     match classify(libc::AT_FDCWD, path) {
         Some(p) => ret(open_ours(&p, flags, mode)),
         None => {
-            let fixed = outside(path);
+            let fixed = outside(libc::AT_FDCWD, path);
             call_real!(open: OpenFn, real_path(path, &fixed), flags, mode)
         }
     }
@@ -141,7 +179,7 @@ pub unsafe extern "C" fn open64(path: *const c_char, flags: c_int, mode: c_uint)
     match classify(libc::AT_FDCWD, path) {
         Some(p) => ret(open_ours(&p, flags, mode)),
         None => {
-            let fixed = outside(path);
+            let fixed = outside(libc::AT_FDCWD, path);
             call_real!(open64: OpenFn, real_path(path, &fixed), flags, mode)
         }
     }
@@ -169,7 +207,7 @@ pub unsafe extern "C" fn openat(
     match classify(dirfd, path) {
         Some(p) => ret(open_ours(&p, flags, mode)),
         None => {
-            let fixed = outside(path);
+            let fixed = outside(dirfd, path);
             call_real!(openat: OpenatFn, dirfd, real_path(path, &fixed), flags, mode)
         }
     }
@@ -185,7 +223,7 @@ pub unsafe extern "C" fn openat64(
     match classify(dirfd, path) {
         Some(p) => ret(open_ours(&p, flags, mode)),
         None => {
-            let fixed = outside(path);
+            let fixed = outside(dirfd, path);
             call_real!(openat64: OpenatFn, dirfd, real_path(path, &fixed), flags, mode)
         }
     }
@@ -251,7 +289,7 @@ macro_rules! stat_fn {
             match classify(libc::AT_FDCWD, path) {
                 Some(p) => ret(stat_ours(&p, buf)),
                 None => {
-                    let fixed = outside(path);
+                    let fixed = outside(libc::AT_FDCWD, path);
                     call_real!($name: StatFn, real_path(path, &fixed), buf)
                 }
             }
@@ -270,7 +308,7 @@ macro_rules! xstat_fn {
             match classify(libc::AT_FDCWD, path) {
                 Some(p) => ret(stat_ours(&p, buf)),
                 None => {
-                    let fixed = outside(path);
+                    let fixed = outside(libc::AT_FDCWD, path);
                     call_real!($name: XstatFn, ver, real_path(path, &fixed), buf)
                 }
             }
@@ -305,7 +343,7 @@ macro_rules! fstatat_fn {
             match fstatat_ours(dirfd, path, buf, flags) {
                 Some(r) => r,
                 None => {
-                    let fixed = outside(path);
+                    let fixed = outside(dirfd, path);
                     call_real!($name: FstatatFn, dirfd, real_path(path, &fixed), buf, flags)
                 }
             }
@@ -380,7 +418,7 @@ pub unsafe extern "C" fn statx(
     } else if let Some(p) = classify(dirfd, path) {
         return ret(ours(|| px::stat(&*pool()?, &p)).and_then(|m| fill_statx(&m, buf)));
     }
-    let fixed = outside(path);
+    let fixed = outside(dirfd, path);
     call_real!(statx: StatxFn, dirfd, real_path(path, &fixed), flags, mask, buf)
 }
 
@@ -394,7 +432,7 @@ pub unsafe extern "C" fn access(path: *const c_char, mode: c_int) -> c_int {
     match classify(libc::AT_FDCWD, path) {
         Some(p) => ret(ours(|| px::access(&*pool()?, &p, mode)).map(|_| 0)),
         None => {
-            let fixed = outside(path);
+            let fixed = outside(libc::AT_FDCWD, path);
             call_real!(access: AccessFn, real_path(path, &fixed), mode)
         }
     }
@@ -716,7 +754,7 @@ pub unsafe extern "C" fn getxattr(
     match classify(libc::AT_FDCWD, path) {
         Some(p) => no_xattr(&p),
         None => {
-            let fixed = outside(path);
+            let fixed = outside(libc::AT_FDCWD, path);
             call_real!(getxattr: GetxattrFn, real_path(path, &fixed), name, value, size)
         }
     }
@@ -732,7 +770,7 @@ pub unsafe extern "C" fn lgetxattr(
     match classify(libc::AT_FDCWD, path) {
         Some(p) => no_xattr(&p),
         None => {
-            let fixed = outside(path);
+            let fixed = outside(libc::AT_FDCWD, path);
             call_real!(lgetxattr: GetxattrFn, real_path(path, &fixed), name, value, size)
         }
     }
@@ -743,7 +781,7 @@ pub unsafe extern "C" fn listxattr(path: *const c_char, list: *mut c_char, size:
     match classify(libc::AT_FDCWD, path) {
         Some(p) => no_xattr_list(&p),
         None => {
-            let fixed = outside(path);
+            let fixed = outside(libc::AT_FDCWD, path);
             call_real!(listxattr: ListxattrFn, real_path(path, &fixed), list, size)
         }
     }
@@ -754,7 +792,7 @@ pub unsafe extern "C" fn llistxattr(path: *const c_char, list: *mut c_char, size
     match classify(libc::AT_FDCWD, path) {
         Some(p) => no_xattr_list(&p),
         None => {
-            let fixed = outside(path);
+            let fixed = outside(libc::AT_FDCWD, path);
             call_real!(llistxattr: ListxattrFn, real_path(path, &fixed), list, size)
         }
     }
