@@ -5,6 +5,8 @@
 //! the machine changes. Elsewhere it prints why it cannot run (and fails under
 //! `ATOMFS_REQUIRE_ALL=1`).
 
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
+
 mod support;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
