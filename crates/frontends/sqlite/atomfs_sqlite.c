@@ -371,10 +371,26 @@ static int x_access(sqlite3_vfs *vfs, const char *name, int flags, int *out)
     return SQLITE_OK;
 }
 
-/* Names inside the pool are absolute: "/" + the name as given, "." and "" dropped. */
+/* Whether a name has a ".." component. */
+static int has_dotdot(const char *name)
+{
+    for (const char *p = name; (p = strstr(p, "..")) != NULL; p += 2) {
+        int starts = p == name || p[-1] == '/';
+        int ends = p[2] == '\0' || p[2] == '/';
+        if (starts && ends)
+            return 1;
+    }
+    return 0;
+}
+
+/* Names inside the pool are absolute: "/" + the name as given, "." and "" dropped. A name
+ * with a ".." component is refused: a database path never climbs (inside a store ".." at
+ * the root stays there, so it could only mislead). */
 static int x_full_pathname(sqlite3_vfs *vfs, const char *name, int n_out, char *out)
 {
     (void) vfs;
+    if (has_dotdot(name))
+        return SQLITE_CANTOPEN;
     while (name[0] == '.' && name[1] == '/')
         name += 2;
     const char *sep = name[0] == '/' ? "" : "/";

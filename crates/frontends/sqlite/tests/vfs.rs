@@ -365,3 +365,97 @@ fn python_sqlite_on_an_mmio_store_survives_sigkills() {
 fn python_sqlite_survives_200_sigkills() {
     crash_loop(200, "pool");
 }
+
+const PY_HOSTILE: &str = r#"
+import sqlite3, sys
+ext, pool, outside = sys.argv[1], sys.argv[2], sys.argv[3]
+loader = sqlite3.connect(":memory:")
+loader.enable_load_extension(True)
+loader.load_extension(ext)
+def attempt(uri):
+    try:
+        db = sqlite3.connect(uri, uri=True, isolation_level=None)
+        db.execute("CREATE TABLE IF NOT EXISTS t(x)")
+        db.execute("INSERT INTO t VALUES (1)")
+        db.close()
+        return "opened"
+    except sqlite3.Error as e:
+        return "refused: " + str(e)
+uris = [
+    "file:/../../x.db?vfs=atomfs&pool=" + pool,
+    "file:../x.db?vfs=atomfs&pool=" + pool,
+    "file:/a/../b.db?vfs=atomfs&pool=" + pool,
+    "file:/..?vfs=atomfs&pool=" + pool,
+    "file:/ok.db?vfs=atomfs&pool=" + outside,
+    "file:/ok.db?vfs=atomfs&pool=" + pool + "&engine=no-such-engine",
+    "file:/ok.db?vfs=atomfs&pool=" + pool + ".new&engine=pool&options=size%3Dabc",
+    "file:/ok.db?vfs=atomfs&pool=" + pool + ".new&engine=pool&options=size%3D1k",
+    "file:/ok.db?vfs=atomfs&pool=" + pool + ".new&engine=pool&options=nonsense",
+    "file:/ok.db?vfs=atomfs&pool=" + pool + ".new2&engine=pool&options=size%3D-5",
+    "file:/ok.db?vfs=atomfs&pool=" + pool + ".new3&engine=mmio&options=home%3D",
+    "file:/ok.db?vfs=atomfs&pool=/nonexistent-dir-atomfs/p.pool",
+    "file:/" + "n" * 300 + ".db?vfs=atomfs&pool=" + pool,
+    "file:/good.db?vfs=atomfs&pool=" + pool,
+]
+for uri in uris:
+    print(attempt(uri).split(":")[0])
+"#;
+
+/// Hostile database names and URI parameters: each gets a clean refusal (never a crash),
+/// a path never leaves the store, and nothing outside changes; the last, sane one works.
+#[test]
+fn hostile_uris_and_paths_are_refused_cleanly() {
+    let Some(ext) = extension() else { return };
+    let Some(python) = python() else { return };
+    let dir = scratch("hostile");
+    let pool = dir.join("db.pool");
+    let outside = dir.join("not-a-pool.txt");
+    std::fs::write(&outside, "precious\n").unwrap();
+    let out = py(
+        &python,
+        PY_HOSTILE,
+        &[
+            ext.to_str().unwrap(),
+            pool.to_str().unwrap(),
+            outside.to_str().unwrap(),
+        ],
+        &[("ATOMFS_CREATE_SIZE".into(), "0".into())],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "python crashed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    let mut expected = vec!["refused"; 13];
+    expected.push("opened");
+    assert_eq!(
+        lines,
+        expected,
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious\n");
+    // Only the sane database (and no journal left behind) is in the store.
+    let listing = shell(
+        &ext,
+        &format!(
+            ".open file:/good.db?vfs=atomfs&pool={}\nSELECT count(*) FROM t;\n",
+            pool.display()
+        ),
+    );
+    assert_eq!(listing, "1\n");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["db.pool", "not-a-pool.txt"],
+        "a refused create left something behind"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
