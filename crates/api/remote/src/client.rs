@@ -1,0 +1,411 @@
+//! The client: the Store API over a connection to a server, so every front end that works
+//! on an `Arc<dyn Store>` works unchanged on a store another process owns.
+//!
+//! One connection, one request in flight (calls from several threads take turns). A write's
+//! bytes go through the shared buffer (a memfd both sides map), or for a write larger than
+//! the buffer through a memory file passed with the request; reads likewise come back. If
+//! the server goes away, every call fails with an I/O error (EIO) and nothing is retried:
+//! what the server had acknowledged is durable, what it had not is the server's recovery's.
+
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+
+use parking_lot::Mutex;
+use store::{
+    DirEntry, Error, Fh, FsckReport, Ino, Metadata, OpenFlags, Result, SetAttr, StatFs, Store, TxId,
+};
+
+use crate::conn::{self, Shm};
+use crate::op::*;
+use crate::server::memfile;
+use crate::wire::{malformed, Dec, Enc};
+
+/// Size of the shared buffer a client creates: writes and reads up to it take no copy
+/// through the socket.
+pub const SHM_LEN: usize = 4 << 20;
+
+/// A store served by another process.
+pub struct RemoteStore {
+    conn: Mutex<Option<Conn>>,
+    engine: String,
+    socket: PathBuf,
+}
+
+struct Conn {
+    stream: UnixStream,
+    shm: Shm,
+}
+
+fn io(socket: &Path, op: &'static str, source: std::io::Error) -> Error {
+    Error::Io {
+        path: socket.display().to_string(),
+        op,
+        source,
+    }
+}
+
+impl RemoteStore {
+    /// Connect to the server listening at `socket`.
+    pub fn connect(socket: &Path) -> Result<RemoteStore> {
+        let mut stream = UnixStream::connect(socket).map_err(|e| io(socket, "connect", e))?;
+        let shm = Shm::create(SHM_LEN)?;
+        let mut hello = Enc::default();
+        hello.bytes(MAGIC).u32(VERSION);
+        conn::send_with_fd(&mut stream, &hello.0, shm.fd())?;
+        let reply = conn::recv(&mut stream)?
+            .ok_or_else(|| malformed("the server closed the connection at the handshake"))?;
+        let mut d = Dec::new(&reply);
+        let engine = match d.u8()? {
+            OK => d.string()?,
+            ERR => return Err(d.error()?),
+            _ => return Err(malformed("bad handshake reply")),
+        };
+        d.finish()?;
+        Ok(RemoteStore {
+            conn: Mutex::new(Some(Conn { stream, shm })),
+            engine,
+            socket: socket.to_path_buf(),
+        })
+    }
+
+    /// The socket this client is connected to.
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// Send a request and return the reply's result bytes (after the status), with the
+    /// descriptor the server passed, if any. `prepare` may use the shared buffer first.
+    fn call_with(
+        &self,
+        req: &Enc,
+        fd: Option<&OwnedFd>,
+        prepare: impl FnOnce(&mut Shm) -> Result<()>,
+        finish: impl FnOnce(&mut Dec<'_>, &Shm, Option<OwnedFd>) -> Result<()>,
+    ) -> Result<()> {
+        let mut guard = self.conn.lock();
+        let conn = guard.as_mut().ok_or(Error::Closed)?;
+        prepare(&mut conn.shm)?;
+        let sent = match fd {
+            Some(fd) => conn::send_with_fd(&mut conn.stream, &req.0, fd),
+            None => conn::send(&mut conn.stream, &req.0),
+        };
+        let reply = sent.and_then(|()| conn::recv_with_fd(&mut conn.stream));
+        let (body, fd) = match reply {
+            Ok(r) => r,
+            Err(e) => {
+                // The server is gone or the stream is out of step: this client is done.
+                *guard = None;
+                return Err(e);
+            }
+        };
+        let mut d = Dec::new(&body);
+        match d.u8()? {
+            OK => {
+                finish(&mut d, &conn.shm, fd)?;
+                d.finish()
+            }
+            ERR => Err(d.error()?),
+            _ => Err(malformed("bad reply status")),
+        }
+    }
+
+    fn call<T>(&self, req: &Enc, decode: impl FnOnce(&mut Dec<'_>) -> Result<T>) -> Result<T> {
+        let mut out = None;
+        self.call_with(
+            req,
+            None,
+            |_| Ok(()),
+            |d, _, _| {
+                out = Some(decode(d)?);
+                Ok(())
+            },
+        )?;
+        out.ok_or_else(|| malformed("reply without a result"))
+    }
+
+    fn unit(&self, req: &Enc) -> Result<()> {
+        self.call(req, |_| Ok(()))
+    }
+
+    fn meta(&self, req: &Enc) -> Result<Metadata> {
+        self.call(req, |d| d.meta())
+    }
+}
+
+fn req(op: u8) -> Enc {
+    let mut e = Enc::default();
+    e.u8(op);
+    e
+}
+
+fn tx_arg(tx: Option<TxId>) -> Option<u64> {
+    tx.map(|t| t.0)
+}
+
+fn fh_list(fhs: &[Fh]) -> Vec<u64> {
+    fhs.iter().map(|f| f.0).collect()
+}
+
+impl Store for RemoteStore {
+    fn engine_name(&self) -> String {
+        self.engine.clone()
+    }
+
+    fn lookup(&self, parent: Ino, name: &[u8]) -> Result<Metadata> {
+        let mut r = req(LOOKUP);
+        r.u64(parent).bytes(name);
+        self.meta(&r)
+    }
+
+    fn getattr(&self, ino: Ino) -> Result<Metadata> {
+        let mut r = req(GETATTR);
+        r.u64(ino);
+        self.meta(&r)
+    }
+
+    fn setattr(&self, ino: Ino, attr: &SetAttr, tx: Option<TxId>) -> Result<Metadata> {
+        let mut r = req(SETATTR);
+        r.u64(ino).setattr(attr).opt_u64(tx_arg(tx));
+        self.meta(&r)
+    }
+
+    fn create(&self, parent: Ino, name: &[u8], perm: u32, tx: Option<TxId>) -> Result<Metadata> {
+        let mut r = req(CREATE);
+        r.u64(parent).bytes(name).u32(perm).opt_u64(tx_arg(tx));
+        self.meta(&r)
+    }
+
+    fn mkdir(&self, parent: Ino, name: &[u8], perm: u32, tx: Option<TxId>) -> Result<Metadata> {
+        let mut r = req(MKDIR);
+        r.u64(parent).bytes(name).u32(perm).opt_u64(tx_arg(tx));
+        self.meta(&r)
+    }
+
+    fn symlink(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        target: &[u8],
+        tx: Option<TxId>,
+    ) -> Result<Metadata> {
+        let mut r = req(SYMLINK);
+        r.u64(parent).bytes(name).bytes(target).opt_u64(tx_arg(tx));
+        self.meta(&r)
+    }
+
+    fn readlink(&self, ino: Ino) -> Result<Vec<u8>> {
+        let mut r = req(READLINK);
+        r.u64(ino);
+        self.call(&r, |d| Ok(d.bytes()?.to_vec()))
+    }
+
+    fn unlink(&self, parent: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
+        let mut r = req(UNLINK);
+        r.u64(parent).bytes(name).opt_u64(tx_arg(tx));
+        self.unit(&r)
+    }
+
+    fn rmdir(&self, parent: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
+        let mut r = req(RMDIR);
+        r.u64(parent).bytes(name).opt_u64(tx_arg(tx));
+        self.unit(&r)
+    }
+
+    fn rename(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        new_parent: Ino,
+        new_name: &[u8],
+        tx: Option<TxId>,
+    ) -> Result<()> {
+        let mut r = req(RENAME);
+        r.u64(parent).bytes(name).u64(new_parent).bytes(new_name);
+        r.opt_u64(tx_arg(tx));
+        self.unit(&r)
+    }
+
+    fn link(
+        &self,
+        ino: Ino,
+        new_parent: Ino,
+        new_name: &[u8],
+        tx: Option<TxId>,
+    ) -> Result<Metadata> {
+        let mut r = req(LINK);
+        r.u64(ino)
+            .u64(new_parent)
+            .bytes(new_name)
+            .opt_u64(tx_arg(tx));
+        self.meta(&r)
+    }
+
+    fn read_dir(&self, ino: Ino) -> Result<Vec<DirEntry>> {
+        let mut r = req(READ_DIR);
+        r.u64(ino);
+        self.call(&r, |d| d.entries())
+    }
+
+    fn open(&self, ino: Ino, flags: OpenFlags) -> Result<Fh> {
+        let mut r = req(OPEN);
+        r.u64(ino).bool(flags.read).bool(flags.write);
+        r.bool(flags.append).bool(flags.atomic);
+        self.call(&r, |d| Ok(Fh(d.u64()?)))
+    }
+
+    fn release(&self, fh: Fh) -> Result<()> {
+        let mut r = req(RELEASE);
+        r.u64(fh.0);
+        self.unit(&r)
+    }
+
+    fn read(&self, fh: Fh, off: u64, buf: &mut [u8]) -> Result<usize> {
+        let mut r = req(READ);
+        r.u64(fh.0).u64(off).u64(buf.len() as u64);
+        let mut got = 0usize;
+        self.call_with(
+            &r,
+            None,
+            |_| Ok(()),
+            |d, shm, fd| {
+                let (how, n) = (d.u8()?, d.u64()?);
+                let n = usize::try_from(n)
+                    .ok()
+                    .filter(|&n| n <= buf.len())
+                    .ok_or_else(|| malformed("read reply longer than asked"))?;
+                match (how, fd) {
+                    (DATA_SHM, None) => shm.get(&mut buf[..n])?,
+                    (DATA_FD, Some(fd)) => {
+                        let mut file = std::fs::File::from(fd);
+                        file.seek(SeekFrom::Start(0))
+                            .and_then(|_| file.read_exact(&mut buf[..n]))
+                            .map_err(|e| io(&self.socket, "read data file", e))?;
+                    }
+                    _ => return Err(malformed("read reply without its data")),
+                }
+                got = n;
+                Ok(())
+            },
+        )?;
+        Ok(got)
+    }
+
+    fn write(&self, fh: Fh, off: u64, data: &[u8]) -> Result<usize> {
+        let mut r = req(WRITE);
+        let mut written = 0usize;
+        let decode = |d: &mut Dec<'_>, _: &Shm, _: Option<OwnedFd>| {
+            written = d.u64()? as usize;
+            Ok(())
+        };
+        if data.len() <= SHM_LEN {
+            r.u64(fh.0).u64(off).u8(DATA_SHM).u64(data.len() as u64);
+            self.call_with(&r, None, |shm| shm.put(data), decode)?;
+        } else {
+            let mut file = memfile("atomfs-remote-write")?;
+            file.write_all(data)
+                .map_err(|e| io(&self.socket, "write data file", e))?;
+            let fd = OwnedFd::from(file);
+            r.u64(fh.0).u64(off).u8(DATA_FD).u64(data.len() as u64);
+            self.call_with(&r, Some(&fd), |_| Ok(()), decode)?;
+        }
+        Ok(written)
+    }
+
+    fn set_len(&self, fh: Fh, len: u64) -> Result<()> {
+        let mut r = req(SET_LEN);
+        r.u64(fh.0).u64(len);
+        self.unit(&r)
+    }
+
+    fn fsync(&self, fh: Fh, datasync: bool) -> Result<()> {
+        let mut r = req(FSYNC);
+        r.u64(fh.0).bool(datasync);
+        self.unit(&r)
+    }
+
+    fn fstat(&self, fh: Fh) -> Result<Metadata> {
+        let mut r = req(FSTAT);
+        r.u64(fh.0);
+        self.meta(&r)
+    }
+
+    fn set_atomic(&self, fh: Fh, atomic: bool) -> Result<()> {
+        let mut r = req(SET_ATOMIC);
+        r.u64(fh.0).bool(atomic);
+        self.unit(&r)
+    }
+
+    fn syncv(&self, fhs: &[Fh]) -> Result<()> {
+        let mut r = req(SYNCV);
+        r.u64s(&fh_list(fhs));
+        self.unit(&r)
+    }
+
+    fn abortv(&self, fhs: &[Fh]) -> Result<()> {
+        let mut r = req(ABORTV);
+        r.u64s(&fh_list(fhs));
+        self.unit(&r)
+    }
+
+    fn tx_begin(&self, files: &[Fh]) -> Result<TxId> {
+        let mut r = req(TX_BEGIN);
+        r.u64s(&fh_list(files));
+        self.call(&r, |d| Ok(TxId(d.u64()?)))
+    }
+
+    fn tx_add(&self, tx: TxId, fh: Fh) -> Result<()> {
+        let mut r = req(TX_ADD);
+        r.u64(tx.0).u64(fh.0);
+        self.unit(&r)
+    }
+
+    fn tx_commit(&self, tx: TxId) -> Result<()> {
+        let mut r = req(TX_COMMIT);
+        r.u64(tx.0);
+        self.unit(&r)
+    }
+
+    fn tx_abort(&self, tx: TxId) -> Result<()> {
+        let mut r = req(TX_ABORT);
+        r.u64(tx.0);
+        self.unit(&r)
+    }
+
+    fn statfs(&self) -> Result<StatFs> {
+        self.call(&req(STATFS), |d| d.statfs())
+    }
+
+    fn stats(&self) -> Vec<(String, u64)> {
+        self.call(&req(STATS), |d| d.counters()).unwrap_or_default()
+    }
+
+    fn fsck(&self) -> Result<FsckReport> {
+        self.call(&req(FSCK), |d| d.fsck())
+    }
+
+    /// A client's unmount: its transactions aborted and its handles closed by the server,
+    /// then the connection closed. The store stays open in the server.
+    fn unmount(&self) -> Result<()> {
+        let result = self.unit(&req(BYE));
+        *self.conn.lock() = None;
+        match result {
+            Err(Error::Closed) => Err(Error::Closed),
+            other => other,
+        }
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+impl std::fmt::Debug for RemoteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteStore")
+            .field("engine", &self.engine)
+            .field("socket", &self.socket)
+            .finish()
+    }
+}

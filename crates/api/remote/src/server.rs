@@ -1,0 +1,616 @@
+//! The server: the store's owner process answers the Store calls of other processes.
+//!
+//! Each client is one connection with its own table of open handles and transactions: a
+//! client can name only what it opened or began (anything else is `BadHandle` /
+//! `NoSuchTransaction`), and when its connection ends — a goodbye, an exit, a SIGKILL — its
+//! transactions are aborted and its handles released, exactly what a crash of that client
+//! alone would leave (its O_ATOMIC writes not yet fsynced are dropped with the handle).
+//! Only processes of the server's own user (or root) are served (SO_PEERCRED).
+
+use std::collections::HashSet;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use store::{Error, Fh, OpenFlags, Result, Store, TxId};
+
+use crate::conn::{self, Shm};
+use crate::op::*;
+use crate::wire::{malformed, Dec, Enc};
+
+/// Largest shared buffer a client may pass.
+const SHM_MAX: usize = 64 << 20;
+
+/// The transaction number given to the engine in place of one the client does not hold.
+const NO_TX: u64 = u64::MAX;
+
+/// A running server. [`Server::stop`] (or drop) stops accepting, ends every client's session
+/// (aborting its transactions) and removes the socket; the store itself stays open, to be
+/// unmounted by its owner.
+pub struct Server {
+    socket: PathBuf,
+    stop: Arc<AtomicBool>,
+    accept: Option<JoinHandle<()>>,
+    sessions: Arc<Mutex<Vec<Running>>>,
+}
+
+struct Running {
+    stream: UnixStream,
+    thread: JoinHandle<()>,
+}
+
+/// Serve `store` on a Unix socket at `socket` (mode 0600). A socket file left there by a
+/// server that is gone is replaced; a live one, or anything that is not a socket, is
+/// refused.
+pub fn serve(store: Arc<dyn Store>, socket: &Path) -> Result<Server> {
+    let io = |op: &'static str, source: std::io::Error| Error::Io {
+        path: socket.display().to_string(),
+        op,
+        source,
+    };
+    if let Ok(meta) = std::fs::symlink_metadata(socket) {
+        if !meta.file_type().is_socket() {
+            return Err(Error::Exists(format!(
+                "{}: exists and is not a socket",
+                socket.display()
+            )));
+        }
+        if UnixStream::connect(socket).is_ok() {
+            return Err(Error::Busy(format!(
+                "{}: another server answers there",
+                socket.display()
+            )));
+        }
+        std::fs::remove_file(socket).map_err(|e| io("remove stale socket", e))?;
+    }
+    let listener = UnixListener::bind(socket).map_err(|e| io("bind", e))?;
+    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| io("chmod", e))?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| io("listen", e))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let sessions: Arc<Mutex<Vec<Running>>> = Arc::default();
+    let accept = {
+        let (stop, sessions) = (stop.clone(), sessions.clone());
+        std::thread::Builder::new()
+            .name("atomfs-serve".into())
+            .spawn(move || accept_loop(&listener, &store, &stop, &sessions))
+            .map_err(|e| io("spawn", e))?
+    };
+    Ok(Server {
+        socket: socket.to_path_buf(),
+        stop,
+        accept: Some(accept),
+        sessions,
+    })
+}
+
+impl Server {
+    /// The socket clients connect to.
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// Clients connected now.
+    pub fn clients(&self) -> usize {
+        let mut sessions = self.sessions.lock();
+        sessions.retain(|s| !s.thread.is_finished());
+        sessions.len()
+    }
+
+    /// Stop: no new clients, every session ended (its transactions aborted, its handles
+    /// released), the socket removed.
+    pub fn stop(mut self) {
+        self.shut();
+    }
+
+    fn shut(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.accept.take() {
+            let _ = t.join();
+        }
+        let sessions = std::mem::take(&mut *self.sessions.lock());
+        for s in &sessions {
+            let _ = s.stream.shutdown(std::net::Shutdown::Both);
+        }
+        for s in sessions {
+            let _ = s.thread.join();
+        }
+        let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.shut();
+    }
+}
+
+fn accept_loop(
+    listener: &UnixListener,
+    store: &Arc<dyn Store>,
+    stop: &AtomicBool,
+    sessions: &Mutex<Vec<Running>>,
+) {
+    while !stop.load(Ordering::SeqCst) {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                if stream.set_nonblocking(false).is_err() || !same_user(&stream) {
+                    continue;
+                }
+                let Ok(handle) = stream.try_clone() else {
+                    continue;
+                };
+                let store = store.clone();
+                let spawned = std::thread::Builder::new()
+                    .name("atomfs-client".into())
+                    .spawn(move || Session::new(store).run(stream));
+                if let Ok(thread) = spawned {
+                    let mut s = sessions.lock();
+                    s.retain(|r| !r.thread.is_finished());
+                    s.push(Running {
+                        stream: handle,
+                        thread,
+                    });
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                let mut pfd = libc::pollfd {
+                    fd: listener.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd for the listener, which outlives the call.
+                unsafe { libc::poll(&mut pfd, 1, 100) };
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+}
+
+/// Whether the peer runs as this process's effective user (or as root).
+fn same_user(stream: &UnixStream) -> bool {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: u32::MAX,
+        gid: u32::MAX,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into `cred`, a valid ucred.
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    rc == 0 && (cred.uid == me || cred.uid == 0)
+}
+
+/// One client: its handles, its transactions, its shared buffer.
+struct Session {
+    store: Arc<dyn Store>,
+    fhs: HashSet<u64>,
+    txs: HashSet<u64>,
+    shm: Option<Shm>,
+}
+
+impl Session {
+    fn new(store: Arc<dyn Store>) -> Self {
+        Session {
+            store,
+            fhs: HashSet::new(),
+            txs: HashSet::new(),
+            shm: None,
+        }
+    }
+
+    fn run(mut self, mut stream: UnixStream) {
+        if self.handshake(&mut stream).is_ok() {
+            while let Ok((body, fd)) = conn::recv_with_fd(&mut stream) {
+                let bye = body.first() == Some(&BYE);
+                let (reply, out_fd) = self.answer(&body, fd);
+                let sent = match &out_fd {
+                    Some(fd) => conn::send_with_fd(&mut stream, &reply, fd),
+                    None => conn::send(&mut stream, &reply),
+                };
+                if bye || sent.is_err() {
+                    break;
+                }
+            }
+        }
+        self.end();
+    }
+
+    fn handshake(&mut self, stream: &mut UnixStream) -> Result<()> {
+        let (body, fd) = conn::recv_with_fd(stream)?;
+        let mut d = Dec::new(&body);
+        let magic = d.bytes()?;
+        let version = d.u32()?;
+        d.finish()?;
+        let mut reply = Enc::default();
+        if magic != MAGIC || version != VERSION {
+            reply.u8(ERR).error(&Error::UnsupportedVersion {
+                what: "atomfs server protocol".into(),
+                found: version,
+                supported: VERSION,
+            });
+            conn::send(stream, &reply.0)?;
+            return Err(malformed("bad handshake"));
+        }
+        let shm = fd
+            .ok_or_else(|| malformed("handshake without a shared buffer"))
+            .and_then(|fd| Shm::open(fd, SHM_MAX));
+        match shm {
+            Ok(shm) => {
+                self.shm = Some(shm);
+                reply.u8(OK).str(&self.store.engine_name());
+                conn::send(stream, &reply.0)
+            }
+            Err(e) => {
+                reply.u8(ERR).error(&e);
+                conn::send(stream, &reply.0)?;
+                Err(e)
+            }
+        }
+    }
+
+    /// What a crash of this client leaves: its transactions aborted, its handles closed.
+    fn end(&mut self) {
+        for tx in std::mem::take(&mut self.txs) {
+            let _ = self.store.tx_abort(TxId(tx));
+        }
+        for fh in std::mem::take(&mut self.fhs) {
+            let _ = self.store.release(Fh(fh));
+        }
+    }
+
+    /// The reply to one request, and a descriptor to pass with it (a large read's data).
+    fn answer(&mut self, body: &[u8], fd: Option<OwnedFd>) -> (Vec<u8>, Option<OwnedFd>) {
+        let mut out_fd = None;
+        let mut reply = Enc::default();
+        reply.u8(OK);
+        match self.dispatch(body, fd, &mut reply, &mut out_fd) {
+            Ok(()) => (reply.0, out_fd),
+            Err(Error::NoSuchTransaction(NO_TX)) => {
+                let mut err = Enc::default();
+                err.u8(ERR)
+                    .error(&Error::NoSuchTransaction(foreign_tx(body).unwrap_or(NO_TX)));
+                (err.0, None)
+            }
+            Err(e) => {
+                let mut err = Enc::default();
+                err.u8(ERR).error(&e);
+                (err.0, None)
+            }
+        }
+    }
+
+    fn fh(&self, fh: u64) -> Result<Fh> {
+        if self.fhs.contains(&fh) {
+            Ok(Fh(fh))
+        } else {
+            Err(Error::BadHandle(fh))
+        }
+    }
+
+    fn fhs(&self, list: Vec<u64>) -> Result<Vec<Fh>> {
+        list.into_iter().map(|f| self.fh(f)).collect()
+    }
+
+    fn tx(&self, tx: u64) -> Result<TxId> {
+        if self.txs.contains(&tx) {
+            Ok(TxId(tx))
+        } else {
+            Err(Error::NoSuchTransaction(tx))
+        }
+    }
+
+    /// The transaction argument of a namespace call. One this client does not hold is
+    /// replaced by [`NO_TX`], which no engine issues: the engine then checks the call's
+    /// other arguments first, in its own order, and refuses the transaction last (the
+    /// error is given back with the client's number, see [`foreign_tx`]).
+    fn opt_tx(&self, tx: Option<u64>) -> Result<Option<TxId>> {
+        Ok(tx.map(|t| {
+            if self.txs.contains(&t) {
+                TxId(t)
+            } else {
+                TxId(NO_TX)
+            }
+        }))
+    }
+
+    fn dispatch(
+        &mut self,
+        body: &[u8],
+        fd: Option<OwnedFd>,
+        out: &mut Enc,
+        out_fd: &mut Option<OwnedFd>,
+    ) -> Result<()> {
+        let mut d = Dec::new(body);
+        let op = d.u8()?;
+        let st = self.store.clone();
+        match op {
+            ENGINE_NAME => {
+                d.finish()?;
+                out.str(&st.engine_name());
+            }
+            LOOKUP => {
+                let (parent, name) = (d.u64()?, d.bytes()?);
+                d.finish()?;
+                out.meta(&st.lookup(parent, name)?);
+            }
+            GETATTR => {
+                let ino = d.u64()?;
+                d.finish()?;
+                out.meta(&st.getattr(ino)?);
+            }
+            SETATTR => {
+                let (ino, attr, tx) = (d.u64()?, d.setattr()?, d.opt_u64()?);
+                d.finish()?;
+                out.meta(&st.setattr(ino, &attr, self.opt_tx(tx)?)?);
+            }
+            CREATE | MKDIR => {
+                let (parent, name, perm, tx) = (d.u64()?, d.bytes()?, d.u32()?, d.opt_u64()?);
+                d.finish()?;
+                let tx = self.opt_tx(tx)?;
+                let meta = if op == CREATE {
+                    st.create(parent, name, perm, tx)?
+                } else {
+                    st.mkdir(parent, name, perm, tx)?
+                };
+                out.meta(&meta);
+            }
+            SYMLINK => {
+                let (parent, name, target, tx) = (d.u64()?, d.bytes()?, d.bytes()?, d.opt_u64()?);
+                d.finish()?;
+                out.meta(&st.symlink(parent, name, target, self.opt_tx(tx)?)?);
+            }
+            READLINK => {
+                let ino = d.u64()?;
+                d.finish()?;
+                out.bytes(&st.readlink(ino)?);
+            }
+            UNLINK | RMDIR => {
+                let (parent, name, tx) = (d.u64()?, d.bytes()?, d.opt_u64()?);
+                d.finish()?;
+                let tx = self.opt_tx(tx)?;
+                if op == UNLINK {
+                    st.unlink(parent, name, tx)?
+                } else {
+                    st.rmdir(parent, name, tx)?
+                }
+            }
+            RENAME => {
+                let (parent, name) = (d.u64()?, d.bytes()?);
+                let (new_parent, new_name, tx) = (d.u64()?, d.bytes()?, d.opt_u64()?);
+                d.finish()?;
+                st.rename(parent, name, new_parent, new_name, self.opt_tx(tx)?)?;
+            }
+            LINK => {
+                let (ino, new_parent, new_name, tx) =
+                    (d.u64()?, d.u64()?, d.bytes()?, d.opt_u64()?);
+                d.finish()?;
+                out.meta(&st.link(ino, new_parent, new_name, self.opt_tx(tx)?)?);
+            }
+            READ_DIR => {
+                let ino = d.u64()?;
+                d.finish()?;
+                out.entries(&st.read_dir(ino)?);
+            }
+            OPEN => {
+                let ino = d.u64()?;
+                let flags = OpenFlags {
+                    read: d.bool()?,
+                    write: d.bool()?,
+                    append: d.bool()?,
+                    atomic: d.bool()?,
+                };
+                d.finish()?;
+                let fh = st.open(ino, flags)?;
+                // A handle number is the engine's; two clients never share one.
+                assert!(self.fhs.insert(fh.0), "engine issued handle {} twice", fh.0);
+                out.u64(fh.0);
+            }
+            RELEASE => {
+                let fh = self.fh(d.u64()?)?;
+                d.finish()?;
+                self.fhs.remove(&fh.0);
+                st.release(fh)?;
+            }
+            READ => {
+                let (fh, off, len) = (self.fh(d.u64()?)?, d.u64()?, d.u64()?);
+                d.finish()?;
+                self.read(fh, off, len, out, out_fd)?;
+            }
+            WRITE => {
+                let (fh, off, how, len) = (self.fh(d.u64()?)?, d.u64()?, d.u8()?, d.u64()?);
+                d.finish()?;
+                let data = self.incoming(how, len, fd)?;
+                out.u64(st.write(fh, off, &data)? as u64);
+            }
+            SET_LEN => {
+                let (fh, len) = (self.fh(d.u64()?)?, d.u64()?);
+                d.finish()?;
+                st.set_len(fh, len)?;
+            }
+            FSYNC => {
+                let (fh, datasync) = (self.fh(d.u64()?)?, d.bool()?);
+                d.finish()?;
+                st.fsync(fh, datasync)?;
+            }
+            FSTAT => {
+                let fh = self.fh(d.u64()?)?;
+                d.finish()?;
+                out.meta(&st.fstat(fh)?);
+            }
+            SET_ATOMIC => {
+                let (fh, atomic) = (self.fh(d.u64()?)?, d.bool()?);
+                d.finish()?;
+                st.set_atomic(fh, atomic)?;
+            }
+            SYNCV | ABORTV => {
+                let fhs = self.fhs(d.u64s()?)?;
+                d.finish()?;
+                if op == SYNCV {
+                    st.syncv(&fhs)?
+                } else {
+                    st.abortv(&fhs)?
+                }
+            }
+            TX_BEGIN => {
+                let fhs = self.fhs(d.u64s()?)?;
+                d.finish()?;
+                let tx = st.tx_begin(&fhs)?;
+                assert!(
+                    self.txs.insert(tx.0),
+                    "engine issued transaction {} twice",
+                    tx.0
+                );
+                out.u64(tx.0);
+            }
+            TX_ADD => {
+                let (tx, fh) = (self.tx(d.u64()?)?, self.fh(d.u64()?)?);
+                d.finish()?;
+                st.tx_add(tx, fh)?;
+            }
+            TX_COMMIT | TX_ABORT => {
+                let tx = self.tx(d.u64()?)?;
+                d.finish()?;
+                let result = if op == TX_COMMIT {
+                    st.tx_commit(tx)
+                } else {
+                    st.tx_abort(tx)
+                };
+                // Finished (or unknown to the engine): no longer this client's.
+                if result.is_ok() || matches!(result, Err(Error::NoSuchTransaction(_))) {
+                    self.txs.remove(&tx.0);
+                }
+                result?;
+            }
+            STATFS => {
+                d.finish()?;
+                out.statfs(&st.statfs()?);
+            }
+            STATS => {
+                d.finish()?;
+                out.counters(&st.stats());
+            }
+            FSCK => {
+                d.finish()?;
+                out.fsck(&st.fsck()?);
+            }
+            BYE => {
+                d.finish()?;
+                self.end();
+            }
+            _ => return Err(malformed("unknown operation")),
+        }
+        Ok(())
+    }
+
+    /// A read: its bytes into the shared buffer, or for a larger one into a memory file
+    /// passed back with the reply.
+    fn read(
+        &mut self,
+        fh: Fh,
+        off: u64,
+        len: u64,
+        out: &mut Enc,
+        out_fd: &mut Option<OwnedFd>,
+    ) -> Result<()> {
+        let len = usize::try_from(len).map_err(|_| malformed("read length"))?;
+        let shm = self
+            .shm
+            .as_mut()
+            .ok_or_else(|| malformed("no shared buffer"))?;
+        if len <= shm.len() {
+            let mut buf = vec![0u8; len];
+            let n = self.store.read(fh, off, &mut buf)?;
+            shm.put(&buf[..n])?;
+            out.u8(DATA_SHM).u64(n as u64);
+            return Ok(());
+        }
+        let mut buf = vec![0u8; len];
+        let n = self.store.read(fh, off, &mut buf)?;
+        let mut file = memfile("atomfs-remote-read")?;
+        file.write_all(&buf[..n])
+            .map_err(|e| local_io("write", e))?;
+        out.u8(crate::op::DATA_FD).u64(n as u64);
+        *out_fd = Some(file.into());
+        Ok(())
+    }
+
+    /// A write's bytes: from the shared buffer, or from the memory file passed with it.
+    fn incoming(&mut self, how: u8, len: u64, fd: Option<OwnedFd>) -> Result<Vec<u8>> {
+        let len = usize::try_from(len).map_err(|_| malformed("write length"))?;
+        match how {
+            DATA_SHM => {
+                let shm = self
+                    .shm
+                    .as_ref()
+                    .ok_or_else(|| malformed("no shared buffer"))?;
+                let mut data = vec![0u8; len];
+                shm.get(&mut data)?;
+                Ok(data)
+            }
+            crate::op::DATA_FD => {
+                let fd = fd.ok_or_else(|| malformed("write without its data file"))?;
+                let mut file = std::fs::File::from(fd);
+                let size = file.metadata().map_err(|e| local_io("fstat", e))?.len();
+                if size != len as u64 {
+                    return Err(malformed("write's data file has another length"));
+                }
+                let mut data = vec![0u8; len];
+                file.seek(SeekFrom::Start(0))
+                    .and_then(|_| file.read_exact(&mut data))
+                    .map_err(|e| local_io("read", e))?;
+                Ok(data)
+            }
+            _ => Err(malformed("unknown data transport")),
+        }
+    }
+}
+
+/// The transaction number a namespace request named (its last field), for the error that
+/// refuses it.
+fn foreign_tx(body: &[u8]) -> Option<u64> {
+    let tail = body.len().checked_sub(8)?;
+    (body.get(tail.checked_sub(1)?) == Some(&1)).then(|| {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(&body[tail..]);
+        u64::from_le_bytes(a)
+    })
+}
+
+fn local_io(op: &'static str, source: std::io::Error) -> Error {
+    Error::Io {
+        path: "memory file".into(),
+        op,
+        source,
+    }
+}
+
+/// An anonymous memory file (memfd), for data too large for the shared buffer.
+pub(crate) fn memfile(name: &str) -> Result<std::fs::File> {
+    let name = std::ffi::CString::new(name).map_err(|_| malformed("memfd name"))?;
+    // SAFETY: a NUL-terminated name; memfd_create has no other preconditions.
+    let raw = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+    if raw < 0 {
+        return Err(local_io("memfd_create", std::io::Error::last_os_error()));
+    }
+    // SAFETY: memfd_create returned a new descriptor that nothing else owns.
+    Ok(unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(raw) })
+}
