@@ -46,6 +46,15 @@ fn io(socket: &Path, op: &'static str, source: std::io::Error) -> Error {
     }
 }
 
+/// The error of a call whose server went away (connection reset, closed, or out of step).
+fn server_gone(socket: &Path, cause: &Error) -> Error {
+    Error::Io {
+        path: format!("{} (server gone: {cause})", socket.display()),
+        op: "call",
+        source: std::io::Error::from_raw_os_error(libc::EIO),
+    }
+}
+
 impl RemoteStore {
     /// Connect to the server listening at `socket`.
     pub fn connect(socket: &Path) -> Result<RemoteStore> {
@@ -95,9 +104,10 @@ impl RemoteStore {
         let (body, fd) = match reply {
             Ok(r) => r,
             Err(e) => {
-                // The server is gone or the stream is out of step: this client is done.
+                // The server is gone or the stream is out of step: this client is done, and
+                // every call says EIO (what it had not acknowledged is its recovery's).
                 *guard = None;
-                return Err(e);
+                return Err(server_gone(&self.socket, &e));
             }
         };
         let mut d = Dec::new(&body);

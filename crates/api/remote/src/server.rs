@@ -7,7 +7,7 @@
 //! alone would leave (its O_ATOMIC writes not yet fsynced are dropped with the handle).
 //! Only processes of the server's own user (or root) are served (SO_PEERCRED).
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
@@ -19,7 +19,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use store::{Error, Fh, OpenFlags, Result, Store, TxId};
+use store::{Error, Fh, Ino, OpenFlags, Result, Store, TxId};
 
 use crate::conn::{self, Shm};
 use crate::op::*;
@@ -46,10 +46,33 @@ struct Running {
     thread: JoinHandle<()>,
 }
 
+/// A change a client made, for a cache of the store kept elsewhere in the owner process to
+/// forget (the kernel's cache of a FUSE mount of the same store).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Change<'a> {
+    /// The attributes or contents of an inode changed.
+    Inode(Ino),
+    /// A name in a directory appeared, disappeared or now names another inode.
+    Entry { parent: Ino, name: &'a [u8] },
+}
+
+/// Called by the server after every change a client makes (from the client's session
+/// thread, after the store call returned).
+pub type Observer = Arc<dyn Fn(Change<'_>) + Send + Sync>;
+
 /// Serve `store` on a Unix socket at `socket` (mode 0600). A socket file left there by a
 /// server that is gone is replaced; a live one, or anything that is not a socket, is
 /// refused.
 pub fn serve(store: Arc<dyn Store>, socket: &Path) -> Result<Server> {
+    serve_observed(store, socket, None)
+}
+
+/// [`serve`], telling `observer` of every change the clients make.
+pub fn serve_observed(
+    store: Arc<dyn Store>,
+    socket: &Path,
+    observer: Option<Observer>,
+) -> Result<Server> {
     let io = |op: &'static str, source: std::io::Error| Error::Io {
         path: socket.display().to_string(),
         op,
@@ -82,7 +105,7 @@ pub fn serve(store: Arc<dyn Store>, socket: &Path) -> Result<Server> {
         let (stop, sessions) = (stop.clone(), sessions.clone());
         std::thread::Builder::new()
             .name("atomfs-serve".into())
-            .spawn(move || accept_loop(&listener, &store, &stop, &sessions))
+            .spawn(move || accept_loop(&listener, &store, observer.as_ref(), &stop, &sessions))
             .map_err(|e| io("spawn", e))?
     };
     Ok(Server {
@@ -137,6 +160,7 @@ impl Drop for Server {
 fn accept_loop(
     listener: &UnixListener,
     store: &Arc<dyn Store>,
+    observer: Option<&Observer>,
     stop: &AtomicBool,
     sessions: &Mutex<Vec<Running>>,
 ) {
@@ -149,10 +173,10 @@ fn accept_loop(
                 let Ok(handle) = stream.try_clone() else {
                     continue;
                 };
-                let store = store.clone();
+                let (store, observer) = (store.clone(), observer.cloned());
                 let spawned = std::thread::Builder::new()
                     .name("atomfs-client".into())
-                    .spawn(move || Session::new(store).run(stream));
+                    .spawn(move || Session::new(store, observer).run(stream));
                 if let Ok(thread) = spawned {
                     let mut s = sessions.lock();
                     s.retain(|r| !r.thread.is_finished());
@@ -199,22 +223,67 @@ fn same_user(stream: &UnixStream) -> bool {
     rc == 0 && (cred.uid == me || cred.uid == 0)
 }
 
-/// One client: its handles, its transactions, its shared buffer.
+/// What a transaction touched, to tell the observer again when it ends.
+#[derive(Clone, Debug)]
+enum Touched {
+    Inode(Ino),
+    Entry(Ino, Vec<u8>),
+}
+
+/// One client: its handles (and their inodes), its transactions (and what they touched),
+/// its shared buffer.
 struct Session {
     store: Arc<dyn Store>,
-    fhs: HashSet<u64>,
-    txs: HashSet<u64>,
+    observer: Option<Observer>,
+    fhs: HashMap<u64, Ino>,
+    txs: HashMap<u64, Vec<Touched>>,
     shm: Option<Shm>,
 }
 
 impl Session {
-    fn new(store: Arc<dyn Store>) -> Self {
+    fn new(store: Arc<dyn Store>, observer: Option<Observer>) -> Self {
         Session {
             store,
-            fhs: HashSet::new(),
-            txs: HashSet::new(),
+            observer,
+            fhs: HashMap::new(),
+            txs: HashMap::new(),
             shm: None,
         }
+    }
+
+    fn inode_changed(&self, ino: Ino) {
+        if let Some(o) = &self.observer {
+            o(Change::Inode(ino));
+        }
+    }
+
+    fn entry_changed(&self, parent: Ino, name: &[u8]) {
+        if let Some(o) = &self.observer {
+            o(Change::Entry { parent, name });
+            o(Change::Inode(parent));
+        }
+    }
+
+    /// Remember what a transaction touched (told again when it commits or aborts).
+    fn touch(&mut self, tx: Option<TxId>, what: Touched) {
+        if let Some(list) = tx.and_then(|t| self.txs.get_mut(&t.0)) {
+            list.push(what);
+        }
+    }
+
+    /// A transaction ended: tell the observer of everything it touched.
+    fn tx_ended(&mut self, tx: u64) {
+        for t in self.txs.remove(&tx).unwrap_or_default() {
+            match t {
+                Touched::Inode(ino) => self.inode_changed(ino),
+                Touched::Entry(parent, name) => self.entry_changed(parent, &name),
+            }
+        }
+    }
+
+    /// The inode `name` in `parent` names now, if any (what an unlink or rename changes).
+    fn named(&self, parent: Ino, name: &[u8]) -> Option<Ino> {
+        self.store.lookup(parent, name).ok().map(|m| m.ino)
     }
 
     fn run(mut self, mut stream: UnixStream) {
@@ -269,10 +338,12 @@ impl Session {
 
     /// What a crash of this client leaves: its transactions aborted, its handles closed.
     fn end(&mut self) {
-        for tx in std::mem::take(&mut self.txs) {
+        let txs: Vec<u64> = self.txs.keys().copied().collect();
+        for tx in txs {
             let _ = self.store.tx_abort(TxId(tx));
+            self.tx_ended(tx);
         }
-        for fh in std::mem::take(&mut self.fhs) {
+        for (fh, _) in std::mem::take(&mut self.fhs) {
             let _ = self.store.release(Fh(fh));
         }
     }
@@ -299,7 +370,7 @@ impl Session {
     }
 
     fn fh(&self, fh: u64) -> Result<Fh> {
-        if self.fhs.contains(&fh) {
+        if self.fhs.contains_key(&fh) {
             Ok(Fh(fh))
         } else {
             Err(Error::BadHandle(fh))
@@ -311,7 +382,7 @@ impl Session {
     }
 
     fn tx(&self, tx: u64) -> Result<TxId> {
-        if self.txs.contains(&tx) {
+        if self.txs.contains_key(&tx) {
             Ok(TxId(tx))
         } else {
             Err(Error::NoSuchTransaction(tx))
@@ -324,7 +395,7 @@ impl Session {
     /// error is given back with the client's number, see [`foreign_tx`]).
     fn opt_tx(&self, tx: Option<u64>) -> Result<Option<TxId>> {
         Ok(tx.map(|t| {
-            if self.txs.contains(&t) {
+            if self.txs.contains_key(&t) {
                 TxId(t)
             } else {
                 TxId(NO_TX)
@@ -360,7 +431,10 @@ impl Session {
             SETATTR => {
                 let (ino, attr, tx) = (d.u64()?, d.setattr()?, d.opt_u64()?);
                 d.finish()?;
-                out.meta(&st.setattr(ino, &attr, self.opt_tx(tx)?)?);
+                let tx = self.opt_tx(tx)?;
+                out.meta(&st.setattr(ino, &attr, tx)?);
+                self.inode_changed(ino);
+                self.touch(tx, Touched::Inode(ino));
             }
             CREATE | MKDIR => {
                 let (parent, name, perm, tx) = (d.u64()?, d.bytes()?, d.u32()?, d.opt_u64()?);
@@ -372,11 +446,14 @@ impl Session {
                     st.mkdir(parent, name, perm, tx)?
                 };
                 out.meta(&meta);
+                self.named_changed(tx, parent, name);
             }
             SYMLINK => {
                 let (parent, name, target, tx) = (d.u64()?, d.bytes()?, d.bytes()?, d.opt_u64()?);
                 d.finish()?;
-                out.meta(&st.symlink(parent, name, target, self.opt_tx(tx)?)?);
+                let tx = self.opt_tx(tx)?;
+                out.meta(&st.symlink(parent, name, target, tx)?);
+                self.named_changed(tx, parent, name);
             }
             READLINK => {
                 let ino = d.u64()?;
@@ -387,23 +464,36 @@ impl Session {
                 let (parent, name, tx) = (d.u64()?, d.bytes()?, d.opt_u64()?);
                 d.finish()?;
                 let tx = self.opt_tx(tx)?;
+                let victim = self.named(parent, name);
                 if op == UNLINK {
                     st.unlink(parent, name, tx)?
                 } else {
                     st.rmdir(parent, name, tx)?
                 }
+                self.named_changed(tx, parent, name);
+                self.victim_changed(tx, victim);
             }
             RENAME => {
                 let (parent, name) = (d.u64()?, d.bytes()?);
                 let (new_parent, new_name, tx) = (d.u64()?, d.bytes()?, d.opt_u64()?);
                 d.finish()?;
-                st.rename(parent, name, new_parent, new_name, self.opt_tx(tx)?)?;
+                let tx = self.opt_tx(tx)?;
+                let (moved, replaced) =
+                    (self.named(parent, name), self.named(new_parent, new_name));
+                st.rename(parent, name, new_parent, new_name, tx)?;
+                self.named_changed(tx, parent, name);
+                self.named_changed(tx, new_parent, new_name);
+                self.victim_changed(tx, moved);
+                self.victim_changed(tx, replaced);
             }
             LINK => {
                 let (ino, new_parent, new_name, tx) =
                     (d.u64()?, d.u64()?, d.bytes()?, d.opt_u64()?);
                 d.finish()?;
-                out.meta(&st.link(ino, new_parent, new_name, self.opt_tx(tx)?)?);
+                let tx = self.opt_tx(tx)?;
+                out.meta(&st.link(ino, new_parent, new_name, tx)?);
+                self.named_changed(tx, new_parent, new_name);
+                self.victim_changed(tx, Some(ino));
             }
             READ_DIR => {
                 let ino = d.u64()?;
@@ -421,7 +511,8 @@ impl Session {
                 d.finish()?;
                 let fh = st.open(ino, flags)?;
                 // A handle number is the engine's; two clients never share one.
-                assert!(self.fhs.insert(fh.0), "engine issued handle {} twice", fh.0);
+                let fresh = self.fhs.insert(fh.0, ino).is_none();
+                assert!(fresh, "engine issued handle {} twice", fh.0);
                 out.u64(fh.0);
             }
             RELEASE => {
@@ -440,16 +531,20 @@ impl Session {
                 d.finish()?;
                 let data = self.incoming(how, len, fd)?;
                 out.u64(st.write(fh, off, &data)? as u64);
+                self.handle_changed(fh);
             }
             SET_LEN => {
                 let (fh, len) = (self.fh(d.u64()?)?, d.u64()?);
                 d.finish()?;
                 st.set_len(fh, len)?;
+                self.handle_changed(fh);
             }
             FSYNC => {
                 let (fh, datasync) = (self.fh(d.u64()?)?, d.bool()?);
                 d.finish()?;
                 st.fsync(fh, datasync)?;
+                // An O_ATOMIC file's writes become visible to others here.
+                self.handle_changed(fh);
             }
             FSTAT => {
                 let fh = self.fh(d.u64()?)?;
@@ -460,6 +555,7 @@ impl Session {
                 let (fh, atomic) = (self.fh(d.u64()?)?, d.bool()?);
                 d.finish()?;
                 st.set_atomic(fh, atomic)?;
+                self.handle_changed(fh);
             }
             SYNCV | ABORTV => {
                 let fhs = self.fhs(d.u64s()?)?;
@@ -469,22 +565,29 @@ impl Session {
                 } else {
                     st.abortv(&fhs)?
                 }
+                for fh in fhs {
+                    self.handle_changed(fh);
+                }
             }
             TX_BEGIN => {
                 let fhs = self.fhs(d.u64s()?)?;
                 d.finish()?;
                 let tx = st.tx_begin(&fhs)?;
-                assert!(
-                    self.txs.insert(tx.0),
-                    "engine issued transaction {} twice",
-                    tx.0
-                );
+                let files = fhs
+                    .iter()
+                    .filter_map(|f| self.fhs.get(&f.0))
+                    .map(|&i| Touched::Inode(i));
+                let fresh = self.txs.insert(tx.0, files.collect()).is_none();
+                assert!(fresh, "engine issued transaction {} twice", tx.0);
                 out.u64(tx.0);
             }
             TX_ADD => {
                 let (tx, fh) = (self.tx(d.u64()?)?, self.fh(d.u64()?)?);
                 d.finish()?;
                 st.tx_add(tx, fh)?;
+                if let Some(&ino) = self.fhs.get(&fh.0) {
+                    self.touch(Some(tx), Touched::Inode(ino));
+                }
             }
             TX_COMMIT | TX_ABORT => {
                 let tx = self.tx(d.u64()?)?;
@@ -496,7 +599,7 @@ impl Session {
                 };
                 // Finished (or unknown to the engine): no longer this client's.
                 if result.is_ok() || matches!(result, Err(Error::NoSuchTransaction(_))) {
-                    self.txs.remove(&tx.0);
+                    self.tx_ended(tx.0);
                 }
                 result?;
             }
@@ -519,6 +622,27 @@ impl Session {
             _ => return Err(malformed("unknown operation")),
         }
         Ok(())
+    }
+
+    /// A name changed (in `tx`, if given).
+    fn named_changed(&mut self, tx: Option<TxId>, parent: Ino, name: &[u8]) {
+        self.entry_changed(parent, name);
+        self.touch(tx, Touched::Entry(parent, name.to_vec()));
+    }
+
+    /// An inode a namespace call linked, unlinked or moved (its link count and ctime).
+    fn victim_changed(&mut self, tx: Option<TxId>, ino: Option<Ino>) {
+        if let Some(ino) = ino {
+            self.inode_changed(ino);
+            self.touch(tx, Touched::Inode(ino));
+        }
+    }
+
+    /// The file of an open handle changed.
+    fn handle_changed(&self, fh: Fh) {
+        if let Some(&ino) = self.fhs.get(&fh.0) {
+            self.inode_changed(ino);
+        }
     }
 
     /// A read: its bytes into the shared buffer, or for a larger one into a memory file
