@@ -343,6 +343,35 @@ pub fn open_with(
     open_checked(path, &Options::new(), Some(engine), |_, path| make(path))
 }
 
+/// The store at `path` through its owner's server (`atomfs serve`, `atomfs mount`, or any
+/// front end serving it), or the owner's `Busy` error when nothing answers there.
+fn client_of(
+    path: &Path,
+    expected: Option<&'static dyn Engine>,
+    busy: String,
+) -> Result<OpenedStore> {
+    let socket = remote::socket_for(path);
+    let client = match remote::RemoteStore::connect(&socket) {
+        Ok(client) => client,
+        Err(_) => return Err(Error::Busy(busy)),
+    };
+    let engine = probe(path)?;
+    if let Some(expected) = expected.filter(|e| e.name() != engine.name()) {
+        return Err(Error::InvalidArgument(format!(
+            "{} is a store of engine {}, not {}",
+            path.display(),
+            engine.name(),
+            expected.name()
+        )));
+    }
+    Ok(OpenedStore {
+        store: Arc::new(client),
+        engine,
+        lock: StoreLock::none(),
+        path: path.to_path_buf(),
+    })
+}
+
 fn open_checked(
     path: &Path,
     options: &Options,
@@ -351,7 +380,12 @@ fn open_checked(
 ) -> Result<OpenedStore> {
     let access = Access::from_env();
     access.check_link(path)?;
-    let mut lock = StoreLock::acquire(path)?;
+    let mut lock = match StoreLock::acquire(path) {
+        Ok(lock) => lock,
+        // Owned by another process: its client if it serves the store.
+        Err(Error::Busy(why)) => return client_of(path, expected, why),
+        Err(e) => return Err(e),
+    };
     let meta = std::fs::metadata(path).map_err(|e| io(path, "stat", e))?;
     access.check_owner(path, &meta)?;
     let engine = probe(path)?;

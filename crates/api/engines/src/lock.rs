@@ -57,6 +57,17 @@ impl StoreLock {
         Ok(lock)
     }
 
+    /// No lock: what a client of another process's server holds (that process owns the
+    /// store and its lock).
+    pub fn none() -> StoreLock {
+        StoreLock { held: Vec::new() }
+    }
+
+    /// Whether this process owns the store (holds its lock), rather than being a client.
+    pub fn owns(&self) -> bool {
+        !self.held.is_empty()
+    }
+
     /// Lock an already open file (one this process just created): no other process can have
     /// it locked, so this only fails on an I/O error.
     pub fn acquire_file(path: &Path, file: File) -> Result<StoreLock> {
