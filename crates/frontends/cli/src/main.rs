@@ -9,6 +9,7 @@ mod files;
 mod mount;
 mod poolview;
 mod render;
+mod serve;
 mod size;
 mod workload;
 
@@ -249,6 +250,19 @@ anything else is passed to the kernel (e.g. noatime).\n\nExamples:\n  atomfs mou
     /// Unmount a mounted pool (checkpointing it) and wait for its server to finish.
     #[command(after_help = "Example:\n  atomfs umount /mnt/a")]
     Umount { dir: PathBuf },
+    /// Serve a store to other processes: this process owns it, and every front end that
+    /// opens it elsewhere (CLI, C API, shim, SQLite VFS, Python, Rust) becomes its client
+    /// over a Unix socket beside the pool (`POOL.sock`). Ctrl-C or SIGTERM stops serving and
+    /// closes the store. See docs/serve.md.
+    #[command(
+        after_help = "Example:\n  atomfs serve /dev/shm/app.pool &\n  atomfs put /dev/shm/app.pool notes.txt /notes.txt   # a client of the server"
+    )]
+    Serve {
+        pool: PathBuf,
+        /// Listen here instead of beside the pool (clients then connect only when told).
+        #[arg(long)]
+        socket: Option<PathBuf>,
+    },
     /// The demo: atomic two-file updates, a SIGKILL mid-transaction, recovery, verification.
     #[command(after_help = "Example:\n  atomfs demo --seconds 3 --files 64")]
     Demo(demo::DemoArgs),
@@ -367,6 +381,7 @@ fn run(cli: Cli) -> CmdResult {
             ready_notify,
         } => mount::mount(&pool, &dir, foreground, &options, ready_notify),
         Umount { dir } => mount::umount(&dir),
+        Serve { pool, socket } => serve::run(&pool, socket.as_deref()),
         Demo(args) => demo::run(args),
         DemoChild(args) => demo::child(args),
         Crashtest(args) => crashtest::run(args),

@@ -131,7 +131,24 @@ fn serve(
             );
         }
     };
-    let served = atomfs_fuse::serve_until_signal(fs.store().clone(), dir, opts, ready);
+    // The mount's owner process serves other processes' front ends too (docs/serve.md);
+    // what its clients change, the kernel is told to forget (its cache of this mount).
+    let owner = !fs.store().as_any().is::<remote::RemoteStore>();
+    let socket = remote::socket_for(pool);
+    let served =
+        atomfs_fuse::serve_until_signal_with(fs.store().clone(), dir, opts, ready, |mount| {
+            if !owner {
+                return Ok(None);
+            }
+            let kernel = mount.invalidator();
+            let observer: remote::Observer = std::sync::Arc::new(move |change| match change {
+                remote::Change::Inode(ino) => kernel.inode(ino),
+                remote::Change::Entry { parent, name } => kernel.entry(parent, name),
+            });
+            remote::serve_observed(fs.store().clone(), &socket, Some(observer))
+                .map(Some)
+                .map_err(|e| std::io::Error::other(format!("serving {}: {e}", pool.display())))
+        });
     let _ = std::fs::remove_file(&pid_path);
     drop(fs);
     served.map_err(|e| Failure::new(e.to_string()))?;

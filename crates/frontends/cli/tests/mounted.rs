@@ -304,14 +304,21 @@ fn mount_refuses_bad_pools_and_mount_points() {
         "{}",
         r.stderr
     );
+    // A second mount of the same pool elsewhere is a client of the first one's server.
     let other = dir.join("mnt2");
     fs::create_dir(&other).expect("mkdir");
-    let r = atomfs(&["mount", s(&pool), s(&other)]);
-    assert!(
-        r.code == Some(1) && r.stderr.contains("in use"),
-        "second server on one pool: {}",
-        r.stderr
+    let mut second = Mounted {
+        pool: pool.clone(),
+        dir: other.clone(),
+        pid: None,
+    };
+    second.mount();
+    fs::write(other.join("via-second"), "2").expect("write through the second mount");
+    assert_eq!(
+        fs::read_to_string(mnt.join("via-second")).expect("read"),
+        "2"
     );
+    second.umount();
     m.umount();
     let r = atomfs(&["umount", s(&mnt)]);
     assert!(
@@ -417,5 +424,44 @@ fn foreground_server_unmounts_cleanly_on_sigterm() {
         atomfs_ok(&["cat", s(&pool), "/note"]),
         "written before SIGTERM"
     );
+    let _ = fs::remove_dir_all(dir);
+}
+
+/// What clients of a mount's server change (other processes' front ends on the same pool),
+/// the mount shows at once: the server tells the kernel to forget its cached attributes,
+/// pages and names, although the mount caches them for 60 s.
+#[test]
+fn a_mount_sees_what_its_clients_change_at_once() {
+    let dir = scratch("coherent");
+    let Some(mut m) = Mounted::new(&dir, Some("32M")) else {
+        return;
+    };
+    let mnt = m.dir.clone();
+    fs::write(mnt.join("f"), "old contents").expect("write through the mount");
+    // Cached by the kernel now: attributes, pages and the name.
+    assert_eq!(
+        fs::read_to_string(mnt.join("f")).expect("read"),
+        "old contents"
+    );
+    assert!(!mnt.join("new").exists());
+    let host = dir.join("host.txt");
+    fs::write(&host, "new, longer contents").expect("host file");
+    // A client (the CLI, another process) replaces the file and adds one.
+    atomfs_ok(&["put", s(&m.pool), s(&host), "/f"]);
+    atomfs_ok(&["put", s(&m.pool), s(&host), "/new"]);
+    assert_eq!(
+        fs::read_to_string(mnt.join("f")).expect("read after the client's put"),
+        "new, longer contents"
+    );
+    assert!(
+        mnt.join("new").exists(),
+        "a name a client created is not seen"
+    );
+    atomfs_ok(&["rm", s(&m.pool), "/new"]);
+    assert!(
+        !mnt.join("new").exists(),
+        "a name a client removed is still seen"
+    );
+    m.umount();
     let _ = fs::remove_dir_all(dir);
 }

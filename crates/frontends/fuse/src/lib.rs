@@ -127,6 +127,33 @@ pub struct Mount {
     session: fuser::BackgroundSession,
     store: Arc<dyn Store>,
     mountpoint: std::path::PathBuf,
+    notifier: Arc<std::sync::OnceLock<fuser::Notifier>>,
+}
+
+/// Tells the kernel to forget what it cached of a mount's inodes and names, for changes
+/// made to the store other than through the mount (clients of its store server).
+#[derive(Clone)]
+pub struct Invalidator {
+    notifier: Arc<std::sync::OnceLock<fuser::Notifier>>,
+}
+
+impl Invalidator {
+    /// Forget the attributes and cached pages of `ino`.
+    pub fn inode(&self, ino: store::Ino) {
+        if let Some(n) = self.notifier.get() {
+            // ENOENT just means the kernel holds nothing for it.
+            let _ = n.inval_inode(fuser::INodeNo(ino), 0, -1);
+        }
+    }
+
+    /// Forget the name `name` in directory `parent` (and the directory's listing).
+    pub fn entry(&self, parent: store::Ino, name: &[u8]) {
+        use std::os::unix::ffi::OsStrExt;
+        if let Some(n) = self.notifier.get() {
+            let _ = n.inval_entry(fuser::INodeNo(parent), std::ffi::OsStr::from_bytes(name));
+            let _ = n.inval_inode(fuser::INodeNo(parent), 0, -1);
+        }
+    }
 }
 
 impl std::fmt::Debug for Mount {
@@ -157,10 +184,18 @@ pub fn spawn_mount(
         session,
         store,
         mountpoint: mountpoint.to_path_buf(),
+        notifier: notifier_slot,
     })
 }
 
 impl Mount {
+    /// What tells the kernel about changes made to the store around this mount.
+    pub fn invalidator(&self) -> Invalidator {
+        Invalidator {
+            notifier: self.notifier.clone(),
+        }
+    }
+
     /// True once the kernel ended the session (an external `fusermount3 -u`, or the mount
     /// was aborted).
     pub fn is_finished(&self) -> bool {
@@ -289,14 +324,35 @@ pub fn serve_until_signal(
     opts: &MountOptions,
     ready: impl FnOnce(),
 ) -> io::Result<()> {
+    serve_until_signal_with(store, mountpoint, opts, ready, |_| Ok(()))
+}
+
+/// [`serve_until_signal`], with `beside(&mount)` started once the mount is up and dropped
+/// before it is unmounted (the store server of `atomfs mount`, which needs the mount's
+/// [`Invalidator`]).
+pub fn serve_until_signal_with<T>(
+    store: Arc<dyn Store>,
+    mountpoint: &Path,
+    opts: &MountOptions,
+    ready: impl FnOnce(),
+    beside: impl FnOnce(&Mount) -> io::Result<T>,
+) -> io::Result<()> {
     let signals = block_termination_signals()?;
     let mount = spawn_mount(store, mountpoint, opts)?;
+    let companion = match beside(&mount) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = mount.unmount();
+            return Err(e);
+        }
+    };
     ready();
     while !mount.is_finished() {
         if wait_signal(&signals, Duration::from_millis(200)).is_some() {
             break;
         }
     }
+    drop(companion);
     mount.unmount()
 }
 
@@ -320,8 +376,9 @@ pub fn block_termination_signals() -> io::Result<libc::sigset_t> {
     }
 }
 
-/// Wait up to `timeout` for one of the blocked signals; returns its number.
-fn wait_signal(set: &libc::sigset_t, timeout: Duration) -> Option<i32> {
+/// Wait up to `timeout` for one of the signals blocked by [`block_termination_signals`];
+/// returns its number.
+pub fn wait_signal(set: &libc::sigset_t, timeout: Duration) -> Option<i32> {
     let ts = libc::timespec {
         tv_sec: timeout.as_secs() as libc::time_t,
         tv_nsec: timeout.subsec_nanos() as _,
