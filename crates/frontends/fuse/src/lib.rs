@@ -44,10 +44,10 @@ pub struct MountOptions {
 }
 
 /// How long the kernel caches attributes and names by default. Long, because the kernel
-/// sees every change: the server holds the store alone (a pool is locked by the process
-/// that opened it), every namespace and attribute change comes through this mount, and the
-/// only changes the server makes on its own (a transaction or atomic-mode abort) invalidate
-/// the kernel's copy explicitly. Short timeouts only cost requests: each expired entry
+/// hears of every change: the mount's process owns the store (a pool is locked by the
+/// process that opened it), changes through this mount are the kernel's own, and the
+/// changes the server makes otherwise (a transaction or atomic-mode abort, a store-server
+/// client's request: [`Invalidator`]) invalidate the kernel's copy explicitly. Short timeouts only cost requests: each expired entry
 /// is a LOOKUP, each expired attribute a GETATTR.
 pub const TTL_DEFAULT: Duration = Duration::from_secs(60);
 
