@@ -8,7 +8,7 @@
 //! what the server had acknowledged is durable, what it had not is the server's recovery's.
 
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 
@@ -59,10 +59,12 @@ impl RemoteStore {
     /// Connect to the server listening at `socket`.
     pub fn connect(socket: &Path) -> Result<RemoteStore> {
         let mut stream = UnixStream::connect(socket).map_err(|e| io(socket, "connect", e))?;
-        let shm = Shm::create(SHM_LEN)?;
+        let (shm, shm_fd) = Shm::create(SHM_LEN)?;
         let mut hello = Enc::default();
         hello.bytes(MAGIC).u32(VERSION);
-        conn::send_with_fd(&mut stream, &hello.0, shm.fd())?;
+        conn::send_with_fd(&mut stream, &hello.0, &shm_fd)?;
+        // The server has its own descriptor now; the mapping stays without this one.
+        drop(shm_fd);
         let reply = conn::recv(&mut stream)?
             .ok_or_else(|| malformed("the server closed the connection at the handshake"))?;
         let mut d = Dec::new(&reply);
@@ -82,6 +84,35 @@ impl RemoteStore {
     /// The socket this client is connected to.
     pub fn socket(&self) -> &Path {
         &self.socket
+    }
+
+    /// The descriptor this client holds (its connection), if still connected: a front end
+    /// that shares the descriptor table with an application (the LD_PRELOAD shim) keeps the
+    /// application's `close`/`dup2` off it with [`RemoteStore::relocate_fd`].
+    pub fn fd(&self) -> Option<i32> {
+        self.conn.lock().as_ref().map(|c| c.stream.as_raw_fd())
+    }
+
+    /// Move the connection's descriptor from `fd` to a free number at or above `floor`
+    /// (never `fd` itself). Returns whether `fd` was the connection's and was moved.
+    pub fn relocate_fd(&self, fd: i32, floor: i32) -> bool {
+        let mut guard = self.conn.lock();
+        let Some(conn) = guard.as_mut() else {
+            return false;
+        };
+        if conn.stream.as_raw_fd() != fd {
+            return false;
+        }
+        // SAFETY: duplicating the descriptor this client owns; F_DUPFD_CLOEXEC picks a free
+        // number at or above its argument (at least fd + 1 when floor <= fd).
+        let new = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, floor.max(fd + 1)) };
+        if new < 0 {
+            return false;
+        }
+        // SAFETY: `new` is a fresh descriptor nothing else owns; the old stream (and with it
+        // the number `fd`) is closed when replaced.
+        conn.stream = unsafe { UnixStream::from_raw_fd(new) };
+        true
     }
 
     /// Send a request and return the reply's result bytes (after the status), with the

@@ -170,7 +170,6 @@ pub(crate) fn recv_with_fd(stream: &mut UnixStream) -> Result<(Vec<u8>, Option<O
 pub(crate) struct Shm {
     ptr: *mut u8,
     len: usize,
-    fd: OwnedFd,
 }
 
 // SAFETY: the mapping is process-wide memory owned by this value; access goes through
@@ -179,8 +178,9 @@ pub(crate) struct Shm {
 unsafe impl Send for Shm {}
 
 impl Shm {
-    /// A new buffer of `len` bytes (client side).
-    pub(crate) fn create(len: usize) -> Result<Shm> {
+    /// A new buffer of `len` bytes (client side), and its descriptor to pass to the server
+    /// (the mapping stays when the descriptor is closed).
+    pub(crate) fn create(len: usize) -> Result<(Shm, OwnedFd)> {
         // SAFETY: a NUL-terminated name; memfd_create has no other preconditions.
         let raw = unsafe { libc::memfd_create(c"atomfs-remote".as_ptr(), libc::MFD_CLOEXEC) };
         if raw < 0 {
@@ -192,7 +192,7 @@ impl Shm {
         if unsafe { libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) } != 0 {
             return Err(io("ftruncate", std::io::Error::last_os_error()));
         }
-        Shm::map(fd, len)
+        Ok((Shm::map(&fd, len)?, fd))
     }
 
     /// Map a buffer received from a client (server side): its size is the descriptor's.
@@ -210,10 +210,10 @@ impl Shm {
         if len == 0 || len > max {
             return Err(malformed("shared buffer size out of range"));
         }
-        Shm::map(fd, len)
+        Shm::map(&fd, len)
     }
 
-    fn map(fd: OwnedFd, len: usize) -> Result<Shm> {
+    fn map(fd: &OwnedFd, len: usize) -> Result<Shm> {
         // SAFETY: a shared read-write mapping of `len` bytes of a regular file of that size;
         // the result is checked against MAP_FAILED.
         let ptr = unsafe {
@@ -232,16 +232,11 @@ impl Shm {
         Ok(Shm {
             ptr: ptr.cast(),
             len,
-            fd,
         })
     }
 
     pub(crate) fn len(&self) -> usize {
         self.len
-    }
-
-    pub(crate) fn fd(&self) -> &OwnedFd {
-        &self.fd
     }
 
     /// Copy `data` to the start of the buffer.

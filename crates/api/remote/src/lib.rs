@@ -17,7 +17,7 @@ mod server;
 mod wire;
 
 pub use client::{RemoteStore, SHM_LEN};
-pub use server::{serve, serve_observed, Change, Observer, Server};
+pub use server::{serve, serve_observed, serve_with, Change, Observer, ServeOptions, Server};
 
 use std::path::{Path, PathBuf};
 

@@ -73,6 +73,37 @@ pub fn serve_observed(
     socket: &Path,
     observer: Option<Observer>,
 ) -> Result<Server> {
+    serve_with(
+        store,
+        socket,
+        ServeOptions {
+            observer,
+            ..ServeOptions::default()
+        },
+    )
+}
+
+/// How a server runs, beyond its store and socket.
+#[derive(Clone, Default)]
+pub struct ServeOptions {
+    /// Told of every change the clients make.
+    pub observer: Option<Observer>,
+    /// Run first on every thread the server starts (the LD_PRELOAD shim marks them as its
+    /// own, so the store's libc calls are not intercepted).
+    pub on_thread: Option<fn()>,
+    /// Keep the server's descriptors (listener, connections) at or above this number, out
+    /// of the way of an application that shares the descriptor table (shells `dup2` onto
+    /// low numbers).
+    pub fd_floor: Option<i32>,
+}
+
+/// [`serve_observed`] with every option.
+pub fn serve_with(store: Arc<dyn Store>, socket: &Path, options: ServeOptions) -> Result<Server> {
+    let ServeOptions {
+        observer,
+        on_thread,
+        fd_floor,
+    } = options;
     let io = |op: &'static str, source: std::io::Error| Error::Io {
         path: socket.display().to_string(),
         op,
@@ -94,6 +125,10 @@ pub fn serve_observed(
         std::fs::remove_file(socket).map_err(|e| io("remove stale socket", e))?;
     }
     let listener = UnixListener::bind(socket).map_err(|e| io("bind", e))?;
+    let listener = match fd_floor {
+        Some(floor) => lifted(listener, floor).map_err(|e| io("dup", e))?,
+        None => listener,
+    };
     std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))
         .map_err(|e| io("chmod", e))?;
     listener
@@ -105,7 +140,17 @@ pub fn serve_observed(
         let (stop, sessions) = (stop.clone(), sessions.clone());
         std::thread::Builder::new()
             .name("atomfs-serve".into())
-            .spawn(move || accept_loop(&listener, &store, observer.as_ref(), &stop, &sessions))
+            .spawn(move || {
+                if let Some(f) = on_thread {
+                    f();
+                }
+                let hooks = Hooks {
+                    observer,
+                    on_thread,
+                    fd_floor,
+                };
+                accept_loop(&listener, &store, &hooks, &stop, &sessions)
+            })
             .map_err(|e| io("spawn", e))?
     };
     Ok(Server {
@@ -157,16 +202,44 @@ impl Drop for Server {
     }
 }
 
+/// What every session of a server shares.
+struct Hooks {
+    observer: Option<Observer>,
+    on_thread: Option<fn()>,
+    fd_floor: Option<i32>,
+}
+
+/// The same socket at a descriptor number at or above `floor` (the old number closed).
+fn lifted<T: std::os::fd::FromRawFd + AsRawFd>(sock: T, floor: i32) -> std::io::Result<T> {
+    // SAFETY: duplicating a descriptor `sock` owns; F_DUPFD_CLOEXEC picks a free number at
+    // or above its argument.
+    let new = unsafe { libc::fcntl(sock.as_raw_fd(), libc::F_DUPFD_CLOEXEC, floor) };
+    if new < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    drop(sock);
+    // SAFETY: `new` is a fresh descriptor that nothing else owns.
+    Ok(unsafe { T::from_raw_fd(new) })
+}
+
 fn accept_loop(
     listener: &UnixListener,
     store: &Arc<dyn Store>,
-    observer: Option<&Observer>,
+    hooks: &Hooks,
     stop: &AtomicBool,
     sessions: &Mutex<Vec<Running>>,
 ) {
+    let (observer, on_thread) = (hooks.observer.as_ref(), hooks.on_thread);
     while !stop.load(Ordering::SeqCst) {
         match listener.accept() {
             Ok((stream, _)) => {
+                let stream = match hooks.fd_floor {
+                    Some(floor) => match lifted(stream, floor) {
+                        Ok(s) => s,
+                        Err(_) => continue,
+                    },
+                    None => stream,
+                };
                 if stream.set_nonblocking(false).is_err() || !same_user(&stream) {
                     continue;
                 }
@@ -176,7 +249,12 @@ fn accept_loop(
                 let (store, observer) = (store.clone(), observer.cloned());
                 let spawned = std::thread::Builder::new()
                     .name("atomfs-client".into())
-                    .spawn(move || Session::new(store, observer).run(stream));
+                    .spawn(move || {
+                        if let Some(f) = on_thread {
+                            f();
+                        }
+                        Session::new(store, observer).run(stream)
+                    });
                 if let Ok(thread) = spawned {
                     let mut s = sessions.lock();
                     s.retain(|r| !r.thread.is_finished());

@@ -23,7 +23,8 @@ pub mod umask;
 
 pub use ops::*;
 pub use pools::{
-    is_internal_fd, open_pool, relocate_internal_fd, CreateSpec, Pool, CREATE_SIZE_DEFAULT,
+    forget_inherited, internal_fd_floor, is_internal_fd, open_pool, relocate_internal_fd,
+    CreateSpec, Pool, CREATE_SIZE_DEFAULT,
 };
 pub use tx::{tx_abort, tx_add, tx_begin, tx_commit, TX_FILES_MAX};
 

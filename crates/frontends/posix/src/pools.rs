@@ -119,9 +119,23 @@ pub fn open_pool(
     Ok(register(&mut registry, path, canonical, opened))
 }
 
+/// In a child forked from a process that had pools open: forget them and their running
+/// transactions — they are the parent's, to be neither used nor closed here — so that the
+/// next open starts afresh (as a client of the parent's store server when it serves). False
+/// when a table was locked at the fork (a thread of the parent was inside it).
+pub fn forget_inherited() -> bool {
+    let Ok(mut registry) = registry().try_lock() else {
+        return false;
+    };
+    // Weak references only: forgetting them drops no pool.
+    std::mem::forget(std::mem::take(&mut *registry));
+    drop(registry);
+    crate::tx::forget_inherited()
+}
+
 /// Lowest descriptor number for the layer's own descriptors: 64 below the soft
 /// RLIMIT_NOFILE, capped at 4096 (shells use 10 and up, 255; few programs go that high).
-fn internal_fd_floor() -> i32 {
+pub fn internal_fd_floor() -> i32 {
     // SAFETY: getrlimit with a valid out pointer.
     let mut limit = libc::rlimit {
         rlim_cur: 1024,
@@ -132,24 +146,34 @@ fn internal_fd_floor() -> i32 {
     soft.saturating_sub(64).clamp(16, 4096) as i32
 }
 
-/// Whether `fd` is a descriptor this layer holds for itself (a pool lock).
+/// Whether `fd` is a descriptor this layer holds for itself (a pool lock, or the connection
+/// of a client of another process's store server).
 pub fn is_internal_fd(fd: i32) -> bool {
-    with_locks(|lock| lock.holds_fd(fd))
+    with_pools(|pool| pool.lock.holds_fd(fd) || client_of(pool).is_some_and(|c| c.fd() == Some(fd)))
 }
 
 /// Move this layer's descriptor numbered `fd` elsewhere, so the application can use the
 /// number (the LD_PRELOAD shim calls this before a dup2 onto it or a close of it).
 /// Returns whether `fd` was one of ours.
 pub fn relocate_internal_fd(fd: i32) -> bool {
-    with_locks(|lock| lock.relocate_fd(fd, internal_fd_floor()))
+    let floor = internal_fd_floor();
+    with_pools(|pool| {
+        pool.lock.relocate_fd(fd, floor)
+            || client_of(pool).is_some_and(|c| c.relocate_fd(fd, floor))
+    })
 }
 
-fn with_locks(mut f: impl FnMut(&StoreLock) -> bool) -> bool {
+/// The client, when the pool is reached through another process's store server.
+fn client_of(pool: &Pool) -> Option<&remote::RemoteStore> {
+    pool.store.as_any().downcast_ref::<remote::RemoteStore>()
+}
+
+fn with_pools(mut f: impl FnMut(&Pool) -> bool) -> bool {
     let registry = registry().lock().unwrap_or_else(|p| p.into_inner());
     registry
         .values()
         .filter_map(Weak::upgrade)
-        .any(|pool| f(&pool.lock))
+        .any(|pool| f(&pool))
 }
 
 fn register(
@@ -163,6 +187,11 @@ fn register(
     let floor = internal_fd_floor();
     for fd in opened.lock.fds() {
         opened.lock.relocate_fd(fd, floor);
+    }
+    if let Some(client) = opened.store.as_any().downcast_ref::<remote::RemoteStore>() {
+        if let Some(fd) = client.fd() {
+            client.relocate_fd(fd, floor);
+        }
     }
     let pool = Arc::new(Pool {
         id: NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed),

@@ -32,6 +32,19 @@ fn lock() -> std::sync::MutexGuard<'static, HashMap<u64, Running>> {
     table().lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// In a child forked from a process with running transactions: forget them (they are the
+/// parent's; aborting them here would undo the parent's work). False when the table was
+/// locked at the fork (a thread of the parent was inside it): it cannot be used then.
+pub fn forget_inherited() -> bool {
+    match table().try_lock() {
+        Ok(mut table) => {
+            std::mem::forget(std::mem::take(&mut *table));
+            true
+        }
+        Err(_) => false,
+    }
+}
+
 /// Begin a transaction over `files` (possibly none yet). `EXDEV` when they belong to
 /// different pools, `EBUSY` when one is bound to a running transaction already.
 pub fn tx_begin(files: &[Arc<OpenFile>]) -> PResult<u64> {

@@ -300,7 +300,8 @@ pub unsafe extern "C" fn ftruncate64(fd: c_int, len: i64) -> c_int {
 pub(crate) fn forget(fd: c_int) {
     ours(|| {
         if let Some(file) = fds().remove(fd) {
-            if FORKED.load(Ordering::Relaxed) {
+            // A descriptor inherited from the parent: its file is the parent's to close.
+            if !crate::own_file(&file) {
                 std::mem::forget(file);
             }
         }
@@ -710,12 +711,22 @@ unsafe fn files_of(fds_ptr: *const c_int, n: c_int) -> PResult<Vec<Arc<OpenFile>
     }
     // SAFETY: the caller's array of `n` ints.
     let list = unsafe { std::slice::from_raw_parts(fds_ptr, n) };
-    ours(|| list.iter().map(|&fd| fds().get(fd)).collect())
+    ours(|| {
+        list.iter()
+            .map(|&fd| {
+                let file = fds().get(fd)?;
+                usable(&file)?;
+                Ok(file)
+            })
+            .collect()
+    })
 }
 
+/// The transaction calls in a forked child: its own pool must be open (they act on its own
+/// descriptors; the parent's running transactions are not the child's).
 fn not_forked() -> PResult<()> {
     if FORKED.load(Ordering::Relaxed) {
-        return Err(libc::EIO);
+        crate::pool()?;
     }
     Ok(())
 }
@@ -742,6 +753,7 @@ pub unsafe extern "C" fn tx_begin(info: *mut TxInfo) -> c_ulong {
 pub extern "C" fn tx_add(txid: c_ulong, fd: c_int) -> c_int {
     let r = not_forked()
         .and_then(|_| ours(|| fds().get(fd)))
+        .and_then(|f| usable(&f).map(|_| f.clone()))
         .and_then(|f| ours(|| px::tx_add(txid as u64, &f)));
     ret(r.map(|_| 0))
 }
@@ -783,6 +795,7 @@ pub unsafe extern "C" fn abortv(fds_ptr: *const c_int, n: c_int) -> c_int {
 pub extern "C" fn atomfs_set_atomic(fd: c_int, on: c_int) -> c_int {
     let r = not_forked()
         .and_then(|_| ours(|| fds().get(fd)))
+        .and_then(|f| usable(&f).map(|_| f.clone()))
         .and_then(|f| ours(|| px::set_atomic(&f, on != 0)));
     ret(r.map(|_| 0))
 }

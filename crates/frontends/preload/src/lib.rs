@@ -117,12 +117,12 @@ fn resolved(prefix: &[u8]) -> Option<Vec<u8>> {
     }
 }
 
-/// The pool, opened at first use. On failure: one message on stderr, then the errno.
+/// The pool, opened at first use. On failure: one message on stderr, then the errno. In a
+/// child forked from the pool's owner: the child's own connection to the owner's server.
 fn pool() -> PResult<Arc<Pool>> {
     static POOL: OnceLock<Result<Arc<Pool>, c_int>> = OnceLock::new();
     if FORKED.load(Ordering::Relaxed) {
-        forked_message();
-        return Err(libc::EIO);
+        return child_pool();
     }
     POOL.get_or_init(|| {
         let cfg = config();
@@ -145,6 +145,7 @@ fn pool() -> PResult<Arc<Pool>> {
         match atomfs_posix::open_pool(std::path::Path::new(path), create, false) {
             Ok(pool) => {
                 POOL_OPEN.store(true, Ordering::Relaxed);
+                serve(&pool);
                 Ok(pool)
             }
             Err(e) => {
@@ -158,12 +159,122 @@ fn pool() -> PResult<Arc<Pool>> {
     .clone()
 }
 
+/// The owner serves the pool to its forked children (and to other programs), unless
+/// `ATOMFS_SERVE=0`: a server on `POOL.sock` whose threads are the shim's own. The socket is
+/// removed when this process exits.
+fn serve(pool: &Arc<Pool>) {
+    static SERVER: OnceLock<remote::Server> = OnceLock::new();
+    static SOCKET: OnceLock<(u32, std::ffi::CString)> = OnceLock::new();
+    extern "C" fn remove_socket() {
+        if let Some((pid, path)) = SOCKET.get() {
+            if *pid == std::process::id() {
+                // SAFETY: a NUL-terminated path; unlink has no other preconditions.
+                unsafe { libc::unlink(path.as_ptr()) };
+            }
+        }
+    }
+    fn internal_thread() {
+        BUSY.with(|b| b.set(true));
+    }
+    if std::env::var("ATOMFS_SERVE").is_ok_and(|v| v == "0")
+        || pool.store.as_any().is::<remote::RemoteStore>()
+    {
+        return;
+    }
+    let socket = remote::socket_for(&pool.path);
+    let options = remote::ServeOptions {
+        on_thread: Some(internal_thread),
+        fd_floor: Some(atomfs_posix::internal_fd_floor()),
+        ..Default::default()
+    };
+    match remote::serve_with(pool.store.clone(), &socket, options) {
+        Ok(server) => {
+            let _ = SERVER.set(server);
+            if let Ok(c) = std::ffi::CString::new(socket.as_os_str().as_encoded_bytes()) {
+                if SOCKET.set((std::process::id(), c)).is_ok() {
+                    // SAFETY: registering a plain extern "C" function with no captured state.
+                    unsafe { libc::atexit(remove_socket) };
+                }
+            }
+        }
+        Err(e) => eprintln!(
+            "atomfs-preload: not serving {} to other processes: {e}",
+            pool.path.display()
+        ),
+    }
+}
+
+/// This process's own pool in a forked child: (pid, pool). A child of a child finds its
+/// parent's entry here and forgets it (never closing it: it is the parent's connection).
+static CHILD: std::sync::Mutex<Option<ChildPool>> = std::sync::Mutex::new(None);
+
+/// The pid that opened it, and the pool (or why it could not be opened).
+type ChildPool = (u32, Result<Arc<Pool>, c_int>);
+
+/// Whether this process (a forked child) opened its own pool.
+static CHILD_OPEN: AtomicBool = AtomicBool::new(false);
+
+fn child_pool() -> PResult<Arc<Pool>> {
+    let me = std::process::id();
+    // Locked at the fork by another thread of the parent: unusable here.
+    let Ok(mut slot) = CHILD.try_lock() else {
+        forked_message();
+        return Err(libc::EIO);
+    };
+    if let Some((pid, pool)) = slot.as_ref() {
+        if *pid == me {
+            return pool.clone();
+        }
+    }
+    if let Some(inherited) = slot.take() {
+        std::mem::forget(inherited);
+    }
+    let opened = ours(open_as_child);
+    if opened.is_ok() {
+        CHILD_OPEN.store(true, Ordering::Relaxed);
+    }
+    *slot = Some((me, opened.clone()));
+    opened
+}
+
+/// Open the pool afresh in a forked child: the parent's pools and transactions forgotten,
+/// then the pool opened through the registry — a client of the parent's server.
+fn open_as_child() -> PResult<Arc<Pool>> {
+    let cfg = config();
+    let Some(path) = &cfg.pool_path else {
+        return Err(libc::ENODEV);
+    };
+    if !atomfs_posix::forget_inherited() {
+        forked_message();
+        return Err(libc::EIO);
+    }
+    atomfs_posix::open_pool(std::path::Path::new(path), None, false).map_err(|e| {
+        forked_message();
+        eprintln!("atomfs-preload: the pool's owner does not serve it ({e})");
+        libc::EIO
+    })
+}
+
+/// Whether `file` belongs to this process's pool (in a forked child: not to the parent's).
+fn own_file(file: &OpenFile) -> bool {
+    if !FORKED.load(Ordering::Relaxed) {
+        return true;
+    }
+    let me = std::process::id();
+    CHILD.try_lock().ok().is_some_and(|slot| {
+        slot.as_ref().is_some_and(|(pid, pool)| {
+            *pid == me && pool.as_ref().is_ok_and(|p| p.id == file.pool.id)
+        })
+    })
+}
+
 fn forked_message() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         eprintln!(
             "atomfs-preload: this process was forked from the one that owns the pool; \
-             its calls under {} fail with EIO (use threads, or exec a new program)",
+             its descriptors under {} from before the fork fail with EIO (new opens go \
+             through the owner's server)",
             String::from_utf8_lossy(&config().prefix)
         )
     });
@@ -212,7 +323,7 @@ fn ours<T>(f: impl FnOnce() -> T) -> T {
 /// handler must not take locks.
 extern "C" fn after_fork_child() {
     umask::after_fork_child();
-    if POOL_OPEN.load(Ordering::Relaxed) {
+    if POOL_OPEN.load(Ordering::Relaxed) || CHILD_OPEN.load(Ordering::Relaxed) {
         FORKED.store(true, Ordering::Relaxed);
     }
 }
@@ -247,9 +358,10 @@ fn shim_file(fd: c_int) -> Option<Arc<OpenFile>> {
     ours(|| fds().get(fd).ok())
 }
 
-/// Like [`shim_file`], but `EIO` in a forked child.
+/// Like [`shim_file`], but `EIO` for a descriptor a forked child inherited (its file is
+/// the parent's).
 fn usable(file: &OpenFile) -> PResult<&OpenFile> {
-    if FORKED.load(Ordering::Relaxed) {
+    if !own_file(file) {
         forked_message();
         return Err(libc::EIO);
     }

@@ -314,6 +314,17 @@ fn transactions_and_o_atomic_on_ordinary_descriptors() {
         ok(&under_shim(&dir, &exe, &["/atomfs", "fork"], None), "fork"),
         "fork ok\n"
     );
+    let socket = dir.join("pool.sock");
+    assert!(!socket.exists(), "the server's socket outlived its process");
+    let noserve = Command::new(&exe)
+        .args(["/atomfs", "fork-noserve"])
+        .env("LD_PRELOAD", shim())
+        .env("ATOMFS_POOL", dir.join("pool"))
+        .env("ATOMFS_SERVE", "0")
+        .env("LD_LIBRARY_PATH", lib_dir())
+        .output()
+        .unwrap();
+    assert_eq!(ok(&noserve, "fork-noserve"), "fork ok\n");
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -377,7 +388,7 @@ fn paths_leaving_the_prefix_go_to_the_real_file_system() {
 }
 
 #[test]
-fn a_pool_open_in_another_process_is_busy_not_shared() {
+fn a_pool_open_in_another_process_is_shared_through_its_server_or_busy() {
     if !have("sleep") {
         return;
     }
@@ -386,31 +397,43 @@ fn a_pool_open_in_another_process_is_busy_not_shared() {
         &under_shim(&dir, "sh", &["-c", "printf x > /atomfs/a"], None),
         "create",
     );
-    // The holder: a shell that opened the pool (its redirect) and stays alive a while (the
-    // trailing `true` keeps the shell from exec-ing `sleep`, which would close the lock).
-    let mut holder = Command::new("sh")
-        .args(["-c", "exec 3</atomfs/a; echo held; sleep 2; true"])
-        .env("LD_PRELOAD", shim())
-        .env("ATOMFS_POOL", dir.join("pool"))
-        .stdout(std::process::Stdio::piped())
-        .spawn()
+    for serve in [true, false] {
+        // The holder: a shell that opened the pool (its redirect) and stays alive a while
+        // (the trailing `true` keeps the shell from exec-ing `sleep`, which would close it).
+        let mut holder = Command::new("sh")
+            .args(["-c", "exec 3</atomfs/a; echo held; sleep 2; true"])
+            .env("LD_PRELOAD", shim())
+            .env("ATOMFS_POOL", dir.join("pool"))
+            .env("ATOMFS_SERVE", if serve { "1" } else { "0" })
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(holder.stdout.take().unwrap()),
+            &mut line,
+        )
         .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(holder.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    assert_eq!(line, "held\n");
-    let out = under_shim(&dir, "cat", &["/atomfs/a"], None);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success(),
-        "a second process opened a pool in use"
-    );
-    assert!(stderr.contains("in use by process"), "{stderr}");
-    assert!(stderr.contains("Device or resource busy"), "{stderr}");
-    holder.wait().unwrap();
+        assert_eq!(line, "held\n");
+        let out = under_shim(&dir, "cat", &["/atomfs/a"], None);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if serve {
+            // The holder serves its pool: the second program is its client.
+            assert!(
+                out.status.success(),
+                "a client of the holder failed: {stderr}"
+            );
+            assert_eq!(String::from_utf8_lossy(&out.stdout), "x");
+        } else {
+            assert!(
+                !out.status.success(),
+                "a second process opened a pool in use"
+            );
+            assert!(stderr.contains("in use by process"), "{stderr}");
+            assert!(stderr.contains("Device or resource busy"), "{stderr}");
+        }
+        holder.wait().unwrap();
+    }
     // Once the holder is gone the pool opens again.
     assert_eq!(cat(&dir, "/atomfs/a"), "x");
     std::fs::remove_dir_all(&dir).ok();

@@ -8,7 +8,11 @@
  *   shim_tx DIR crash-atomic  O_ATOMIC writes to DIR/a, SIGKILL before fsync
  *   shim_tx DIR atomic        O_ATOMIC writes to DIR/a then fsync; prints "synced"
  *   shim_tx DIR errors        bad input to every shim call -> -1/errno; prints "errors ok"
- *   shim_tx DIR fork          a forked child gets EIO under the prefix; the parent goes on
+ *   shim_tx DIR fork          a forked child gets EIO on the descriptors it inherited, and
+ *                             opens, writes and commits transactions of its own through the
+ *                             parent's store server (a grandchild too); the parent goes on and
+ *                             sees what they wrote
+ *   shim_tx DIR fork-noserve  with ATOMFS_SERVE=0 the parent does not serve: the child gets EIO
  *   shim_tx DIR stdio         fopen/fprintf/fgets/fseek/fclose and fdopen on shim files
  *   shim_tx DIR threads       8 threads each write, fsync, reread and dup their own file, and
  *                             run transactions on it, at the same time; prints "threads ok"
@@ -198,7 +202,8 @@ int main(int argc, char **argv)
         puts("threads ok");
         return 0;
     }
-    if (strcmp(mode, "fork") == 0) {
+    if (strcmp(mode, "fork") == 0 || strcmp(mode, "fork-noserve") == 0) {
+        int serving = strcmp(mode, "fork") == 0;
         int fd = open_in(dir, "a", O_RDONLY);
         pid_t pid = fork();
         if (pid < 0)
@@ -207,16 +212,51 @@ int main(int argc, char **argv)
             char c;
             errno = 0;
             int ok = read(fd, &c, 1) == -1 && errno == EIO;
-            ok = ok && open("/atomfs/a", O_RDONLY) == -1 && errno == EIO;
             ok = ok && close(fd) == 0;
+            if (!serving) {
+                ok = ok && open("/atomfs/a", O_RDONLY) == -1 && errno == EIO;
+                _exit(ok ? 0 : 1);
+            }
+            /* Its own descriptors work: through the parent's server. */
+            int own = open("/atomfs/a", O_RDONLY);
+            ok = ok && own >= 0 && read(own, &c, 1) == 1 && close(own) == 0;
+            int w = open("/atomfs/from-child", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            ok = ok && w >= 0;
+            unsigned long (*begin)(struct TxInfo *) = (unsigned long (*)(struct TxInfo *)) dlsym(RTLD_DEFAULT, "tx_begin");
+            int (*commit)(unsigned long) = (int (*)(unsigned long)) dlsym(RTLD_DEFAULT, "tx_commit");
+            struct TxInfo info = { 1, &w };
+            unsigned long tx = ok && begin ? begin(&info) : 0;
+            ok = ok && tx != 0 && write(w, "child", 5) == 5 && commit && commit(tx) == 0;
+            ok = ok && close(w) == 0;
+            /* A grandchild too. */
+            pid_t g = fork();
+            if (g == 0) {
+                int gw = open("/atomfs/from-grandchild", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+                int gok = gw >= 0 && write(gw, "grandchild", 10) == 10 && fsync(gw) == 0 && close(gw) == 0;
+                _exit(gok ? 0 : 1);
+            }
+            int gs;
+            ok = ok && g > 0 && waitpid(g, &gs, 0) == g && WIFEXITED(gs) && WEXITSTATUS(gs) == 0;
             _exit(ok ? 0 : 1);
         }
         int status;
         if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-            DIE("child under the prefix did not get EIO");
+            DIE(serving ? "the forked child could not work through the server" : "child under the prefix did not get EIO");
         char buf[16];
         if (pread(fd, buf, sizeof buf, 0) < 0)
             DIE("parent pread after fork");
+        if (serving) {
+            int r = open("/atomfs/from-child", O_RDONLY);
+            ssize_t n = r >= 0 ? read(r, buf, sizeof buf) : -1;
+            if (n != 5 || memcmp(buf, "child", 5) != 0)
+                DIE("the parent does not see the child's committed file");
+            close(r);
+            r = open("/atomfs/from-grandchild", O_RDONLY);
+            n = r >= 0 ? read(r, buf, sizeof buf) : -1;
+            if (n != 10 || memcmp(buf, "grandchild", 10) != 0)
+                DIE("the parent does not see the grandchild's file");
+            close(r);
+        }
         puts("fork ok");
         return 0;
     }
