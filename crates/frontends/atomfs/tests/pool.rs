@@ -2,22 +2,12 @@
 //! transactions, the pool-file lock.
 
 use atomfs::{Config, Error, Fs};
-use std::path::PathBuf;
-
-fn pool_path(name: &str) -> PathBuf {
-    let dir = if std::path::Path::new("/dev/shm").is_dir() {
-        PathBuf::from("/dev/shm")
-    } else {
-        std::env::temp_dir()
-    };
-    let path = dir.join(format!("atomfs-api-{name}-{}.pool", std::process::id()));
-    let _ = std::fs::remove_file(&path);
-    path
-}
+use test_support::scratch;
 
 #[test]
 fn committed_data_survives_reopen_and_aborted_data_does_not() -> atomfs::Result<()> {
-    let path = pool_path("reopen");
+    let dir = scratch("api-reopen");
+    let path = dir.join("reopen.pool");
     {
         let fs = Fs::create(&path, Config::pool(32 << 20))?;
         fs.write("/a", b"a0")?;
@@ -53,13 +43,13 @@ fn committed_data_survives_reopen_and_aborted_data_does_not() -> atomfs::Result<
         Err(Error::Exists(_))
     ));
     drop(fs);
-    let _ = std::fs::remove_file(&path);
     Ok(())
 }
 
 #[test]
 fn creation_truncation_and_writes_in_one_transaction_on_a_pool() -> atomfs::Result<()> {
-    let path = pool_path("open-in");
+    let dir = scratch("api-open-in");
+    let path = dir.join("open-in.pool");
     let fs = Fs::create(&path, Config::pool(32 << 20))?;
     fs.write("/old", b"previous contents")?;
     let tx = fs.begin(&[])?;
@@ -82,6 +72,5 @@ fn creation_truncation_and_writes_in_one_transaction_on_a_pool() -> atomfs::Resu
     assert!(!fs.exists("/fresh")?, "creation undone");
     assert!(fs.fsck()?.is_clean());
     drop(fs);
-    let _ = std::fs::remove_file(&path);
     Ok(())
 }
