@@ -72,6 +72,11 @@ fn correct_fixture_survives_kills() {
         report.kills
     );
     assert!(
+        report.images >= 6,
+        "too few recovered pools checked: {}",
+        report.images
+    );
+    assert!(
         report.violations.is_empty(),
         "first: {}",
         report.violations[0]
@@ -95,6 +100,7 @@ fn lazy_fixture_is_caught_by_kills() {
         &cfg,
     );
     eprintln!("{}", report.summary());
+    assert!(report.images > 0, "no recovered pool was checked");
     assert!(
         !report.violations.is_empty(),
         "acknowledged-but-lost units went unnoticed"
