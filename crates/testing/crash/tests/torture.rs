@@ -42,13 +42,10 @@ fn child_command(engine: &'static str) -> impl Fn(&Path, u64) -> Command {
     }
 }
 
+/// Where the torture puts its pool files: /dev/shm when it is a writable tmpfs (as the
+/// engines' torture cases do).
 fn pool_dir() -> PathBuf {
-    let shm = Path::new("/dev/shm");
-    if shm.is_dir() {
-        shm.to_path_buf()
-    } else {
-        std::env::temp_dir()
-    }
+    pmem::mapped::scratch_dir()
 }
 
 #[test]
