@@ -10,6 +10,7 @@
 # python3-venv package, which scripts/install-deps.sh installs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/verdict.sh
 
 venv=target/python-venv
 crate=crates/frontends/python
@@ -44,12 +45,4 @@ summary=$(grep -E '(passed|failed|errors?|no tests ran|deselected).* in [0-9.]+s
 count() { echo "$summary" | grep -oE "[0-9]+ $1" | grep -oE '^[0-9]+' || echo 0; }
 passed=$(count passed)
 failed=$(( $(count failed) + $(count error) + $(count errors) ))
-echo "python tests: $passed passed, $failed failed"
-if [ "$status" -ne 0 ] || [ "$failed" -ne 0 ]; then
-    echo "python tests: FAILED (pytest exit status $status)" >&2
-    exit 1
-fi
-if [ "$passed" -eq 0 ]; then
-    echo "python tests: no test ran — treating as failure" >&2
-    exit 1
-fi
+verdict "python tests" "$status" "$passed" "$failed"

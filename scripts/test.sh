@@ -4,6 +4,7 @@
 # fails or when no test ran.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/verdict.sh
 scripts/install-deps.sh
 
 # As root (as CI runs) every tool the tests need is installed above, so a test that finds its
@@ -23,15 +24,7 @@ cargo test --workspace --all-targets --no-fail-fast 2>&1 | tee "$log" || status=
 
 passed=$(grep -E '^test result:' "$log" | sed -E 's/.* ([0-9]+) passed.*/\1/' | awk '{s+=$1} END {print s+0}')
 failed=$(grep -E '^test result:' "$log" | sed -E 's/.* ([0-9]+) failed.*/\1/' | awk '{s+=$1} END {print s+0}')
-echo "atomfs tests: $passed passed, $failed failed"
-if [ "$status" -ne 0 ] || [ "$failed" -ne 0 ]; then
-    echo "atomfs tests: FAILED" >&2
-    exit 1
-fi
-if [ "$passed" -eq 0 ]; then
-    echo "atomfs tests: no test ran — treating as failure" >&2
-    exit 1
-fi
+verdict "atomfs tests" "$status" "$passed" "$failed"
 
 # The Python package: wheel built by maturin in target/python-venv, installed there, pytest
 # suite run (ends with "python tests: N passed, N failed"; fails on a failure or no test).

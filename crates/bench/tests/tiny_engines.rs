@@ -17,6 +17,7 @@ use atomfs_bench::workload::Write;
 use serde_json::Value;
 use std::rc::Rc;
 use support::{check_shape, run_tiny};
+use test_support::require_all;
 
 const WORKLOADS: [&str; 5] = [
     "two-file-tx",
@@ -25,10 +26,6 @@ const WORKLOADS: [&str; 5] = [
     "sqlite-update",
     "namespace",
 ];
-
-fn require_all() -> bool {
-    std::env::var("ATOMFS_REQUIRE_ALL").is_ok_and(|v| v == "1")
-}
 
 /// Every engine of the registry, and ext4, sorted.
 fn expected_systems() -> Vec<String> {

@@ -2,7 +2,8 @@
 //! shape of results.json, every configuration's rows (or a stated reason it was skipped, only
 //! where this machine lacks what it needs), plots written, and nothing left mounted or in
 //! /dev/shm afterwards. Never asserts a timing. Skips with a message (visible with
-//! `-- --nocapture`) when libsqlite3, fio, root or FUSE is missing.
+//! `-- --nocapture`) when libsqlite3, fio, root or FUSE is missing — a failure under
+//! `ATOMFS_REQUIRE_ALL=1`.
 
 mod support;
 
@@ -10,6 +11,7 @@ use serde_json::Value;
 use std::path::Path;
 use std::sync::Mutex;
 use support::{check_shape, skipped, systems_with, try_run_tiny};
+use test_support::unavailable;
 
 /// The two tests check for leftovers of this process: run them one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -43,7 +45,7 @@ fn leftovers() -> Vec<String> {
 fn rows_or_reason(doc: &Value, rows: &[Value], system: &str, metrics: &[&str]) -> Option<String> {
     if let Some((_, why)) = skipped(doc).into_iter().find(|(s, _)| s == system) {
         assert!(!why.is_empty(), "{system} skipped without a reason");
-        eprintln!("SKIP {system}: {why}");
+        unavailable(system, &why);
         return Some(why);
     }
     for m in metrics {
@@ -67,7 +69,10 @@ fn vfs_buildable() -> bool {
 fn sqlite_tiny_measures_every_configuration_at_both_value_sizes() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     if !atomfs_bench::systems::sqlite::available() {
-        eprintln!("SKIP: atomfs-bench was built without libsqlite3 (scripts/install-deps.sh)");
+        unavailable(
+            "sqlite suite",
+            "atomfs-bench was built without libsqlite3 (scripts/install-deps.sh)",
+        );
         return;
     }
     let (doc, outcome, out) = try_run_tiny("sqlite").unwrap_or_else(|e| panic!("tiny sqlite: {e}"));
@@ -109,11 +114,11 @@ fn sqlite_tiny_measures_every_configuration_at_both_value_sizes() {
 fn fuse_tiny_runs_every_job_on_every_target_and_unmounts() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     if !is_root() {
-        eprintln!("SKIP: the fuse suite needs root (ext4 loop mount, FUSE mount)");
+        unavailable("fuse suite", "needs root (ext4 loop mount, FUSE mount)");
         return;
     }
     if let Err(e) = atomfs_bench::systems::fio::version() {
-        eprintln!("SKIP: {e}");
+        unavailable("fuse suite", &e.to_string());
         return;
     }
     let (doc, outcome, out) = try_run_tiny("fuse").unwrap_or_else(|e| panic!("tiny fuse: {e}"));

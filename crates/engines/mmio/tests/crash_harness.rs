@@ -41,6 +41,11 @@ crash::crash_tests! {
 #[test]
 fn mmio_hybrid_writes_in_redo_under_the_harness() {
     let report = ci(1, 3, 1).report(crash_target("mmio-hybrid"));
+    assert!(
+        report.images >= 300,
+        "too few crash images: {}",
+        report.summary()
+    );
     let redo = report.store_stats.get("write in redo").copied();
     assert!(
         redo.unwrap_or(0) > 0,

@@ -409,7 +409,10 @@ fn crash_images_with_a_background_checkpoint_thread() {
         },
     );
     eprintln!("crash test with background checkpointing: {points} crash points, {images} images");
-    assert!(points > 100);
+    assert!(
+        points > 100 && images >= points,
+        "{points} points, {images} images"
+    );
 }
 
 #[test]
@@ -425,7 +428,7 @@ fn comparison_modes_are_crash_consistent_too() {
             "crash test {}: {points} crash points, {images} images",
             mode.name()
         );
-        assert!(points > 50, "{}", mode.name());
+        assert!(points > 50 && images >= points, "{}", mode.name());
     }
 }
 
@@ -445,21 +448,24 @@ fn checksummed_pools_are_crash_consistent() {
         checksums: true,
         ..Setup::default()
     };
-    let (points, _) = run(Mode::Fcfs, 1, 40, crash, checksums);
-    assert!(points > 100, "fcfs");
+    let (points, images) = run(Mode::Fcfs, 1, 40, crash, checksums);
+    assert!(points > 100 && images >= points, "fcfs");
     let background = Setup {
         background: true,
         ..checksums
     };
-    let (points, _) = run(Mode::Fcfs, 9, 30, crash, background);
-    assert!(points > 50, "fcfs with a checkpoint thread");
+    let (points, images) = run(Mode::Fcfs, 9, 30, crash, background);
+    assert!(
+        points > 50 && images >= points,
+        "fcfs with a checkpoint thread"
+    );
     for mode in [Mode::FgWal, Mode::Scsp, Mode::Soc, Mode::Sync] {
         let (points, images) = run(mode, 2, 25, crash, checksums);
         eprintln!(
             "crash test {} with data checksums: {points} crash points, {images} images",
             mode.name()
         );
-        assert!(points > 50, "{}", mode.name());
+        assert!(points > 50 && images >= points, "{}", mode.name());
     }
 }
 
@@ -489,4 +495,8 @@ fn crash_images_long_run() {
     };
     let (points, images) = run(mode, seed, steps, crash, setup);
     eprintln!("crash test (seed {seed}, {steps} steps): {points} crash points, {images} crash images recovered and checked");
+    assert!(
+        points > 0 && images >= points,
+        "{points} points, {images} images"
+    );
 }

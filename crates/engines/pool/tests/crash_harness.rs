@@ -58,7 +58,7 @@ crash::crash_tests! {
         threads: 3,
         images_per_fence: 8,
         images_per_workload: 300,
-        images_min: 1,
+        images_min: 300,
     });
     sim pool_fgwal_crash("pool-fgwal", MODE);
     sim pool_scsp_crash("pool-scsp", MODE);

@@ -1,23 +1,15 @@
 //! The Rust API over the real pool engine on a mapped pool file: persistence across reopen,
 //! transactions, the pool-file lock.
 
-use atomfs::{Config, Error, Fs};
-use std::path::PathBuf;
+mod common;
 
-fn pool_path(name: &str) -> PathBuf {
-    let dir = if std::path::Path::new("/dev/shm").is_dir() {
-        PathBuf::from("/dev/shm")
-    } else {
-        std::env::temp_dir()
-    };
-    let path = dir.join(format!("atomfs-api-{name}-{}.pool", std::process::id()));
-    let _ = std::fs::remove_file(&path);
-    path
-}
+use atomfs::{Config, Error, Fs};
+use test_support::scratch;
 
 #[test]
 fn committed_data_survives_reopen_and_aborted_data_does_not() -> atomfs::Result<()> {
-    let path = pool_path("reopen");
+    let dir = scratch("api-reopen");
+    let path = dir.join("reopen.pool");
     {
         let fs = Fs::create(&path, Config::pool(32 << 20))?;
         fs.write("/a", b"a0")?;
@@ -53,35 +45,12 @@ fn committed_data_survives_reopen_and_aborted_data_does_not() -> atomfs::Result<
         Err(Error::Exists(_))
     ));
     drop(fs);
-    let _ = std::fs::remove_file(&path);
     Ok(())
 }
 
 #[test]
 fn creation_truncation_and_writes_in_one_transaction_on_a_pool() -> atomfs::Result<()> {
-    let path = pool_path("open-in");
-    let fs = Fs::create(&path, Config::pool(32 << 20))?;
-    fs.write("/old", b"previous contents")?;
-    let tx = fs.begin(&[])?;
-    let f = fs
-        .options()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open_in(&tx, "/old")?;
-    f.write_at(b"new", 0)?;
-    let g = fs
-        .options()
-        .write(true)
-        .create_new(true)
-        .open_in(&tx, "/fresh")?;
-    g.write_at(&vec![7u8; 100_000], 0)?;
-    tx.abort()?;
-    drop((f, g));
-    assert_eq!(fs.read("/old")?, b"previous contents", "truncation undone");
-    assert!(!fs.exists("/fresh")?, "creation undone");
-    assert!(fs.fsck()?.is_clean());
-    drop(fs);
-    let _ = std::fs::remove_file(&path);
-    Ok(())
+    let dir = scratch("api-open-in");
+    let fs = Fs::create(dir.join("open-in.pool"), Config::pool(32 << 20))?;
+    common::open_in_makes_creation_and_writes_one_unit(&fs, 100_000)
 }

@@ -2,64 +2,26 @@
 //! `libatomfs.so` / `libatomfs.a` and runs them: the header alone with -Wall -Werror
 //! -std=c99 -pedantic, the seed's Figure 1, `api_test.c` (every call and its error paths) and
 //! `umask_test.c` (the umask applied to created files and directories).
-//! Skips with a message when no C compiler is installed.
+//! Skips with a message when no C compiler is installed (a failure under `ATOMFS_REQUIRE_ALL=1`).
 
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use test_support::cc::{cc, have_cc, lib_dir};
+use test_support::unavailable;
 
-fn crate_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// target/<profile>, where cargo put libatomfs.so and libatomfs.a.
-fn lib_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<test>")
-        .to_path_buf()
-}
-
-/// Removed when dropped, unless the test failed (kept for a look).
-struct Scratch(PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-}
-
-impl std::ops::Deref for Scratch {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-fn scratch(name: &str) -> Scratch {
-    // tmpfs when there is one: pool files are mapped and synced.
-    let base = if Path::new("/dev/shm").is_dir() {
-        PathBuf::from("/dev/shm")
-    } else {
-        PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-    };
-    let dir = base.join(format!("atomfs-capi-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    Scratch(dir)
+fn scratch(name: &str) -> test_support::Scratch {
+    test_support::scratch(&format!("capi-{name}"))
 }
 
 /// Print why a test cannot run here; with `ATOMFS_REQUIRE_ALL=1` that is a failure instead.
 fn skip(why: &str) {
-    assert!(
-        std::env::var_os("ATOMFS_REQUIRE_ALL").is_none_or(|v| v != "1"),
-        "ATOMFS_REQUIRE_ALL=1 but: {why}"
-    );
-    eprintln!("SKIP: {why}");
+    unavailable("C API", why);
+}
+
+fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// Compile `src` into `out` against the freshly built libatomfs.so (C99, warnings as errors).
@@ -77,26 +39,6 @@ fn build_against_lib(src: &Path, out: &Path) {
         "-o",
         out.to_str().unwrap(),
     ]);
-}
-
-fn have_cc() -> bool {
-    let ok = Command::new("cc")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        skip("no C compiler `cc` (install build-essential: scripts/install-deps.sh)");
-    }
-    ok
-}
-
-fn cc(args: &[&str]) {
-    let out = Command::new("cc").args(args).output().expect("run cc");
-    assert!(
-        out.status.success(),
-        "cc {args:?} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 fn run(exe: &Path, args: &[&str]) -> String {
@@ -198,19 +140,7 @@ fn api_test_exercises_every_call_and_error_path() {
     let dir = scratch("api");
     let exe = dir.join("api_test");
     let src = crate_dir().join("tests/c/api_test.c");
-    let lib = format!("-L{}", lib_dir().display());
-    cc(&[
-        "-std=c99",
-        "-Wall",
-        "-Wextra",
-        "-Werror",
-        &include(),
-        src.to_str().unwrap(),
-        &lib,
-        "-latomfs",
-        "-o",
-        exe.to_str().unwrap(),
-    ]);
+    build_against_lib(&src, &exe);
     let out = run(&exe, &[dir.to_str().unwrap()]);
     let checks: u32 = out
         .strip_prefix("api_test: ")
@@ -228,19 +158,7 @@ fn created_files_and_directories_get_the_process_umask() {
     let dir = scratch("umask");
     let exe = dir.join("umask_test");
     let src = crate_dir().join("tests/c/umask_test.c");
-    let lib = format!("-L{}", lib_dir().display());
-    cc(&[
-        "-std=c99",
-        "-Wall",
-        "-Wextra",
-        "-Werror",
-        &include(),
-        src.to_str().unwrap(),
-        &lib,
-        "-latomfs",
-        "-o",
-        exe.to_str().unwrap(),
-    ]);
+    build_against_lib(&src, &exe);
     let pool = dir.join("umask.pool");
     // mask, then file 0666, directory 0777, file 0640, directory 0750 after the mask.
     assert_eq!(

@@ -8,6 +8,7 @@ mod support;
 
 use std::os::unix::fs::PermissionsExt;
 use support::*;
+use test_support::unavailable;
 
 #[test]
 fn modes_symlinks_and_foreign_owners() {

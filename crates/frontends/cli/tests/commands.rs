@@ -236,6 +236,16 @@ fn a_put_that_does_not_fit_leaves_the_old_file_whole() {
     let _ = fs::remove_dir_all(dir);
 }
 
+/// N of a summary line `crashtest ...: workloads W, crash images N, kills K, violations V`
+/// (0 when the line has none).
+fn crash_images(line: &str) -> u64 {
+    line.split("crash images ")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
 #[test]
 fn crashtest_passes_fcfs_and_catches_no_consistency_mode() {
     let dir = scratch("crashtest");
@@ -256,13 +266,9 @@ fn crashtest_passes_fcfs_and_catches_no_consistency_mode() {
         .find(|l| l.starts_with("crashtest pool (pool-fcfs"))
         .unwrap_or_default();
     assert!(line.ends_with("violations 0"), "{out}");
-    let images: u64 = line
-        .split("crash images ")
-        .nth(1)
-        .and_then(|r| r.split(',').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0);
-    assert!(images > 0, "crash images were checked: {line}");
+    // Five modes, one workload of 10 units each: about 1,300 images a mode on the simulator.
+    let images = crash_images(line);
+    assert!(images >= 1000, "too few crash images were checked: {line}");
     let r = atomfs(&[
         "crashtest",
         "--engine",
@@ -281,6 +287,15 @@ fn crashtest_passes_fcfs_and_catches_no_consistency_mode() {
         r.stdout
     );
     assert!(r.stdout.contains("violation"), "{}", r.stdout);
+    let line = r
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("crashtest pool-nc: workloads"))
+        .unwrap_or_default();
+    assert!(
+        crash_images(line) >= 100,
+        "too few crash images were checked: {line}"
+    );
     let r = atomfs(&["crashtest", "--engine", "bogus"]);
     assert!(
         r.code == Some(1) && r.stderr.contains("known engines"),

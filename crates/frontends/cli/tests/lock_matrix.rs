@@ -18,6 +18,9 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use support::*;
+use test_support::cc::{cc, have_cc};
+use test_support::fuse::have_fuse;
+use test_support::{have, unavailable};
 
 fn lib_dir() -> PathBuf {
     PathBuf::from(ATOMFS).parent().unwrap().to_path_buf()
@@ -56,29 +59,16 @@ fn build_tools(dir: &Path) -> Tools {
     let src = dir.join("probe.c");
     std::fs::write(&src, PROBE_C).unwrap();
     let probe = dir.join("probe");
-    let built = Command::new("cc")
-        .arg(format!("-I{}", include.display()))
-        .arg(&src)
-        .arg(format!("-L{}", lib.display()))
-        .arg("-latomfs")
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .arg("-o")
-        .arg(&probe)
-        .output();
-    let probe = match built {
-        Ok(o) if o.status.success() => Some(probe),
-        Ok(o) => panic!(
-            "building the C probe: {}",
-            String::from_utf8_lossy(&o.stderr)
-        ),
-        Err(e) => {
-            unavailable("C API", &format!("no C compiler: {e}"));
-            None
-        }
-    };
-    let sqlite_ext = if !Path::new("/usr/include/sqlite3ext.h").exists()
-        || Command::new("sqlite3").arg("-version").output().is_err()
-    {
+    let (inc, libs, rpath) = (
+        format!("-I{}", include.display()),
+        format!("-L{}", lib.display()),
+        format!("-Wl,-rpath,{}", lib.display()),
+    );
+    let probe = have_cc().then(|| {
+        cc(&[&inc, s(&src), &libs, "-latomfs", &rpath, "-o", s(&probe)]);
+        probe
+    });
+    let sqlite_ext = if !Path::new("/usr/include/sqlite3ext.h").exists() || !have("sqlite3") {
         unavailable(
             "SQLite VFS",
             "no sqlite3 shell or sqlite3ext.h (libsqlite3-dev)",
@@ -86,27 +76,22 @@ fn build_tools(dir: &Path) -> Tools {
         None
     } else {
         let ext = dir.join("libatomfs_sqlite.so");
-        let o = Command::new("cc")
-            .args(["-std=c99", "-fPIC", "-shared"])
-            .arg(format!("-I{}", include.display()))
-            .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../sqlite/atomfs_sqlite.c"))
-            .arg(format!("-L{}", lib.display()))
-            .arg("-latomfs")
-            .arg(format!("-Wl,-rpath,{}", lib.display()))
-            .arg("-o")
-            .arg(&ext)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../sqlite/atomfs_sqlite.c");
+        cc(&[
+            "-std=c99",
+            "-fPIC",
+            "-shared",
+            &inc,
+            s(&source),
+            &libs,
+            "-latomfs",
+            &rpath,
+            "-o",
+            s(&ext),
+        ]);
         Some(ext)
     };
-    let fuse = match fuse_unavailable() {
-        Some(why) => {
-            unavailable("FUSE", &why);
-            false
-        }
-        None => true,
-    };
+    let fuse = have_fuse("FUSE");
     Tools {
         probe,
         sqlite_ext,
@@ -376,8 +361,8 @@ fn every_pair_of_front_ends_sees_one_owner_both_ways() {
 
 #[test]
 fn mkfs_force_refuses_a_mounted_store_and_loses_nothing() {
-    if let Some(why) = fuse_unavailable() {
-        return unavailable("FUSE", &why);
+    if !have_fuse("FUSE") {
+        return;
     }
     let dir = scratch("force-mounted");
     let pool = dir.join("p.pool");

@@ -10,11 +10,13 @@ mod support;
 use std::path::PathBuf;
 use std::process::Command;
 use support::*;
+use test_support::fuse::have_fuse;
+use test_support::programs::{git_round_trip, sqlite_round_trip};
 
 #[test]
 fn git_and_sqlite3_on_a_mounted_mmio_store() {
-    if let Some(why) = fuse_unavailable() {
-        return unavailable("FUSE", &why);
+    if !have_fuse("FUSE") {
+        return;
     }
     let dir = scratch("mmio-mount");
     let (pool, home) = mkfs_mmio(&dir);
@@ -23,38 +25,13 @@ fn git_and_sqlite3_on_a_mounted_mmio_store() {
     // Only the pool's path: the engine and its home directory come from the pool file.
     atomfs_ok(&["mount", pool.to_str().unwrap(), mnt.to_str().unwrap()]);
     let result = std::panic::catch_unwind(|| {
-        if have("git") {
-            let repo = mnt.join("repo");
-            std::fs::create_dir(&repo).unwrap();
-            std::fs::write(repo.join("README"), b"an mmio store\n").unwrap();
-            std::fs::create_dir(repo.join("src")).unwrap();
-            std::fs::write(repo.join("src/main.c"), b"int main(void) { return 0; }\n").unwrap();
-            let git = |args: &[&str]| {
-                let mut all = vec![
-                    "-c",
-                    "user.name=atomfs",
-                    "-c",
-                    "user.email=atomfs@example.invalid",
-                    "-c",
-                    "init.defaultBranch=main",
-                ];
-                all.extend_from_slice(args);
-                run("git", &all, &repo)
-            };
-            git(&["init", "-q"]);
-            git(&["add", "."]);
-            git(&["commit", "-q", "-m", "first commit on mmio"]);
-            assert!(git(&["log", "--oneline"]).contains("first commit on mmio"));
-            git(&["fsck", "--full", "--strict"]);
-        }
-        if have("sqlite3") {
-            let sql = "CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);
-                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000)
-                INSERT INTO t(v) SELECT printf('row %d', i) FROM n;
-                DELETE FROM t WHERE id % 4 = 0; PRAGMA integrity_check; SELECT count(*) FROM t;";
-            let out = run("sqlite3", &["db.sqlite", sql], &mnt);
-            assert_eq!(out.lines().collect::<Vec<_>>(), ["ok", "1500"], "{out}");
-        }
+        let repo = mnt.join("repo");
+        std::fs::create_dir(&repo).unwrap();
+        std::fs::write(repo.join("README"), b"an mmio store\n").unwrap();
+        std::fs::create_dir(repo.join("src")).unwrap();
+        std::fs::write(repo.join("src/main.c"), b"int main(void) { return 0; }\n").unwrap();
+        git_round_trip(&repo);
+        sqlite_round_trip(&mnt, 2000);
     });
     atomfs_ok(&["umount", mnt.to_str().unwrap()]);
     if let Err(panic) = result {

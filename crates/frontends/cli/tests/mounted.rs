@@ -1,33 +1,21 @@
 //! A pool mounted with `atomfs mount`, used by real, unmodified programs: git, sqlite3, tar,
 //! cp -a + diff -r, fio with verification; the mount server killed with SIGKILL and the pool
 //! remounted (recovery, no corruption); a full pool (ENOSPC); refusals to mount.
-//! Where FUSE cannot mount here the tests print why and skip; a missing program is skipped.
+//! Where FUSE cannot mount here, or a program is missing, the tests print why and skip — a
+//! failure under `ATOMFS_REQUIRE_ALL=1`.
 
 mod support;
 
 use std::fs;
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
-use support::{atomfs, atomfs_ok, have, run, s, scratch, Mounted};
-
-fn make_tree(root: &Path) {
-    for d in 0..3 {
-        let dir = root.join(format!("dir{d}/sub"));
-        fs::create_dir_all(&dir).expect("mkdir");
-        for f in 0..5 {
-            let body: String = (0..(d * 40 + f * 25))
-                .map(|i| format!("line {i} of {d}/{f}\n"))
-                .collect();
-            fs::write(dir.join(format!("file{f}.txt")), body).expect("write");
-        }
-    }
-    let big: Vec<u8> = (0..700_000u32)
-        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
-        .collect();
-    fs::write(root.join("big.bin"), big).expect("write");
-    // No symbolic link: the pool engine has none (symlink(2) fails with EOPNOTSUPP).
-}
+use support::{atomfs, atomfs_ok, s, scratch, Mounted};
+use test_support::cc::{compile, have_cc};
+use test_support::fuse::have_fuse;
+use test_support::programs::{
+    cp_round_trip, fio_verify, git_round_trip, make_tree, sqlite_round_trip, tar_round_trip,
+};
+use test_support::{have, run};
 
 #[test]
 fn real_programs_on_a_mounted_pool() {
@@ -36,102 +24,19 @@ fn real_programs_on_a_mounted_pool() {
         return;
     };
     let mnt = m.dir.clone();
-
-    if have("git") {
-        let repo = mnt.join("repo");
-        fs::create_dir(&repo).expect("mkdir");
-        make_tree(&repo);
-        let git = |args: &[&str]| {
-            let mut all = vec![
-                "-c",
-                "user.name=atomfs",
-                "-c",
-                "user.email=atomfs@example.invalid",
-                "-c",
-                "init.defaultBranch=main",
-            ];
-            all.extend_from_slice(args);
-            run("git", &all, &repo)
-        };
-        git(&["init", "-q"]);
-        git(&["add", "."]);
-        git(&["commit", "-q", "-m", "first commit on a pool"]);
-        let log = git(&["log", "--oneline"]);
-        assert!(log.contains("first commit on a pool"), "{log}");
-        git(&["fsck", "--full", "--strict"]);
-    }
-    if have("sqlite3") {
-        let sql = "CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);
-            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)
-            INSERT INTO t(v) SELECT printf('row %d %s', i, hex(randomblob(16))) FROM n;
-            CREATE INDEX tv ON t(v); DELETE FROM t WHERE id % 4 = 0;
-            PRAGMA integrity_check; SELECT count(*) FROM t;";
-        let out = run("sqlite3", &["db.sqlite", sql], &mnt);
-        assert_eq!(out.lines().collect::<Vec<_>>(), ["ok", "2250"], "{out}");
-    }
-    if have("tar") && have("diff") {
-        let src = dir.join("tar-src");
-        make_tree(&src.join("tree"));
-        run("tar", &["-cf", "tree.tar", "tree"], &src);
-        fs::create_dir(mnt.join("untar")).expect("mkdir");
-        run(
-            "tar",
-            &["-xf", s(&src.join("tree.tar"))],
-            &mnt.join("untar"),
-        );
-        run(
-            "diff",
-            &[
-                "-r",
-                "--no-dereference",
-                s(&src.join("tree")),
-                s(&mnt.join("untar/tree")),
-            ],
-            &mnt,
-        );
-        run(
-            "cp",
-            &["-a", s(&src.join("tree")), s(&mnt.join("copy"))],
-            &mnt,
-        );
-        run(
-            "diff",
-            &[
-                "-r",
-                "--no-dereference",
-                s(&src.join("tree")),
-                s(&mnt.join("copy")),
-            ],
-            &mnt,
-        );
-    }
-    if have("fio") {
-        let out = run(
-            "fio",
-            &[
-                "--name=verify",
-                "--filename=fio.dat",
-                "--size=4M",
-                "--bs=4k",
-                "--rw=randwrite",
-                "--ioengine=sync",
-                "--fsync=8",
-                "--verify=crc32c",
-                "--do_verify=1",
-                "--output-format=terse",
-            ],
-            &mnt,
-        );
-        assert_eq!(
-            out.lines().last().and_then(|l| l.split(';').nth(4)),
-            Some("0"),
-            "{out}"
-        );
-    }
+    // No symbolic link in the trees: the pool engine has none (symlink(2) fails with EOPNOTSUPP).
+    let repo = mnt.join("repo");
+    make_tree(&repo, false);
+    git_round_trip(&repo);
+    sqlite_round_trip(&mnt, 3000);
+    let src = dir.join("src");
+    make_tree(&src.join("tree"), false);
+    tar_round_trip(&src, &mnt.join("untar"));
+    cp_round_trip(&src.join("tree"), &mnt.join("copy"));
+    fio_verify(&mnt);
     m.umount();
     let fsck = atomfs(&["fsck", s(&m.pool)]);
     assert!(fsck.ok(), "fsck after the programs: {}", fsck.stdout);
-    let _ = fs::remove_dir_all(dir);
 }
 
 fn kill9(pid: i32) {
@@ -261,8 +166,7 @@ fn full_pool_gives_enospc_and_stays_consistent() {
 
 #[test]
 fn mount_refuses_bad_pools_and_mount_points() {
-    if support::fuse_unavailable().is_some() {
-        println!("SKIP: FUSE unavailable");
+    if !have_fuse("atomfs mount") {
         return;
     }
     let dir = scratch("refuse");
@@ -348,24 +252,17 @@ fn mount_refuses_bad_pools_and_mount_points() {
 
 #[test]
 fn c_program_updates_two_files_atomically_through_the_ioctls() {
-    if !have("cc") {
+    if !have_cc() {
         return;
     }
     let dir = scratch("ioctl");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuse");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuse");
     let prog = dir.join("two_files");
-    run(
-        "cc",
-        &[
-            "-Wall",
-            "-Werror",
-            "-I",
-            s(&root.join("include")),
-            "-o",
-            s(&prog),
-            s(&root.join("examples/two_files.c")),
-        ],
-        &dir,
+    compile(
+        &root.join("examples/two_files.c"),
+        &prog,
+        &root.join("include"),
+        &[],
     );
     let Some(mut m) = Mounted::new(&dir, Some("32M")) else {
         return;
@@ -390,8 +287,7 @@ fn c_program_updates_two_files_atomically_through_the_ioctls() {
 
 #[test]
 fn foreground_server_unmounts_cleanly_on_sigterm() {
-    if support::fuse_unavailable().is_some() {
-        println!("SKIP: FUSE unavailable");
+    if !have_fuse("atomfs mount") {
         return;
     }
     let dir = scratch("sigterm");

@@ -92,7 +92,7 @@ fn client_binary(dir: &Path) -> Option<PathBuf> {
             String::from_utf8_lossy(&o.stderr)
         ),
         Err(e) => {
-            unavailable("C client", &format!("no C compiler: {e}"));
+            test_support::unavailable("C client", &format!("no C compiler: {e}"));
             None
         }
     }

@@ -14,7 +14,8 @@ use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::Command;
-use support::{mounted, shm_pool, skip};
+use support::{mounted, shm_pool};
+use test_support::unavailable;
 
 /// mkdir + rmdir pairs each process makes in the race test.
 const RACE_ROUNDS: u32 = 6_000;
@@ -129,7 +130,7 @@ fn stress_ng_missing() -> Option<String> {
 fn stress(stressor: &str, ops: u32) {
     let name = format!("stress-ng-{stressor}");
     if let Some(why) = stress_ng_missing() {
-        return skip(&name, &why);
+        return unavailable(&name, &why);
     }
     let (store, _pool) = shm_pool(&name, 256 << 20);
     let Some(m) = mounted(&name, store) else {

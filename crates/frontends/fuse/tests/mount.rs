@@ -1,29 +1,27 @@
-//! The FUSE front end over the in-memory reference store: POSIX behaviour seen through the
+//! The FUSE front end over the in-memory reference model: POSIX behaviour seen through the
 //! kernel, the atomic-mode xattr, the transaction ioctls (with the C example program), and
 //! ENOSPC. Each test mounts its own file system; where FUSE cannot mount here (no /dev/fuse,
-//! no fusermount3) the test prints why and passes without checking anything else.
+//! no fusermount3) the test prints why and passes, unless `ATOMFS_REQUIRE_ALL=1`.
 
 mod support;
 
+use conformance::ModelStore;
 use std::fs;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
 use std::sync::Arc;
-use support::{mounted, run};
+use support::mounted;
+use test_support::{run, scratch};
 
 #[test]
 fn posix_basics_through_the_kernel() {
-    posix_basics("posix-mem", Arc::new(memstore::MemStore::new()));
+    posix_basics("posix-mem", Arc::new(ModelStore::new()));
 }
 
 #[test]
 fn posix_basics_through_the_kernel_on_a_pool() {
-    let path = support::scratch("pool-file").join("posix.pool");
-    let store = pool::create(&path, 64 << 20, &pool::PoolConfig::default()).expect("create pool");
+    let (store, _dir) = support::shm_pool("posix", 64 << 20);
     posix_basics("posix-pool", store);
-    if let Some(dir) = path.parent() {
-        let _ = fs::remove_dir_all(dir);
-    }
 }
 
 fn posix_basics(name: &str, store: Arc<dyn store::Store>) {
@@ -122,11 +120,12 @@ fn posix_basics(name: &str, store: Arc<dyn store::Store>) {
 
 #[test]
 fn transaction_ioctls_with_the_c_example() {
-    let Some(m) = mounted("ioctl", Arc::new(memstore::MemStore::new())) else {
+    let Some(m) = mounted("ioctl", Arc::new(ModelStore::new())) else {
         return;
     };
     let d = m.dir();
-    let Some(prog) = support::build_c_example("two_files") else {
+    let cc_dir = scratch("fuse-cc");
+    let Some(prog) = support::build_c_example("two_files", &cc_dir) else {
         return;
     };
     fs::write(d.join("a"), b"old a").expect("write");
@@ -165,7 +164,7 @@ fn transaction_ioctls_with_the_c_example() {
 
 #[test]
 fn atomic_mode_by_xattr_and_ioctl() {
-    let Some(m) = mounted("xattr", Arc::new(memstore::MemStore::new())) else {
+    let Some(m) = mounted("xattr", Arc::new(ModelStore::new())) else {
         return;
     };
     let d = m.dir();
@@ -204,7 +203,7 @@ fn atomic_mode_by_xattr_and_ioctl() {
 
 #[test]
 fn pool_full_gives_enospc_and_the_store_stays_clean() {
-    let store = Arc::new(memstore::MemStore::with_capacity(2 << 20, 1000));
+    let store = Arc::new(ModelStore::with_capacity(Some(2 << 20)));
     let Some(m) = mounted("enospc", store.clone()) else {
         return;
     };
@@ -253,7 +252,7 @@ fn ioctl_u64(f: &fs::File, cmd: u32, value: &mut u64) -> std::io::Result<()> {
 
 #[test]
 fn transaction_ioctl_rules() {
-    let Some(m) = mounted("txrules", Arc::new(memstore::MemStore::new())) else {
+    let Some(m) = mounted("txrules", Arc::new(ModelStore::new())) else {
         return;
     };
     let d = m.dir();
@@ -319,7 +318,7 @@ fn renameat2(dir: &std::path::Path, from: &str, to: &str, flags: u32) -> std::io
 
 #[test]
 fn rename_noreplace_and_exchange() {
-    let Some(m) = mounted("rename2", Arc::new(memstore::MemStore::new())) else {
+    let Some(m) = mounted("rename2", Arc::new(ModelStore::new())) else {
         return;
     };
     let d = m.dir();
@@ -341,7 +340,7 @@ fn rename_noreplace_and_exchange() {
 
 #[test]
 fn a_one_megabyte_write_reaches_the_store_as_one_call() {
-    let store = Arc::new(memstore::MemStore::new());
+    let store = Arc::new(ModelStore::new());
     let Some(m) = mounted("maxwrite", store.clone()) else {
         return;
     };

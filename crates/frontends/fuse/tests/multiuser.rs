@@ -25,7 +25,7 @@ fn unavailable() -> Option<String> {
     if Command::new("setpriv").arg("--version").output().is_err() {
         return Some("no setpriv (package util-linux)".into());
     }
-    support::fuse_unavailable()
+    test_support::fuse::fuse_unavailable()
 }
 
 /// Run `sh -c script` as `uid` (same gid, no supplementary groups).
@@ -76,7 +76,7 @@ fn mount_point(name: &str) -> PathBuf {
     dir
 }
 
-fn mount(name: &str, allow_other: bool) -> (atomfs_fuse::Mount, PathBuf, support::PoolFile) {
+fn mount(name: &str, allow_other: bool) -> (atomfs_fuse::Mount, PathBuf, test_support::Scratch) {
     let (store, pool) = support::shm_pool(name, 64 << 20);
     let dir = mount_point(name);
     let opts = atomfs_fuse::MountOptions {
@@ -103,7 +103,7 @@ fn unmount(m: atomfs_fuse::Mount, dir: &Path) {
 #[test]
 fn another_user_is_held_to_the_stored_owners_and_modes() {
     if let Some(why) = unavailable() {
-        support::skip("another_user_is_held_to_the_stored_owners_and_modes", &why);
+        test_support::unavailable("another_user_is_held_to_the_stored_owners_and_modes", &why);
         return;
     }
     let (m, dir, _pool) = mount("multiuser", true);
@@ -206,7 +206,7 @@ fn another_user_is_held_to_the_stored_owners_and_modes() {
 #[test]
 fn without_allow_other_another_user_cannot_see_the_mount() {
     if let Some(why) = unavailable() {
-        support::skip(
+        test_support::unavailable(
             "without_allow_other_another_user_cannot_see_the_mount",
             &why,
         );

@@ -16,56 +16,30 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn lib_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<test>")
-        .to_path_buf()
-}
-
-/// Print why a test cannot run here; with `ATOMFS_REQUIRE_ALL=1` that is a failure instead.
-fn skip(why: &str) {
-    assert!(
-        std::env::var_os("ATOMFS_REQUIRE_ALL").is_none_or(|v| v != "1"),
-        "ATOMFS_REQUIRE_ALL=1 but: {why}"
-    );
-    eprintln!("SKIP: {why}");
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let base = if Path::new("/dev/shm").is_dir() {
-        PathBuf::from("/dev/shm")
-    } else {
-        std::env::temp_dir()
-    };
-    let dir = base.join(format!("atomfs-preload-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
-}
+use test_support::cc::{have_cc, lib_dir};
 
 fn probe_binary(dir: &Path) -> Option<PathBuf> {
+    if !have_cc() {
+        return None;
+    }
     let exe = dir.join("paths-probe");
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/c/paths.c");
-    match Command::new("cc")
-        .args(["-std=c99", "-Wall", "-Werror", "-o"])
-        .arg(&exe)
-        .arg(src)
-        .output()
-    {
-        Err(_) => {
-            skip("no C compiler `cc`");
-            None
-        }
-        Ok(o) if !o.status.success() => panic!("cc failed: {}", String::from_utf8_lossy(&o.stderr)),
-        Ok(_) => Some(exe),
-    }
+    let args = [
+        "-std=c99".as_ref(),
+        "-Wall".as_ref(),
+        "-Werror".as_ref(),
+        "-o".as_ref(),
+        exe.as_os_str(),
+        src.as_os_str(),
+    ];
+    test_support::cc::cc(&args);
+    Some(exe)
 }
 
 /// The scratch layout of one run.
 struct Layout {
+    /// Removed when the layout goes (kept when the test fails).
+    _scratch: test_support::Scratch,
     root: PathBuf,
     /// The prefix's real place: `root/real/store`.
     store: PathBuf,
@@ -73,7 +47,8 @@ struct Layout {
 
 impl Layout {
     fn new(name: &str) -> Layout {
-        let root = scratch(name);
+        let scratch = test_support::scratch(&format!("preload-{name}"));
+        let root = scratch.to_path_buf();
         let store = root.join("real/store");
         std::fs::create_dir_all(root.join("outside")).unwrap();
         std::fs::write(root.join("outside/x"), "outside:x\n").unwrap();
@@ -81,7 +56,11 @@ impl Layout {
         std::fs::create_dir_all(root.join("real/storex")).unwrap();
         std::fs::write(root.join("real/storex/f"), "outside:storex\n").unwrap();
         std::os::unix::fs::symlink(root.join("real"), root.join("plink")).unwrap();
-        Layout { root, store }
+        Layout {
+            _scratch: scratch,
+            root,
+            store,
+        }
     }
 
     /// The tree every run puts under the prefix (as probe operations), with `tag` in it.
@@ -298,7 +277,6 @@ fn check(
         kernel.matches("disk:").count() >= 25,
         "{name}: the kernel run saw too little"
     );
-    std::fs::remove_dir_all(&layout.root).ok();
 }
 
 #[test]
@@ -338,5 +316,4 @@ fn a_link_the_prefix_does_not_name_is_left_to_the_kernel() {
     let shim = layout.run(&probe, Some(&store), &ops);
     assert_eq!(kernel, format!("open:{} => disk:/f\n", link.display()));
     assert_eq!(shim, kernel);
-    std::fs::remove_dir_all(&layout.root).ok();
 }

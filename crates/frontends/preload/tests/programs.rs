@@ -2,58 +2,22 @@
 //! the `sqlite3` shell with its default rollback journal, `tar`, `cp`, `fio` (psync,
 //! verify=crc32c), a C program using tx_* / O_ATOMIC on ordinary descriptors (killed before
 //! its commit, then committed), the fork rule, and a pool that cannot be opened.
-//! Each test skips with a message when its tool is missing.
+//! Each test skips with a message when its tool is missing (a failure under
+//! `ATOMFS_REQUIRE_ALL=1`).
 
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use test_support::cc::{compile, have_cc, lib_dir};
+use test_support::{checked as ok, have};
 
-fn lib_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<test>")
-        .to_path_buf()
+fn scratch(name: &str) -> test_support::Scratch {
+    test_support::scratch(&format!("preload-{name}"))
 }
 
 fn shim() -> PathBuf {
     lib_dir().join("libatomfs_preload.so")
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let base = if Path::new("/dev/shm").is_dir() {
-        PathBuf::from("/dev/shm")
-    } else {
-        std::env::temp_dir()
-    };
-    let dir = base.join(format!("atomfs-preload-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
-}
-
-/// Print why a test cannot run here; with `ATOMFS_REQUIRE_ALL=1` that is a failure instead.
-fn skip(why: &str) {
-    assert!(
-        std::env::var_os("ATOMFS_REQUIRE_ALL").is_none_or(|v| v != "1"),
-        "ATOMFS_REQUIRE_ALL=1 but: {why}"
-    );
-    eprintln!("SKIP: {why}");
-}
-
-fn have(tool: &str) -> bool {
-    let ok = Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        skip(&format!(
-            "`{tool}` is not installed (scripts/install-deps.sh installs it)"
-        ));
-    }
-    ok
 }
 
 /// Run `program args` under the shim with the pool in `dir`.
@@ -80,17 +44,6 @@ fn under_shim(dir: &Path, program: &str, args: &[&str], stdin: Option<&str>) -> 
         return child.wait_with_output().expect("wait");
     }
     cmd.output().expect("run program")
-}
-
-fn ok(out: &Output, what: &str) -> String {
-    assert!(
-        out.status.success(),
-        "{what} failed ({}):\nstdout: {}\nstderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 #[test]
@@ -123,7 +76,6 @@ fn sqlite3_shell_with_rollback_journal() {
     assert_eq!(out, "10000\n");
     let out = ok(&under_shim(&dir, "ls", &["/atomfs"], None), "ls");
     assert_eq!(out, "app.db\n");
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -189,7 +141,6 @@ fn cp_and_tar_round_trip() {
         "tar t",
     );
     assert!(list.contains("./sub/small.txt"), "{list}");
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -217,29 +168,19 @@ fn fio_psync_verify_crc32c() {
     let fields: Vec<&str> = out.trim().split(';').collect();
     assert_eq!(fields.get(5), Some(&"256"), "verify read: {out}");
     assert!(!out.contains("verify failed"), "{out}");
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 fn build_c(dir: &Path) -> Option<PathBuf> {
+    if !have_cc() {
+        return None;
+    }
     let exe = dir.join("shim_tx");
     let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let include = crate_dir.join("../capi/include");
-    let status = Command::new("cc")
-        .args(["-std=c99", "-Wall", "-Werror"])
-        .arg(format!("-I{}", include.display()))
-        .arg(crate_dir.join("tests/c/shim_tx.c"))
-        // No -latomfs: tx_* and syncv/abortv come from the preloaded shim at run time.
-        .args(["-ldl", "-lpthread", "-o"])
-        .arg(&exe)
-        .output();
-    match status {
-        Err(_) => {
-            skip("no C compiler `cc`");
-            None
-        }
-        Ok(o) if !o.status.success() => panic!("cc failed: {}", String::from_utf8_lossy(&o.stderr)),
-        Ok(_) => Some(exe),
-    }
+    // No -latomfs: tx_* and syncv/abortv come from the preloaded shim at run time.
+    let src = crate_dir.join("tests/c/shim_tx.c");
+    compile(&src, &exe, &include, &["-std=c99", "-ldl", "-lpthread"]);
+    Some(exe)
 }
 
 fn cat(dir: &Path, path: &str) -> String {
@@ -325,7 +266,6 @@ fn transactions_and_o_atomic_on_ordinary_descriptors() {
         .output()
         .unwrap();
     assert_eq!(ok(&noserve, "fork-noserve"), "fork ok\n");
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -362,7 +302,6 @@ fn unusable_pool_fails_only_under_the_prefix_with_one_message() {
         stderr.contains("cat: /atomfs/b: No such file or directory"),
         "{stderr}"
     );
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -384,7 +323,6 @@ fn paths_leaving_the_prefix_go_to_the_real_file_system() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -436,7 +374,6 @@ fn a_pool_open_in_another_process_is_shared_through_its_server_or_busy() {
     }
     // Once the holder is gone the pool opens again.
     assert_eq!(cat(&dir, "/atomfs/a"), "x");
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// `program args` under the shim with the umask `initial` set before exec (so the shim
@@ -478,7 +415,6 @@ fn created_files_and_directories_get_the_umask_the_program_starts_with() {
         let out = under_shim_with_umask(&dir, mask, "sh", &["-c", &script]);
         assert_eq!(ok(&out, "create"), expected, "umask {mask:o}");
     }
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -508,5 +444,4 @@ print("%o" % (os.stat("/atomfs/d.d").st_mode & 0o7777))
         ok(&out, "python3"),
         "2 600 700\n77 644 755\n22 640 750\n750\n"
     );
-    std::fs::remove_dir_all(&dir).ok();
 }

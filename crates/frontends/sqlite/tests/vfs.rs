@@ -18,35 +18,16 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use test_support::cc::lib_dir;
 
-fn lib_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<test>")
-        .to_path_buf()
-}
-
-/// A scratch directory on tmpfs when there is one (pool writes are fsynced).
-fn scratch(name: &str) -> PathBuf {
-    let base = if Path::new("/dev/shm").is_dir() {
-        PathBuf::from("/dev/shm")
-    } else {
-        std::env::temp_dir()
-    };
-    let dir = base.join(format!("atomfs-sqlite-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
-}
-
+/// Print why a test cannot run here (a failure under `ATOMFS_REQUIRE_ALL=1`); false.
 fn skip(why: &str) -> bool {
-    assert!(
-        std::env::var_os("ATOMFS_REQUIRE_ALL").is_none_or(|v| v != "1"),
-        "ATOMFS_REQUIRE_ALL=1 but: {why}"
-    );
-    eprintln!("SKIP: {why}");
+    test_support::unavailable("SQLite VFS", why);
     false
+}
+
+fn scratch(name: &str) -> test_support::Scratch {
+    test_support::scratch(&format!("sqlite-{name}"))
 }
 
 /// libatomfs_sqlite.so as cargo built it, or None (with a message) for a stub build.
@@ -162,7 +143,6 @@ fn sqlite3_shell_creates_inserts_updates_and_reopens() {
         Some(&pool),
     );
     assert_eq!(out, "10001\n");
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 const PY_SETUP: &str = r#"
@@ -338,7 +318,6 @@ fn crash_loop(kills: u32, engine: &str) {
         started.elapsed()
     );
     assert!(last_acked > 0, "no transaction was ever acknowledged");
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]

@@ -19,11 +19,10 @@
 
 pub mod cases;
 pub mod model;
-pub mod rng;
 pub mod tree;
 
 pub use model::ModelStore;
-pub use rng::Rng;
+pub use test_support::Rng;
 pub use tree::{build_into, diff, snapshot, Node, Tree};
 
 use store::Store;

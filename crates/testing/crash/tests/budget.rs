@@ -40,6 +40,11 @@ fn every_crash_point_gets_an_image() {
         report.crash_points, report.crash_points_total,
         "crash points left unchecked"
     );
+    assert!(
+        report.images >= report.crash_points_total,
+        "fewer images than crash points: {}",
+        report.coverage()
+    );
     assert!(report.violations.is_empty(), "{}", report.violations[0]);
 }
 
@@ -95,6 +100,7 @@ fn a_flaw_late_in_the_workload_is_caught_on_a_small_budget() {
         &small(),
     );
     eprintln!("{}\n{}", report.summary(), report.coverage());
+    assert!(report.images >= 40, "too few images: {}", report.summary());
     assert!(
         !report.violations.is_empty(),
         "a missing fence late in the workload went unnoticed"

@@ -13,6 +13,16 @@ fn cfg() -> DriverConfig {
     }
 }
 
+/// A crash test proves something only about the images it checked: at least `n` of them.
+fn checked_at_least(report: &crash::CrashReport, n: u64) {
+    assert!(
+        report.images >= n,
+        "too few crash images checked ({} < {n}): {}",
+        report.images,
+        report.summary()
+    );
+}
+
 fn run(flaw: Flaw, seeds: std::ops::Range<u64>, threads: usize) -> crash::CrashReport {
     let target = Arc::new(ShadowTarget {
         flaw,
@@ -64,7 +74,7 @@ fn correct_shadow_store_with_threads_has_no_violations() {
         &cfg(),
     );
     eprintln!("{}", report.summary());
-    assert!(report.images > 0);
+    checked_at_least(&report, 100);
     assert!(
         report.violations.is_empty(),
         "first: {}",
@@ -75,6 +85,7 @@ fn correct_shadow_store_with_threads_has_no_violations() {
 #[test]
 fn in_place_store_is_caught() {
     let report = run(Flaw::InPlace, 1..3, 1);
+    checked_at_least(&report, 50);
     assert!(
         !report.violations.is_empty(),
         "in-place writes without a commit mark went unnoticed"
@@ -84,6 +95,7 @@ fn in_place_store_is_caught() {
 #[test]
 fn missing_fence_before_commit_word_is_caught() {
     let report = run(Flaw::NoFenceBeforeCommit, 1..3, 1);
+    checked_at_least(&report, 50);
     assert!(
         !report.violations.is_empty(),
         "a missing fence before the commit word went unnoticed"
@@ -93,6 +105,7 @@ fn missing_fence_before_commit_word_is_caught() {
 #[test]
 fn lazy_commit_is_caught() {
     let report = run(Flaw::LazyCommit, 1..3, 1);
+    checked_at_least(&report, 50);
     assert!(
         !report.violations.is_empty(),
         "commits acknowledged before they were durable went unnoticed"
@@ -122,6 +135,8 @@ fn torn_recovery_is_caught_only_by_crashing_recovery() {
             ..cfg()
         },
     );
+    eprintln!("without crashing recovery: {}", without.summary());
+    checked_at_least(&without, 75);
     assert!(
         without.violations.is_empty(),
         "the flaw shows without crashing recovery: {}",
@@ -141,6 +156,7 @@ fn torn_recovery_is_caught_only_by_crashing_recovery() {
         },
     );
     eprintln!("{}", with.summary());
+    checked_at_least(&with, 200);
     assert!(
         !with.violations.is_empty(),
         "a recovery that tears its only copy went unnoticed"
@@ -170,6 +186,7 @@ fn non_idempotent_recovery_is_caught_by_the_second_recovery() {
         },
     );
     eprintln!("{}", report.summary());
+    checked_at_least(&report, 75);
     assert!(
         !report.violations.is_empty(),
         "a recovery that changes the state when repeated went unnoticed"
@@ -235,9 +252,9 @@ fn shrinking_keeps_a_failing_smaller_workload() {
         stop_at_first: true,
         ..cfg()
     };
-    assert!(!run_workload(target.clone(), &workload, &c)
-        .violations
-        .is_empty());
+    let first = run_workload(target.clone(), &workload, &c);
+    checked_at_least(&first, 1);
+    assert!(!first.violations.is_empty());
     let small = shrink(target.clone(), &workload, &c, 100);
     assert!(small.len() < workload.len(), "nothing was dropped");
     assert!(
@@ -329,6 +346,7 @@ fn correct_shadow_store_ci_scale() {
 #[test]
 fn seal_trusted_across_a_non_temporal_line_is_caught() {
     let report = run(Flaw::NtSealWithoutChecksum, 1..4, 1);
+    checked_at_least(&report, 200);
     assert!(
         !report.violations.is_empty(),
         "a seal that may persist before its record went unnoticed"
@@ -352,6 +370,7 @@ fn checksum_fallback_store_has_no_violations() {
 #[test]
 fn skipped_checksum_is_caught() {
     let report = run(Flaw::SkipsChecksum, 1..4, 1);
+    checked_at_least(&report, 100);
     assert!(
         !report.violations.is_empty(),
         "a recovery that accepts a slot without its checksum went unnoticed"
@@ -363,6 +382,7 @@ fn skipped_checksum_is_caught() {
 #[test]
 fn lost_times_are_caught() {
     let report = run(Flaw::LosesTimes, 1..3, 1);
+    checked_at_least(&report, 100);
     assert!(
         !report.violations.is_empty(),
         "acknowledged file times lost at recovery went unnoticed"

@@ -58,6 +58,7 @@ fn worker_count_does_not_change_what_runs() {
 #[test]
 fn failures_are_caught_on_several_workers_and_shrunk() {
     let r = run_plan(target(Flaw::InPlace), &plan(4, u64::MAX), 2, &|_| {});
+    assert!(r.report.images > 0, "no crash image was checked");
     assert!(
         !r.report.violations.is_empty(),
         "torn in-place writes went unnoticed"

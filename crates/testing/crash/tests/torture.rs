@@ -42,13 +42,10 @@ fn child_command(engine: &'static str) -> impl Fn(&Path, u64) -> Command {
     }
 }
 
+/// Where the torture puts its pool files: /dev/shm when it is a writable tmpfs (as the
+/// engines' torture cases do).
 fn pool_dir() -> PathBuf {
-    let shm = Path::new("/dev/shm");
-    if shm.is_dir() {
-        shm.to_path_buf()
-    } else {
-        std::env::temp_dir()
-    }
+    pmem::mapped::scratch_dir()
 }
 
 #[test]
@@ -70,6 +67,11 @@ fn correct_fixture_survives_kills() {
         report.kills >= 6,
         "too few children were killed mid-run: {}",
         report.kills
+    );
+    assert!(
+        report.images >= 6,
+        "too few recovered pools checked: {}",
+        report.images
     );
     assert!(
         report.violations.is_empty(),
@@ -95,6 +97,7 @@ fn lazy_fixture_is_caught_by_kills() {
         &cfg,
     );
     eprintln!("{}", report.summary());
+    assert!(report.images > 0, "no recovered pool was checked");
     assert!(
         !report.violations.is_empty(),
         "acknowledged-but-lost units went unnoticed"

@@ -6,7 +6,6 @@ use hostfs::{HostImage, SimConfig, SimHostFs};
 use mmio::{HostMedia, MmioConfig, MmioStore};
 use pmem::SimRegion;
 use std::sync::Arc;
-use store::{Fh, OpenOptions, Store};
 
 pub type SimStore = MmioStore<Arc<SimRegion>, HostMedia<SimHostFs>>;
 
@@ -69,19 +68,10 @@ pub fn sim_reopen(image: SimImage, cfg: &MmioConfig) -> store::Result<(Sim, SimS
     Ok((sim, store))
 }
 
-pub fn open_rw(s: &dyn Store, path: &str, atomic: bool) -> Fh {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .atomic(atomic)
-        .open(s, path, None)
-        .expect("open")
-}
-
-pub fn read_path(s: &dyn Store, path: &str) -> Vec<u8> {
-    store::path::read_file(s, path).expect("read file")
-}
+/// `open_rw(s, path, atomic)`: open read-write, creating, O_ATOMIC when `atomic`;
+/// `read_path(s, path)`: the whole contents of a file.
+#[allow(unused_imports)] // each test file uses part of this
+pub use test_support::{create_rw as open_rw, read_path};
 
 /// A unique scratch directory on tmpfs (removed by the caller with `cleanup`).
 pub fn shm_dir(tag: &str) -> std::path::PathBuf {

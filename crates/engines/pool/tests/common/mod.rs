@@ -4,7 +4,7 @@
 use pmem::{DramRegion, Region};
 use pool::{PoolConfig, PoolStore};
 use std::sync::Arc;
-use store::{Fh, OpenFlags, OpenOptions, Store, TxId, ROOT_INO};
+use store::{Fh, OpenFlags, Store, TxId, ROOT_INO};
 
 pub const POOL_BYTES: u64 = 4 << 20;
 
@@ -34,18 +34,9 @@ pub fn rw() -> OpenFlags {
     }
 }
 
-/// Open an existing file read-write by path.
-pub fn open_rw(s: &dyn Store, path: &str) -> Fh {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(s, path, None)
-        .expect(path)
-}
-
-pub fn read_path(s: &dyn Store, path: &str) -> Vec<u8> {
-    store::path::read_file(s, path).expect(path)
-}
+/// Open an existing file read-write by path; the whole contents of a file by path.
+#[allow(unused_imports)] // each test file uses part of this
+pub use test_support::{open_rw, read_path};
 
 pub fn create_with(s: &dyn Store, path: &str, data: &[u8]) {
     store::path::write_file(s, path, data, None).expect(path);

@@ -79,32 +79,13 @@ pub fn atomfs_ok(args: &[&str]) -> String {
     r.stdout
 }
 
-/// A fresh scratch directory (in /dev/shm when there is one: the pools' emulated NVMM).
-pub fn scratch(name: &str) -> PathBuf {
-    let base = if Path::new("/dev/shm").is_dir() {
-        PathBuf::from("/dev/shm")
-    } else {
-        std::env::temp_dir()
-    };
-    let dir = base.join(format!("atomfs-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
-}
+use test_support::fuse::have_fuse;
+use test_support::Scratch;
 
-/// Why FUSE cannot mount here, if it cannot.
-pub fn fuse_unavailable() -> Option<String> {
-    if !Path::new("/dev/fuse").exists() {
-        return Some("no /dev/fuse".into());
-    }
-    if Command::new("fusermount3")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        return Some("no fusermount3 (package fuse3)".into());
-    }
-    None
+/// A fresh scratch directory (in /dev/shm when there is one: the pools' emulated NVMM),
+/// removed when dropped unless the test failed.
+pub fn scratch(name: &str) -> Scratch {
+    test_support::scratch(&format!("cli-{name}"))
 }
 
 pub fn s(p: &Path) -> &str {
@@ -119,10 +100,10 @@ pub struct Mounted {
 }
 
 impl Mounted {
-    /// mkfs (when `size` is given) and mount; None with a message where FUSE is unavailable.
+    /// mkfs (when `size` is given) and mount; None with a message where FUSE is unavailable
+    /// (a failure under `ATOMFS_REQUIRE_ALL=1`).
     pub fn new(scratch: &Path, size: Option<&str>) -> Option<Mounted> {
-        if let Some(why) = fuse_unavailable() {
-            println!("SKIP: FUSE cannot mount here: {why}");
+        if !have_fuse("atomfs mount") {
             return None;
         }
         let pool = scratch.join("test.pool");
@@ -164,48 +145,6 @@ impl Drop for Mounted {
             let _ = atomfs(&["umount", s(&self.dir)]);
         }
     }
-}
-
-/// Run a program in `cwd`, insisting on success; returns stdout.
-pub fn run(prog: &str, args: &[&str], cwd: &Path) -> String {
-    let out = Command::new(prog)
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("spawn");
-    assert!(
-        out.status.success(),
-        "{prog} {args:?} failed ({}):\n{}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// Whether `program` is installed; prints why a test part is skipped when not, and fails
-/// instead when every test must run ([`require_all`]).
-pub fn have(program: &str) -> bool {
-    let found = Command::new(program).arg("--version").output().is_ok();
-    if !found {
-        unavailable(
-            program,
-            "not installed (scripts/install-deps.sh installs it)",
-        );
-    }
-    found
-}
-
-/// Set (to 1) by scripts/test.sh when it runs as root, as CI does: every tool the tests need
-/// is installed then, so a test that finds its environment missing must fail, not skip.
-pub fn require_all() -> bool {
-    std::env::var("ATOMFS_REQUIRE_ALL").is_ok_and(|v| v == "1")
-}
-
-/// Print why `what` is left out, or fail when every test must run.
-pub fn unavailable(what: &str, why: &str) {
-    assert!(!require_all(), "{what}: {why} (ATOMFS_REQUIRE_ALL=1)");
-    println!("SKIP {what}: {why}");
 }
 
 /// `atomfs mkfs` an mmio store `m.pool` in `dir` whose files live in `dir/home`.

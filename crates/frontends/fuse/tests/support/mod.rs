@@ -1,90 +1,46 @@
-//! Helpers of the FUSE tests: mount in a fresh directory, run programs, xattr and ioctl calls.
+//! Helpers of the FUSE tests: mount a store on a fresh directory, xattr and ioctl calls (the
+//! rest comes from `test_support`).
 #![allow(dead_code)]
 
-use std::ffi::{CString, OsStr};
+use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use store::Store;
 
-/// Why FUSE cannot mount on this machine, if it cannot.
-pub fn fuse_unavailable() -> Option<String> {
-    if !Path::new("/dev/fuse").exists() {
-        return Some("no /dev/fuse".into());
-    }
-    if Command::new("fusermount3")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        return Some("no fusermount3 (package fuse3)".into());
-    }
-    None
-}
+use test_support::fuse::lazy_unmount;
+use test_support::{scratch, Scratch};
 
-/// A scratch directory under the target's temporary directory, emptied first.
-pub fn scratch(name: &str) -> PathBuf {
-    let base = option_env!("CARGO_TARGET_TMPDIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(std::env::temp_dir);
-    let dir = base.join(format!("atomfs-fuse-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create scratch directory");
-    dir
-}
-
-/// A pool of `size` bytes in /dev/shm (the emulated NVMM; the target directory when there is
-/// no /dev/shm), deleted when the returned guard drops.
-pub fn shm_pool(name: &str, size: u64) -> (Arc<dyn Store>, PoolFile) {
-    let base = Path::new("/dev/shm");
-    let dir = if base.is_dir() {
-        base.to_path_buf()
-    } else {
-        scratch("pool-dir")
-    };
-    let path = dir.join(format!("atomfs-fuse-{name}-{}.pool", std::process::id()));
-    let _ = std::fs::remove_file(&path);
+/// A pool of `size` bytes in a fresh scratch directory (on /dev/shm, the emulated NVMM),
+/// deleted with the returned directory.
+pub fn shm_pool(name: &str, size: u64) -> (Arc<dyn Store>, Scratch) {
+    let dir = scratch(&format!("fuse-{name}"));
+    let path = dir.join("store.pool");
     let store = pool::create(&path, size, &pool::PoolConfig::default()).expect("create pool");
-    (store, PoolFile(path))
-}
-
-/// Deletes a pool file on drop.
-pub struct PoolFile(PathBuf);
-
-impl Drop for PoolFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
+    (store, dir)
 }
 
 /// A mounted store; unmounted (and the store closed) by `finish` or on drop.
 pub struct Mounted {
-    dir: PathBuf,
+    dir: Scratch,
     mount: Option<atomfs_fuse::Mount>,
 }
 
 impl Mounted {
     pub fn dir(&self) -> PathBuf {
-        self.dir.clone()
+        self.dir.to_path_buf()
     }
 
-    /// Unmount, checking that it went well, and remove the mount point. A failed unmount
-    /// is detached lazily before the test fails, so that no mount is left behind in the
-    /// target directory (a stale one makes `rm -rf` of the checkout fail).
+    /// Unmount, checking that it went well. A failed unmount is detached lazily before the
+    /// test fails, so that no mount is left behind in the scratch directory.
     pub fn finish(mut self) {
         if let Some(m) = self.mount.take() {
             if let Err(e) = m.unmount() {
-                let _ = Command::new("fusermount3")
-                    .arg("-u")
-                    .arg("-z")
-                    .arg(&self.dir)
-                    .status();
+                lazy_unmount(&self.dir);
                 panic!("unmount: {e}");
             }
         }
-        let _ = std::fs::remove_dir(&self.dir);
     }
 }
 
@@ -92,32 +48,19 @@ impl Drop for Mounted {
     fn drop(&mut self) {
         if let Some(m) = self.mount.take() {
             if m.unmount().is_err() {
-                let _ = Command::new("fusermount3")
-                    .arg("-u")
-                    .arg("-z")
-                    .arg(&self.dir)
-                    .status();
+                lazy_unmount(&self.dir);
             }
         }
     }
 }
 
-/// Report that a test cannot run here: print the reason and return, or fail when
-/// `ATOMFS_REQUIRE_ALL=1` asks for every test to run.
-pub fn skip(name: &str, why: &str) {
-    if std::env::var("ATOMFS_REQUIRE_ALL").is_ok_and(|v| v == "1") {
-        panic!("{name} cannot run here ({why}) and ATOMFS_REQUIRE_ALL=1 is set");
-    }
-    println!("SKIP {name}: {why}");
-}
-
-/// Mount `store` on a fresh directory, or print why FUSE is unavailable and return None.
+/// Mount `store` on a fresh directory, or print why FUSE is unavailable and return None
+/// (a failure under `ATOMFS_REQUIRE_ALL=1`).
 pub fn mounted(name: &str, store: Arc<dyn Store>) -> Option<Mounted> {
-    if let Some(why) = fuse_unavailable() {
-        skip(name, &format!("FUSE cannot mount here: {why}"));
+    if !test_support::fuse::have_fuse(name) {
         return None;
     }
-    let dir = scratch(name);
+    let dir = scratch(&format!("fuse-{name}"));
     let opts = atomfs_fuse::MountOptions {
         fsname: format!("atomfs-test-{name}"),
         ..Default::default()
@@ -129,47 +72,17 @@ pub fn mounted(name: &str, store: Arc<dyn Store>) -> Option<Mounted> {
     })
 }
 
-/// Compile `examples/NAME.c` with cc against include/; None (with a message) without cc.
-pub fn build_c_example(name: &str) -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = scratch(&format!("cc-{name}")).join(name);
-    let status = Command::new("cc")
-        .arg("-Wall")
-        .arg("-Werror")
-        .arg("-I")
-        .arg(root.join("include"))
-        .arg("-o")
-        .arg(&out)
-        .arg(root.join("examples").join(format!("{name}.c")))
-        .status();
-    match status {
-        Ok(s) if s.success() => Some(out),
-        Ok(s) => panic!("cc failed on examples/{name}.c: {s}"),
-        Err(e) => {
-            println!("SKIP: no C compiler to build examples/{name}.c: {e}");
-            None
-        }
+/// Compile `examples/NAME.c` with cc against include/, into `dir`; None (with a message, a
+/// failure under `ATOMFS_REQUIRE_ALL=1`) without cc.
+pub fn build_c_example(name: &str, dir: &Path) -> Option<PathBuf> {
+    if !test_support::cc::have_cc() {
+        return None;
     }
-}
-
-/// Run a program, panicking with its output unless it succeeds; returns its stdout.
-pub fn run(prog: impl AsRef<OsStr>, args: &[&OsStr], cwd: &Path) -> String {
-    let out = Command::new(prog.as_ref())
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("spawn program");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{:?} {:?} failed ({}):\n{}\n{}",
-        prog.as_ref(),
-        args,
-        out.status,
-        text,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    text
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = dir.join(name);
+    let src = root.join("examples").join(format!("{name}.c"));
+    test_support::cc::compile(&src, &out, &root.join("include"), &[]);
+    Some(out)
 }
 
 fn cpath(p: &Path) -> CString {

@@ -120,7 +120,7 @@ mod tests {
             })
             .collect();
         for t in threads {
-            t.join().unwrap();
+            t.join().expect("counter thread");
         }
         let n = (SHARDS as u64 + 20) * 1000;
         assert_eq!(counters.sum(), (3 * n, 2 * n, n));

@@ -62,14 +62,7 @@ pub fn finish(store: Box<dyn Store>) {
 
 /// Open (read + write, create) a file by path, outside any transaction.
 pub fn open_rw(store: &dyn Store, path: &str) -> Fh {
-    ok(
-        OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .open(store, path, None),
-        path,
-    )
+    test_support::create_rw(store, path, false)
 }
 
 /// Open (read + write, create) a file by path, bound to `tx`.

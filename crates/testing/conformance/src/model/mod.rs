@@ -1,8 +1,8 @@
 //! `ModelStore`: the reference model of the Store API — **a test oracle, not an engine**.
 //!
 //! Everything lives in one `Mutex`-guarded in-memory state: a map of inodes (files hold a
-//! sparse map of 4 KiB blocks, directories a sorted map of names), a map of open handles and a
-//! map of open transactions. A transaction keeps, for every inode it touched, a snapshot of the
+//! sparse map of 4 KiB blocks, directories a sorted map of names, symbolic links their
+//! target), a map of open handles and a map of open transactions. A transaction keeps, for every inode it touched, a snapshot of the
 //! inode as it was before its first change (`None` when the transaction created it); abort puts
 //! the snapshots back. An inode a transaction created is that transaction's until it ends: a
 //! change to it from outside fails with FileInTransaction (`State::check_owner`). O_ATOMIC
@@ -15,10 +15,16 @@
 //! dropped, handles closed); the crash harness uses it as its oracle and the conformance suite
 //! runs against it, so the suite and the model check each other.
 //!
+//! It is also the volatile store the front ends (Rust API, FUSE) are tested over when no
+//! persistent engine is needed: it has symbolic links (which not every engine has), an
+//! optional byte capacity so that "no space" paths can be reached, and `stats` counts the
+//! `write` calls it served and the largest one.
+//!
 //! Nothing here is fast or persistent; it is written to be obviously right.
 
 use std::any::Any;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use store::{
     now_ns, DirEntry, Error, Fh, FileKind, FsckReport, Ino, Metadata, OpenFlags, Result, SetAttr,
@@ -33,6 +39,10 @@ pub use state::{MODEL_BLOCK, MODEL_FILE_SIZE_MAX};
 /// The reference model (see the module documentation). A test oracle, not an engine.
 pub struct ModelStore {
     state: Mutex<State>,
+    /// `write` calls served and the largest one in bytes (`stats`): front-end tests check
+    /// how their calls reach the store. Not part of the state a crash keeps.
+    writes: AtomicU64,
+    write_max: AtomicU64,
 }
 
 impl Default for ModelStore {
@@ -55,18 +65,24 @@ impl ModelStore {
             ROOT_INO,
             Inode::new(ROOT_INO, FileKind::Dir, 0o755, ROOT_INO),
         );
+        Self::from_state(State {
+            inodes,
+            next_ino: ROOT_INO + 1,
+            handles: HashMap::new(),
+            next_fh: 1,
+            txs: HashMap::new(),
+            next_tx: 1,
+            atomic_base: HashMap::new(),
+            capacity,
+            closed: false,
+        })
+    }
+
+    fn from_state(state: State) -> Self {
         ModelStore {
-            state: Mutex::new(State {
-                inodes,
-                next_ino: ROOT_INO + 1,
-                handles: HashMap::new(),
-                next_fh: 1,
-                txs: HashMap::new(),
-                next_tx: 1,
-                atomic_base: HashMap::new(),
-                capacity,
-                closed: false,
-            }),
+            state: Mutex::new(state),
+            writes: AtomicU64::new(0),
+            write_max: AtomicU64::new(0),
         }
     }
 
@@ -101,16 +117,12 @@ impl ModelStore {
         st.handles.clear();
         st.closed = false;
         st.collect_orphans();
-        ModelStore {
-            state: Mutex::new(st),
-        }
+        Self::from_state(st)
     }
 
     /// A deep copy of the store, handles and transactions included.
     pub fn fork(&self) -> ModelStore {
-        ModelStore {
-            state: Mutex::new(self.lock().clone()),
-        }
+        Self::from_state(self.lock().clone())
     }
 
     /// Replace this store's whole state by `other`'s (undo to a [`fork`](Self::fork)).
@@ -183,6 +195,40 @@ impl Store for ModelStore {
     fn mkdir(&self, parent: Ino, name: &[u8], perm: u32, tx: Option<TxId>) -> Result<Metadata> {
         self.live()?
             .new_inode(parent, name, FileKind::Dir, perm, tx)
+    }
+
+    fn symlink(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        target: &[u8],
+        tx: Option<TxId>,
+    ) -> Result<Metadata> {
+        if target.is_empty() || target.contains(&0) {
+            return Err(Error::InvalidArgument(format!(
+                "invalid symlink target {:?}",
+                name_str(target)
+            )));
+        }
+        let mut st = self.live()?;
+        let mut meta = st.new_inode(parent, name, FileKind::Symlink, 0o777, tx)?;
+        meta.size = target.len() as u64;
+        if let Some(link) = st.inodes.get_mut(&meta.ino) {
+            link.meta.size = meta.size;
+            link.target = target.to_vec();
+        }
+        Ok(meta)
+    }
+
+    fn readlink(&self, ino: Ino) -> Result<Vec<u8>> {
+        let st = self.live()?;
+        let inode = st.inode(ino)?;
+        if inode.meta.kind != FileKind::Symlink {
+            return Err(Error::InvalidArgument(format!(
+                "inode {ino} is not a symlink"
+            )));
+        }
+        Ok(inode.target.clone())
     }
 
     fn unlink(&self, parent: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
@@ -354,6 +400,9 @@ impl Store for ModelStore {
             .ok_or_else(|| Error::NotFound(format!("inode {ino}")))?;
         inode.write(off, data);
         inode.touch_data();
+        self.writes.fetch_add(1, Ordering::Relaxed);
+        self.write_max
+            .fetch_max(data.len() as u64, Ordering::Relaxed);
         Ok(data.len())
     }
 
@@ -519,6 +568,11 @@ impl Store for ModelStore {
             ("inodes".into(), st.inodes.len() as u64),
             ("open_handles".into(), st.handles.len() as u64),
             ("open_transactions".into(), st.txs.len() as u64),
+            ("writes".into(), self.writes.load(Ordering::Relaxed)),
+            (
+                "write_max_bytes".into(),
+                self.write_max.load(Ordering::Relaxed),
+            ),
         ]
     }
 

@@ -21,6 +21,8 @@ pub(crate) struct Inode {
     pub(crate) entries: BTreeMap<Vec<u8>, Ino>,
     /// Parent directory (directories only).
     pub(crate) parent: Ino,
+    /// Target of a symbolic link (symbolic links only).
+    pub(crate) target: Vec<u8>,
 }
 
 impl Inode {
@@ -43,6 +45,7 @@ impl Inode {
             blocks: BTreeMap::new(),
             entries: BTreeMap::new(),
             parent,
+            target: Vec::new(),
         }
     }
 
