@@ -12,7 +12,7 @@ use crate::error::{BenchError, Result};
 use crate::ramdisk::Ext4Disk;
 use crate::runner::{run_figure, Figure, FigureResult, Metric, Point, RunConfig, SystemSpec};
 use crate::system::TwoFileUpdate;
-use crate::systems::{ext4, floor::Floor, pmdk::Pmdk, undo::UndoJournal};
+use crate::systems::{ext4, floor::Floor, pmdk::Pmdk, served, undo::UndoJournal};
 use crate::workload::{ValueSize, Workload};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -154,6 +154,9 @@ fn external(
         SystemSpec::new("ext4-rename", move || {
             boxed(ext4::Ext4Rename::new(d.2.clone()))
         }),
+        // The same pool engine reached from another process (docs/serve.md).
+        SystemSpec::new("fcfs-served", || boxed(served::Served::new())),
+        SystemSpec::new("fcfs-fuse-ioctl", || boxed(served::FuseIoctl::new())),
     ];
     let points = [4096u64, 16384]
         .iter()

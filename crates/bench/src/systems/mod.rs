@@ -13,6 +13,7 @@ pub mod mmio;
 pub mod pmdk;
 pub mod pool;
 pub mod pool_file;
+pub mod served;
 pub mod sqlite;
 pub mod sqlite_loop;
 pub mod sqlite_vfs;
