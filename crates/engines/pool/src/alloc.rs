@@ -59,6 +59,51 @@ pub struct FreeList {
     /// `net` of the threads beyond the first `COUNTS` (a locked add each).
     net_shared: Padded<AtomicI64>,
     total: u64,
+    /// Debug builds: which numbers are handed out, asserted on every alloc and free (a
+    /// double free or a free of a number never handed out stops there). Release builds
+    /// check only the range: the set is a shared word per 64 numbers, which would move
+    /// between the allocating and the freeing threads' cores.
+    #[cfg(debug_assertions)]
+    allocated: Shadow,
+}
+
+/// The numbers of a free list that are handed out, one bit each (debug builds).
+#[cfg(debug_assertions)]
+struct Shadow(Box<[std::sync::atomic::AtomicU64]>);
+
+#[cfg(debug_assertions)]
+impl Shadow {
+    fn new(total: u64, is_free: &impl Fn(u64) -> bool) -> Shadow {
+        let words = (0..total.div_ceil(64))
+            .map(|w| {
+                let bits = (w * 64..((w + 1) * 64).min(total))
+                    .filter(|&n| !is_free(n))
+                    .fold(0u64, |acc, n| acc | 1 << (n % 64));
+                std::sync::atomic::AtomicU64::new(bits)
+            })
+            .collect();
+        Shadow(words)
+    }
+
+    /// Mark `n` handed out (`out`) or given back; assert it was in the other state.
+    fn flip(&self, n: u64, out: bool) {
+        let (word, bit) = (&self.0[(n / 64) as usize], 1u64 << (n % 64));
+        let before = if out {
+            word.fetch_or(bit, Ordering::Relaxed)
+        } else {
+            word.fetch_and(!bit, Ordering::Relaxed)
+        };
+        assert_eq!(
+            before & bit != 0,
+            !out,
+            "free list: number {n} {}",
+            if out {
+                "handed out twice"
+            } else {
+                "freed but not handed out (double free)"
+            }
+        );
+    }
 }
 
 static NEXT_LIST: AtomicUsize = AtomicUsize::new(1);
@@ -93,6 +138,8 @@ impl FreeList {
             counts_claimed: AtomicUsize::new(0),
             net_shared: Padded::new(AtomicI64::new(0)),
             total,
+            #[cfg(debug_assertions)]
+            allocated: Shadow::new(total, &is_free),
         }
     }
 
@@ -150,6 +197,10 @@ impl FreeList {
             }
             let n = count.min(mine.len());
             let at = mine.len() - n;
+            #[cfg(debug_assertions)]
+            for &number in &mine[at..] {
+                self.allocated.flip(number, true);
+            }
             out.extend(mine.drain(at..));
             self.count(cache, -(n as i64));
             n == count
@@ -197,7 +248,15 @@ impl FreeList {
         if numbers.is_empty() {
             return;
         }
-        debug_assert!(numbers.iter().all(|&n| n < self.total));
+        assert!(
+            numbers.iter().all(|&n| n < self.total),
+            "free list: a freed number is out of range (0..{})",
+            self.total
+        );
+        #[cfg(debug_assertions)]
+        for &number in numbers {
+            self.allocated.flip(number, false);
+        }
         self.with_mine(|cache, home| {
             let mut mine = cache.nums.lock();
             mine.extend_from_slice(numbers);
@@ -356,6 +415,31 @@ mod tests {
         let freed: u64 = (0..threads as u64).map(|i| i % 40 + 1).sum();
         assert_eq!(list.free_count(), 4096 - 40 * threads as u64 + freed);
         assert_eq!(list.free_numbers().len() as u64, list.free_count());
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "double free")]
+    fn a_double_free_is_caught() {
+        let list = FreeList::new(64, |_| true);
+        let n = list.alloc().expect("a free number");
+        list.free(n);
+        list.free(n);
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "double free")]
+    fn freeing_a_number_that_started_free_is_caught() {
+        let list = FreeList::new(64, |n| n != 7);
+        list.free(7); // in use from the start: fine
+        list.free(8); // free from the start: a double free
+    }
+
+    #[test]
+    #[should_panic(expected = "out of range")]
+    fn freeing_a_number_out_of_range_is_caught() {
+        FreeList::new(64, |_| true).free(64);
     }
 
     #[test]

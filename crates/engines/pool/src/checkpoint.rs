@@ -65,6 +65,9 @@ struct Plan {
     permanent: u64,
     target: u64,
     ptr: u64,
+    /// The pointer's word when the plan was made (naming `permanent`): step 3 asserts it is
+    /// still there before it swings the pointer.
+    old_word: u64,
     /// The word step 3 stores into the pointer: the target, in a checksummed pool with
     /// its crc (set by step 2, `copy_for`).
     word: u64,
@@ -175,8 +178,7 @@ impl<R: Region> Core<R> {
         // block and its checksum change in one 8-byte atomic store).
         let mut swung = 0;
         for plan in plans.iter().filter(|p| p.target != p.permanent) {
-            self.region.store_u64(plan.ptr, plan.word);
-            self.region.flush(plan.ptr, 8);
+            self.swing_pointer(plan);
             if let Some(map) = st.map.as_mut() {
                 map.set(plan.lbn, plan.target);
             }
@@ -217,6 +219,26 @@ impl<R: Region> Core<R> {
         Ok(())
     }
 
+    /// Step 3 for one block: store the new word into the block pointer and flush it. The
+    /// pointer must still name the old permanent block (nothing changes a pointer while
+    /// its inode is locked); the new block is neither that one nor a hole.
+    fn swing_pointer(&self, plan: &Plan) {
+        let now = self.read_u64(plan.ptr);
+        assert_eq!(
+            now, plan.old_word,
+            "checkpoint: block pointer at {:#x} changed under its plan",
+            plan.ptr
+        );
+        assert!(
+            plan.target != 0 && plan.target != plan.permanent,
+            "checkpoint: swing of the pointer at {:#x} to block {}",
+            plan.ptr,
+            plan.target
+        );
+        self.region.store_u64(plan.ptr, plan.word);
+        self.region.flush(plan.ptr, 8);
+    }
+
     /// Step 1 of Algorithm 1 for one block: the committed versions, who holds the latest
     /// copy of each line, and the block (old permanent or a version) holding most of them
     /// (ties keep the permanent block).
@@ -252,7 +274,8 @@ impl<R: Region> Core<R> {
             "inode {} block {lbn}: redo entry names another pointer",
             st.ino
         );
-        let permanent = self.geo.leaf_pbn(self.read_u64(ptr), ptr)?;
+        let old_word = self.read_u64(ptr);
+        let permanent = self.geo.leaf_pbn(old_word, ptr)?;
         // The newest version with a line's bit set holds its latest copy.
         let mut latest: SmallVec<[u64; 2]> = SmallVec::from_elem(0, k);
         let mut newer = 0u64;
@@ -285,6 +308,7 @@ impl<R: Region> Core<R> {
             permanent,
             target,
             ptr,
+            old_word,
             word: target,
         }))
     }
@@ -599,7 +623,47 @@ fn checkpoint_items<R: Region>(core: &Core<R>, mut items: Vec<(u64, u64)>) {
 
 #[cfg(test)]
 mod tests {
-    use super::runs;
+    use super::{runs, Plan};
+    use crate::{PoolConfig, PoolStore};
+    use pmem::{DramRegion, Region};
+    use smallvec::SmallVec;
+    use std::sync::Arc;
+
+    /// A plan that swings the pointer at `ptr` from `old_word` to block `target`.
+    fn plan(ptr: u64, old_word: u64, target: u64) -> Plan {
+        Plan {
+            lbn: 0,
+            k: 0,
+            versions: SmallVec::new(),
+            latest: SmallVec::new(),
+            permanent_lines: 0,
+            permanent: old_word,
+            target,
+            ptr,
+            old_word,
+            word: target,
+        }
+    }
+
+    #[test]
+    fn a_swing_stores_the_new_word_over_the_old_one() {
+        let s = PoolStore::format(Arc::new(DramRegion::new(8 << 20)), &PoolConfig::test_min())
+            .expect("format");
+        let ptr = s.core.geo.block(5);
+        s.core.region.store_u64(ptr, 9);
+        s.core.swing_pointer(&plan(ptr, 9, 11));
+        assert_eq!(s.core.read_u64(ptr), 11);
+    }
+
+    #[test]
+    #[should_panic(expected = "changed under its plan")]
+    fn a_swing_over_another_pointer_than_planned_is_caught() {
+        let s = PoolStore::format(Arc::new(DramRegion::new(8 << 20)), &PoolConfig::test_min())
+            .expect("format");
+        let ptr = s.core.geo.block(5);
+        s.core.region.store_u64(ptr, 10);
+        s.core.swing_pointer(&plan(ptr, 9, 11));
+    }
 
     #[test]
     fn runs_of_a_line_mask() {

@@ -49,7 +49,7 @@ pub fn hole_crc(boff: u64, chunk: &[u8]) -> u32 {
 /// A block whose crc did not match before still does not match after (unless `new` is the
 /// whole block: then its crc is simply that of `new`).
 pub fn crc_after_write(crc: u32, boff: u64, old: &[u8], new: &[u8]) -> u32 {
-    debug_assert_eq!(old.len(), new.len());
+    assert_eq!(old.len(), new.len());
     if boff == 0 && new.len() as u64 == BLOCK_SIZE {
         return block_crc(new);
     }
@@ -78,7 +78,7 @@ fn shift_by_zeros(diff: u32, n: usize) -> u32 {
         }
         ops
     });
-    debug_assert!(n < 1 << ops.len());
+    assert!(n < 1 << ops.len());
     let mut v = diff;
     for (k, op) in ops.iter().enumerate() {
         if n & (1 << k) != 0 {

@@ -181,6 +181,11 @@ impl CommitTable {
         self.len == 0
     }
 
+    /// Records waiting.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
     /// Add the record of committed transaction `txid` (an id not in the table).
     pub fn insert(&mut self, txid: u64, record: CommitRecord) {
         self.len += 1;
@@ -207,7 +212,7 @@ impl CommitTable {
                 },
             );
         }
-        debug_assert!(
+        assert!(
             self.window[at].record == EMPTY,
             "transaction {txid} committed twice"
         );

@@ -138,13 +138,13 @@ impl<R: Region> Core<R> {
         self.reserve(tx, needs)?;
         let undo_before = tx.undo_slots.len();
         let result = self.write_pieces(st, tx, plan, size, data, pure);
-        debug_assert!(
+        assert!(
             result.is_err() || tx.undo_slots.len() - undo_before <= needs.meta,
             "a write takes at most the metadata-log slots it reserved ({} > {})",
             tx.undo_slots.len() - undo_before,
             needs.meta
         );
-        debug_assert!(
+        assert!(
             result.is_err() || (tx.reserved_blocks.is_empty() && tx.reserved_slots.is_empty()),
             "a write takes exactly what it reserved"
         );
@@ -299,7 +299,7 @@ impl<R: Region> Core<R> {
         }
         self.times_set_in_place(tx, ino);
         let now = delta.time;
-        debug_assert!(now != 0, "the operation took its time before its stores");
+        assert!(now != 0, "the operation took its time before its stores");
         let mut attrs = [0u8; 32];
         attrs[..8].copy_from_slice(&delta.size.to_le_bytes());
         attrs[8..16].copy_from_slice(&now.to_le_bytes());

@@ -38,8 +38,14 @@ pub const TYPE_MEMBER: u8 = 3;
 pub const TYPE_DATA: u8 = 4;
 pub const TYPE_LINES: u8 = 5;
 
+// The layout above, as compile-time relationships: an entry is one cache line, its seal is
+// its last word, an undo entry's data fills bytes 16..59 exactly, and the 48-bit fields hold
+// every value their limits allow.
 const _: () = assert!(ENTRY_SIZE == 64);
-const _: () = assert!(std::mem::size_of::<[u8; 64]>() == 64);
+const _: () = assert!(SEAL_OFFSET + 8 == ENTRY_SIZE);
+const _: () = assert!(16 + UNDO_DATA_MAX as u64 == SEAL_OFFSET + 3);
+const _: () = assert!(TXID_MAX < 1 << 48 && ADDR_MAX < 1 << 48);
+const _: () = assert!(TXID_MAX < COMMIT_SEQ_LIMIT && COMMIT_SEQ_LIMIT < TIME_LIMIT);
 
 /// A metadata undo entry: old bytes of metadata a transaction changes in place.
 ///
@@ -222,6 +228,20 @@ impl Entry {
         b
     }
 
+    /// Encode into a full line, checked by decoding it again (pair assertion: what is about
+    /// to be stored reads back as this entry). An entry whose fields do not fit the line
+    /// (a txid or address past 48 bits, an undo entry of 0 or more than 43 bytes, a line
+    /// entry naming no line) is an engine bug and stops here, before it reaches the media.
+    pub fn encode_checked(&self) -> [u8; 64] {
+        let line = self.encode();
+        assert_eq!(
+            Entry::decode(&line),
+            *self,
+            "log entry does not survive its own encoding"
+        );
+        line
+    }
+
     /// Decode a line read from a log area. Never panics; unknown or torn content is `Torn`.
     pub fn decode(b: &[u8; 64]) -> Entry {
         let seal = get(b, 56);
@@ -393,6 +413,32 @@ mod tests {
         let mut mixed = entries[3].encode();
         mixed[56..].copy_from_slice(&a[56..]);
         assert_eq!(Entry::decode(&mixed), Entry::Torn);
+    }
+
+    #[test]
+    #[should_panic(expected = "log entry does not survive its own encoding")]
+    fn an_entry_that_does_not_fit_its_line_is_never_stored() {
+        // A transaction id past 48 bits would be cut to its low bits by the encoding.
+        let entry = Entry::Undo(UndoEntry {
+            txid: TXID_MAX + 1,
+            addr: 4096,
+            seq: 0,
+            size: 1,
+            data: [0; UNDO_DATA_MAX],
+        });
+        entry.encode_checked();
+    }
+
+    #[test]
+    fn checked_encoding_is_the_encoding() {
+        let entry = Entry::Commit(CommitEntry {
+            txid: 5,
+            commit_seq: 9,
+            data_entries: 3,
+            members: 1,
+            time: 7,
+        });
+        assert_eq!(entry.encode_checked(), entry.encode());
     }
 
     #[test]

@@ -28,6 +28,8 @@ pub const POINTERS_PER_BLOCK: u64 = BLOCK_SIZE / 8;
 pub const TREE_HEIGHT_MAX: u32 = 4;
 
 const _: () = assert!(LINES_PER_BLOCK == 64);
+const _: () = assert!(ENTRY_SIZE == LINE && BLOCK_SIZE.is_multiple_of(ENTRY_SIZE));
+const _: () = assert!(POINTERS_PER_BLOCK == 512);
 
 // ----- superblock -----
 //
@@ -66,6 +68,11 @@ const PBN_MASK: u64 = (1 << PBN_BITS) - 1;
 pub const SB_CHECKED_LEN: usize = 96;
 /// Superblock size on media.
 pub const SB_SIZE: u64 = 4096;
+
+// The superblock's fields are twelve words, then the crc: the checked part ends where the
+// words end, and the superblock area (one block) holds it.
+const _: () = assert!(SB_CHECKED_LEN == 12 * 8);
+const _: () = assert!((SB_CHECKED_LEN + 4) as u64 <= SB_SIZE && SB_SIZE == BLOCK_SIZE);
 
 /// Geometry of a formatted pool: where every area lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -381,7 +388,12 @@ pub const KIND_FREE: u8 = 0;
 pub const KIND_FILE: u8 = 1;
 pub const KIND_DIR: u8 = 2;
 
-const _: () = assert!(I_BTIME + 8 <= INODE_SIZE);
+const _: () = assert!(I_BTIME + 8 <= INODE_SIZE && I_PARENT + 8 <= 88);
+// A pure overwrite's times are one 16-byte store: mtime, then ctime, in one line.
+const _: () = assert!(I_CTIME == I_MTIME + 8 && (I_MTIME % LINE) + 16 <= LINE);
+// Every 8-byte field is 8-byte aligned (atomic stores of a size or a root).
+const _: () =
+    assert!(I_ROOT.is_multiple_of(8) && I_SIZE.is_multiple_of(8) && I_BLOCKS.is_multiple_of(8));
 const _: () = assert!(INODE_SIZE.is_multiple_of(LINE));
 
 // ----- directory entry (272 bytes, 15 per block) -----
@@ -397,6 +409,7 @@ pub const D_NAME_LEN: u64 = 9;
 pub const D_NAME: u64 = 10;
 const _: () = assert!(D_NAME + 255 <= DIRENT_SIZE);
 const _: () = assert!(DIRENTS_PER_BLOCK == 15);
+const _: () = assert!(DIRENTS_PER_BLOCK * DIRENT_SIZE <= BLOCK_SIZE && D_INO.is_multiple_of(8));
 
 /// Inode number of the root directory.
 pub const ROOT_INO: u64 = store::ROOT_INO;

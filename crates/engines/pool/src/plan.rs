@@ -313,7 +313,7 @@ impl<R: Region> Core<R> {
     /// `Tx::may_retry_room` it sets `short_of_room` (its caller makes room and runs it
     /// again), else it dooms the transaction, as a full pool does.
     pub fn reserve(&self, tx: &mut Tx, needs: Needs) -> Result<()> {
-        debug_assert!(
+        assert!(
             tx.reserved_blocks.is_empty()
                 && tx.reserved_slots.is_empty()
                 && tx.reserved_meta.is_empty()

@@ -70,7 +70,14 @@ pub fn format<R: Region>(region: &R, cfg: &PoolConfig) -> Result<Geometry> {
     // persist: logs empty, inode table empty but for the root, before the superblock says so.
     region.fence();
     let mode_number = cfg.mode as u32;
-    region.write(0, &geo.encode(mode_number));
+    let sb = geo.encode(mode_number);
+    // Pair assertion: the superblock about to make the pool valid reads back as this geometry.
+    assert_eq!(
+        Geometry::decode(&sb, region.len()).ok(),
+        Some(geo),
+        "superblock does not survive its own encoding"
+    );
+    region.write(0, &sb);
     // persist: the superblock makes the pool valid.
     region.persist(0, SB_SIZE);
     Ok(geo)
@@ -411,6 +418,23 @@ pub(crate) fn bare_core<R: Region>(region: Arc<R>, cfg: &PoolConfig) -> Result<C
     Ok(core)
 }
 
+/// Recovery starts from a core with no volatile state (`bare_core`): no allocator, no
+/// inode state, no committed record. A second recovery over a running core would hand out
+/// numbers twice.
+fn assert_bare<R: Region>(core: &mut Core<R>) {
+    assert!(
+        core.blocks.total() == 0
+            && core.meta_slots.total() == 0
+            && core.data_slots.total() == 0
+            && core.inodes_free.total() == 0,
+        "recovery starts from a bare core (allocators already built)"
+    );
+    assert!(
+        core.cells.read().is_empty() && core.committed.get_mut().table.is_empty(),
+        "recovery starts from a bare core (volatile state already built)"
+    );
+}
+
 /// Run recovery on a bare core and rebuild its volatile state. `report` counts what was
 /// done even when a damaged structure stops it part way (repair reads the partial counts).
 pub(crate) fn recover<R: Region>(
@@ -419,6 +443,7 @@ pub(crate) fn recover<R: Region>(
     report: &mut RecoveryReport,
 ) -> Result<()> {
     let geo = core.geo;
+    assert_bare(core);
     if core.read_u8(geo.inode(ROOT_INO) + I_KIND) != KIND_DIR {
         return Err(Error::corrupt(
             "root inode is not a directory",
@@ -429,6 +454,9 @@ pub(crate) fn recover<R: Region>(
     let committed = undo_uncommitted(core, &mut s, report);
     free_orphans(core, report)?;
     let remaining = rebuild_tlvi(core, &s, &committed, report)?;
+    // Every kept redo entry belongs to a committed transaction and is counted once.
+    assert_eq!(remaining.values().sum::<u64>(), report.redo_entries_kept);
+    assert!(remaining.keys().all(|txid| committed.contains_key(txid)));
     let mut records = HashMap::new();
     for (&txid, &(_, slot, _)) in &s.commits {
         match remaining.get(&txid) {
@@ -467,6 +495,9 @@ pub(crate) fn recover<R: Region>(
                 .collect::<Vec<_>>()
         })
         .collect();
+    // Each kept redo entry has a slot of its own (two versions naming one slot would have
+    // the checkpoint free it twice).
+    assert_eq!(data_used.len() as u64, report.redo_entries_kept);
     core.data_slots = FreeList::new(geo.data_log_entries, |slot| !data_used.contains(&slot));
     let inode_kinds: Vec<u8> = (0..geo.inode_count)
         .map(|i| core.read_u8(geo.inode(i) + I_KIND))
@@ -481,7 +512,13 @@ pub(crate) fn recover<R: Region>(
     for (txid, record) in records {
         table.insert(txid, record);
     }
+    // The only metadata-log entries left are the commit entries still owed data entries.
+    assert_eq!(
+        core.meta_slots.free_count() + core.committed.get_mut().table.len() as u64,
+        geo.metadata_log_entries
+    );
     // Both are bounded by Entry::decode (txid <= TXID_MAX, sequence < COMMIT_SEQ_LIMIT).
+    assert!(s.max_txid <= TXID_MAX && s.max_seq < COMMIT_SEQ_LIMIT);
     core.next_txid = Padded::new(AtomicU64::new(s.max_txid + 1));
     core.commit_seq = Padded::new(AtomicU64::new(s.max_seq + 1));
     if matches!(cfg.mode, Mode::Nc | Mode::FgWal | Mode::Scsp) {
@@ -491,4 +528,24 @@ pub(crate) fn recover<R: Region>(
         core.checkpoint_all()?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{bare_core, format, recover, RecoveryReport};
+    use crate::PoolConfig;
+    use pmem::DramRegion;
+    use std::sync::Arc;
+
+    #[test]
+    #[should_panic(expected = "recovery starts from a bare core")]
+    fn a_second_recovery_over_a_recovered_core_is_caught() {
+        let region = Arc::new(DramRegion::new(8 << 20));
+        let cfg = PoolConfig::test_min();
+        format(&*region, &cfg).expect("format");
+        let mut core = bare_core(region, &cfg).expect("bare core");
+        let mut report = RecoveryReport::default();
+        recover(&mut core, &cfg, &mut report).expect("recovery");
+        let _ = recover(&mut core, &cfg, &mut report);
+    }
 }

@@ -42,7 +42,7 @@ pub struct Version {
 /// Bitmap of the lines `[first, last]`.
 #[inline]
 pub fn line_mask(first: u64, last: u64) -> u64 {
-    debug_assert!(first <= last && last < LINES_PER_BLOCK);
+    assert!(first <= last && last < LINES_PER_BLOCK);
     let width = last - first + 1;
     if width == 64 {
         u64::MAX

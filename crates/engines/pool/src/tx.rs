@@ -135,7 +135,11 @@ impl<R: Region> Core<R> {
     /// Begin a transaction in `tx`, a fresh or reset one (`Core::reset_tx`): a fresh id and
     /// a reserved commit slot.
     pub fn tx_start(&self, tx: &mut Tx) -> Result<()> {
-        debug_assert!(!tx.active && tx.id == 0, "a transaction starts reset");
+        assert!(!tx.active && tx.id == 0, "a transaction starts reset");
+        assert!(
+            tx.undo_slots.is_empty() && tx.versions.is_empty() && tx.allocated_blocks.is_empty(),
+            "a transaction starts with nothing logged or allocated"
+        );
         let id = self.next_txid.fetch_add(1, Ordering::Relaxed);
         if id > TXID_MAX {
             return Err(Error::NoSpace("transaction ids exhausted".into()));
@@ -171,10 +175,11 @@ impl<R: Region> Core<R> {
         tx.doomed = false;
         tx.may_retry_room = false;
         tx.short_of_room = false;
-        debug_assert!(
+        assert!(
             tx.reserved_blocks.is_empty()
                 && tx.reserved_slots.is_empty()
-                && tx.reserved_meta.is_empty()
+                && tx.reserved_meta.is_empty(),
+            "a finished transaction holds no reservation"
         );
         tx.logged = LoggedRanges::default();
         tx.undo_slots.clear();
@@ -239,9 +244,9 @@ impl<R: Region> Core<R> {
         }
     }
 
-    /// Write a log entry into a slot (see entry.rs).
+    /// Write a log entry into a slot (see entry.rs), checked by decoding it first.
     pub fn put_entry(&self, addr: u64, entry: &Entry) {
-        let line = entry.encode();
+        let line = entry.encode_checked();
         // One non-temporal store of the whole line (body and seal): no read of the cold log
         // line, durable at this thread's next fence. Its words may reach the media in any
         // order; the seal's crc tells a partly written line from a complete one.
@@ -385,7 +390,6 @@ impl<R: Region> Core<R> {
         let mut times = [0u8; 16];
         times[..8].copy_from_slice(&time.to_le_bytes());
         times[8..].copy_from_slice(&time.to_le_bytes());
-        debug_assert_eq!(I_CTIME, I_MTIME + 8);
         self.region.write(addr + I_MTIME, &times);
         true
     }
@@ -412,7 +416,7 @@ impl<R: Region> Core<R> {
     /// unfenced, and the staged times, whose undo entries that fence made durable, are
     /// written in place (flushed; durable at the next fence, which the commit issues).
     pub fn fenced(&self, tx: &mut Tx) {
-        debug_assert!(
+        assert!(
             tx.deferred_undo.is_empty(),
             "the times' undo entries are stored before the fence that precedes their change"
         );
@@ -440,6 +444,18 @@ impl<R: Region> Core<R> {
     /// The persistent part of a commit. Returns the commit record's data-entry count.
     /// Afterwards the caller releases deferred resources and finalises the DRAM state.
     pub fn commit_persist(&self, tx: &mut Tx) -> Result<()> {
+        assert!(
+            tx.active && tx.id != 0 && !tx.doomed,
+            "commit of transaction {} that is not running (active {}, doomed {})",
+            tx.id,
+            tx.active,
+            tx.doomed
+        );
+        assert!(
+            tx.reserved_blocks.is_empty() && tx.reserved_slots.is_empty(),
+            "commit of transaction {} inside a write",
+            tx.id
+        );
         tx.active = false;
         if self.mode() == Mode::Nc {
             // persist: NC makes each call durable and nothing atomic.
@@ -511,7 +527,37 @@ impl<R: Region> Core<R> {
         } else {
             self.commits_in.lock().push((tx.id, record));
         }
+        Self::assert_committed(tx);
         Ok(())
+    }
+
+    /// What a commit leaves: nothing unlogged, unfenced or staged, no undo entry held.
+    fn assert_committed(tx: &Tx) {
+        assert!(
+            !tx.active
+                && tx.undo_slots.is_empty()
+                && tx.deferred_undo.is_empty()
+                && tx.staged_times.is_empty()
+                && tx.unfenced.is_empty(),
+            "transaction {} left state behind its commit",
+            tx.id
+        );
+    }
+
+    /// What an abort leaves: every log slot, block and version given back.
+    fn assert_aborted(tx: &Tx) {
+        assert!(
+            !tx.active
+                && tx.undo_slots.is_empty()
+                && tx.members.is_empty()
+                && tx.versions.is_empty()
+                && tx.allocated_blocks.is_empty()
+                && tx.allocated_inodes.is_empty()
+                && tx.deferred_undo.is_empty()
+                && tx.unfenced.is_empty(),
+            "transaction {} left state behind its abort",
+            tx.id
+        );
     }
 
     /// Free the log entries of a committed transaction whose data entries are all gone
@@ -592,6 +638,7 @@ impl<R: Region> Core<R> {
     /// reverse sequence order, persist, free them; free every block, slot and inode it
     /// allocated. The caller fixes the DRAM state of the inodes involved.
     pub fn abort_persist(&self, tx: &mut Tx) -> Result<()> {
+        assert!(tx.id != 0, "abort of a transaction never begun");
         tx.active = false;
         // An operation that failed before its fence (an automatic transaction aborts at
         // once) may have left entries deferred: the undo below reads every slot.
@@ -664,6 +711,7 @@ impl<R: Region> Core<R> {
         tx.staged_times.clear();
         tx.deferred_undo.clear();
         tx.unfenced.clear();
+        Self::assert_aborted(tx);
         self.counters.aborts.fetch_add(1, Ordering::Relaxed);
         match first_error {
             Some(e) => Err(e),
@@ -691,5 +739,62 @@ impl<R: Region> Core<R> {
         if !tx.inodes.contains(&ino) {
             tx.inodes.push(ino);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Tx;
+    use crate::{PoolConfig, PoolStore};
+    use pmem::DramRegion;
+    use std::sync::Arc;
+
+    fn pool() -> PoolStore<DramRegion> {
+        PoolStore::format(Arc::new(DramRegion::new(8 << 20)), &PoolConfig::test_min())
+            .expect("format")
+    }
+
+    #[test]
+    fn commit_and_abort_leave_their_transactions_empty() {
+        let s = pool();
+        let mut tx = s.core.tx_new().expect("begin");
+        s.core.commit_persist(&mut tx).expect("commit");
+        assert!(!tx.active);
+        s.core.recycle_tx(tx);
+        let mut tx = s.core.tx_new().expect("begin");
+        s.core.abort_persist(&mut tx).expect("abort");
+        assert!(!tx.active);
+    }
+
+    #[test]
+    #[should_panic(expected = "that is not running")]
+    fn a_commit_of_a_committed_transaction_is_caught() {
+        let s = pool();
+        let mut tx = s.core.tx_new().expect("begin");
+        s.core.commit_persist(&mut tx).expect("commit");
+        let _ = s.core.commit_persist(&mut tx);
+    }
+
+    #[test]
+    #[should_panic(expected = "that is not running")]
+    fn a_commit_of_a_doomed_transaction_is_caught() {
+        let s = pool();
+        let mut tx = s.core.tx_new().expect("begin");
+        tx.doomed = true;
+        let _ = s.core.commit_persist(&mut tx);
+    }
+
+    #[test]
+    #[should_panic(expected = "never begun")]
+    fn an_abort_of_a_transaction_never_begun_is_caught() {
+        let _ = pool().core.abort_persist(&mut Tx::default());
+    }
+
+    #[test]
+    #[should_panic(expected = "starts reset")]
+    fn a_transaction_started_twice_is_caught() {
+        let s = pool();
+        let mut tx = s.core.tx_new().expect("begin");
+        let _ = s.core.tx_start(&mut tx);
     }
 }
