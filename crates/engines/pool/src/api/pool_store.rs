@@ -237,22 +237,21 @@ impl<R: Region> PoolStore<R> {
         }
         if let Some(cell) = st.bound.clone() {
             let mut tx = cell.lock();
-            if tx.active {
+            if tx.state.is_open() {
                 tx.fenced_all = false;
-                tx.may_retry_room = may_retry;
+                tx.reservation.allow_retry(may_retry);
                 let result = op(&self.core, &mut st, &mut tx);
-                tx.may_retry_room = false;
-                let short = std::mem::take(&mut tx.short_of_room);
+                let short = tx.reservation.take_shortage();
                 self.core.reflush_unfenced(&mut tx);
                 // persist: the operation's data, log entries and flushes are durable (a fence
                 // orders only its own thread's flushes, and another thread may commit).
                 self.core.region.fence();
                 self.core.fenced(&mut tx);
                 tx.fenced_all = true;
-                if result.is_err() && short && !tx.doomed {
+                if result.is_err() && short && !tx.state.is_doomed() {
                     return None;
                 }
-                if result.is_err() && tx.doomed {
+                if result.is_err() && tx.state.is_doomed() {
                     let id = tx.id;
                     drop(tx);
                     drop(st);
@@ -269,9 +268,9 @@ impl<R: Region> PoolStore<R> {
         let mut short = false;
         // An automatic transaction that fell short changed nothing: its abort is empty.
         let result = self.auto_tx(&mut st, |st, tx| {
-            tx.may_retry_room = may_retry;
+            tx.reservation.allow_retry(may_retry);
             let result = op(core, st, tx);
-            short = result.is_err() && tx.short_of_room && !tx.doomed;
+            short = result.is_err() && tx.reservation.take_shortage() && !tx.state.is_doomed();
             result
         });
         if short {
@@ -290,7 +289,7 @@ impl<R: Region> PoolStore<R> {
             check_live(&st, h.ino)?;
             st.bound_id == 0
         };
-        if implicit.as_ref().is_none_or(|t| !t.lock().active) && unbound {
+        if implicit.as_ref().is_none_or(|t| !t.lock().state.is_open()) && unbound {
             // An implicit transaction is never the one that created the file.
             self.core.creates.check(h.ino, 0)?;
             let (cell, id) = self.begin_tx()?;
@@ -315,7 +314,7 @@ impl<R: Region> PoolStore<R> {
             Some(id) => {
                 let cell = self.tx_cell(id.0)?;
                 let mut t = cell.lock();
-                if !t.active {
+                if !t.state.is_open() {
                     return Err(Error::NoSuchTransaction(id.0));
                 }
                 t.fenced_all = false;
@@ -325,7 +324,7 @@ impl<R: Region> PoolStore<R> {
                 self.core.region.fence();
                 self.core.fenced(&mut t);
                 t.fenced_all = true;
-                if result.is_err() && t.doomed {
+                if result.is_err() && t.state.is_doomed() {
                     drop(t);
                     let _ = self.abort_cell(&cell);
                 }
@@ -353,7 +352,7 @@ impl<R: Region> PoolStore<R> {
     /// failed write has nothing left to commit or drop).
     fn implicit_of(&self, fh: Fh) -> Result<Option<Arc<TxCell>>> {
         let taken = self.handle(fh)?.implicit.lock().take();
-        Ok(taken.filter(|cell| cell.lock().active))
+        Ok(taken.filter(|cell| cell.lock().state.is_open()))
     }
 }
 

@@ -76,7 +76,7 @@ impl<R: Region> PoolStore<R> {
         // A file whose create has not committed joins no transaction but its creator's.
         self.core.creates.check(st.ino, id)?;
         let mut tx = cell.lock();
-        if !tx.active {
+        if !tx.state.is_open() {
             return Err(Error::NoSuchTransaction(id));
         }
         st.bound = Some(cell.clone());
@@ -98,10 +98,10 @@ impl<R: Region> PoolStore<R> {
     pub(crate) fn commit_cell(&self, cell: &Arc<TxCell>) -> Result<()> {
         let done = {
             let mut tx = cell.lock();
-            if !tx.active {
+            if !tx.state.is_open() {
                 return Err(Error::NoSuchTransaction(tx.id));
             }
-            if tx.doomed {
+            if tx.state.is_doomed() {
                 let id = tx.id;
                 drop(tx);
                 let _ns = self.core.ns.lock();
@@ -236,10 +236,10 @@ impl<R: Region> PoolStore<R> {
     pub(crate) fn abort_cell(&self, cell: &Arc<TxCell>) -> Result<()> {
         let (id, inodes) = {
             let mut tx = cell.lock();
-            if !tx.active {
+            if !tx.state.is_open() {
                 return Err(Error::NoSuchTransaction(tx.id));
             }
-            tx.active = false;
+            tx.state.abort();
             (tx.id, tx.inodes.clone())
         };
         self.txs.lock().open.remove(&id);
@@ -381,14 +381,15 @@ impl<R: Region> PoolStore<R> {
         let mut group = group_cell.lock();
         for member_cell in members {
             let mut m = member_cell.lock();
-            if !m.active {
+            if !m.state.is_open() {
                 continue;
             }
             let Some(slot) = self.core.meta_slots.alloc() else {
-                group.doomed = true;
+                Self::doom_group(&mut group);
                 return Err(Error::LogFull("metadata log (member entry)".into()));
             };
-            m.active = false;
+            let member_doomed = m.state.is_doomed();
+            m.state.merge();
             self.txs.lock().open.remove(&m.id);
             if m.commit_slot != u64::MAX {
                 self.core.meta_slots.free(m.commit_slot);
@@ -416,10 +417,20 @@ impl<R: Region> PoolStore<R> {
             let logged = std::mem::take(&mut m.logged);
             group.logged.extend(&logged);
             group.modes.absorb(std::mem::take(&mut m.modes));
-            group.doomed |= m.doomed;
+            if member_doomed {
+                Self::doom_group(&mut group);
+            }
             group.fenced_all = false;
         }
         Ok(())
+    }
+
+    /// The group of a syncv cannot commit: it is aborted like any doomed transaction (a
+    /// group that has ended meanwhile is left as it is).
+    fn doom_group(group: &mut Tx) {
+        if group.state.is_open() {
+            group.state.doom();
+        }
     }
 }
 
@@ -553,7 +564,7 @@ mod tests {
         let before = spare();
         let held = s.tx_cell(fourth.0).expect("open transaction");
         s.tx_commit(fourth).expect("commit fourth");
-        assert!(!held.lock().active);
+        assert!(!held.lock().state.is_open());
         assert_eq!(spare(), before, "not put back while held");
         assert!(s.fsck().expect("fsck").is_clean());
     }

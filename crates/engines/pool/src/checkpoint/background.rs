@@ -50,7 +50,7 @@ impl<R: Region> Core<R> {
 
     /// Any committed version waiting for a checkpoint?
     pub(crate) fn has_committed_versions(&self) -> bool {
-        !self.committed.lock().table.is_empty() || !self.commits_in.lock().is_empty()
+        !self.commits.is_empty()
     }
 }
 

@@ -93,7 +93,7 @@ impl<R: Region> Core<R> {
     ///
     /// Reserve, then act (data/write_plan.rs): the blocks the write covers are resolved read-only and
     /// everything it will allocate is reserved in one batch before it changes anything, so
-    /// that a shortage can be retried (`Tx::may_retry_room`); a pure overwrite in a redo
+    /// that a shortage can be retried (`Reservation::allow_retry`); a pure overwrite in a redo
     /// mode leaves that to `claim_versions`, which takes its own batch. Then in three
     /// passes, so that nothing waits between the stores of the data: the missing block
     /// pointers (growing the tree as needed); the pending versions of the overwritten
@@ -145,7 +145,7 @@ impl<R: Region> Core<R> {
             needs.meta
         );
         assert!(
-            result.is_err() || (tx.reserved_blocks.is_empty() && tx.reserved_slots.is_empty()),
+            result.is_err() || tx.reservation.data_taken(),
             "a write takes exactly what it reserved"
         );
         self.release_reserved(tx);
@@ -492,12 +492,8 @@ impl<R: Region> Core<R> {
             } else if !self.blocks.alloc_many(wanted, &mut blocks) {
                 result = Err(Error::NoSpace("no free block for a pending version".into()));
             }
-            if result.is_err() {
-                if tx.may_retry_room {
-                    tx.short_of_room = true;
-                } else {
-                    tx.doomed = true;
-                }
+            if result.is_err() && !tx.reservation.fell_short() {
+                tx.state.doom();
             }
         }
         // After the allocators' locked instructions (which wait for every earlier
@@ -507,7 +503,7 @@ impl<R: Region> Core<R> {
         // Each new pending block's page (its translation, walked here instead of at the
         // first non-temporal store into it): its last line, which a write rarely stores to.
         // `own_version` takes the batch's blocks, then the reservation's from its end.
-        let reserved = tx.reserved_blocks.iter().rev().take(pieces.len());
+        let reserved = tx.reservation.next_blocks(pieces.len());
         for &pbn in blocks.iter().chain(reserved) {
             self.region
                 .prefetch(self.geo.block(pbn) + BLOCK_SIZE - LINE);
@@ -572,10 +568,10 @@ impl<R: Region> Core<R> {
             }
         }
         let slot = (slots.pop())
-            .or_else(|| tx.reserved_slots.pop())
+            .or_else(|| tx.reservation.pop_slot())
             .or_else(|| self.data_slots.alloc());
         let pbn = (blocks.pop())
-            .or_else(|| tx.reserved_blocks.pop())
+            .or_else(|| tx.reservation.pop_block())
             .or_else(|| self.blocks.alloc());
         let (Some(slot), Some(pbn)) = (slot, pbn) else {
             if list.is_empty() {
@@ -583,7 +579,7 @@ impl<R: Region> Core<R> {
             }
             self.data_slots.free_many(slot.as_slice());
             self.blocks.free_many(pbn.as_slice());
-            tx.doomed = true;
+            tx.state.doom();
             return Err(match slot {
                 None => Error::LogFull("data redo log".into()),
                 Some(_) => Error::NoSpace("no free block for a pending version".into()),

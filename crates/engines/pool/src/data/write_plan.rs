@@ -3,9 +3,8 @@
 //! and data-log slot it will allocate (new tree roots, missing index blocks, hole and
 //! extension blocks, and per overwritten block what its mode takes), and reserves them in
 //! one batch. A shortage found there has changed nothing, so the caller can make room and
-//! run the write again (`Tx::may_retry_room`). The write's allocations then draw from the
-//! reservation (`Tx::reserved_blocks`, `Tx::reserved_slots`, `Tx::reserved_meta`); what is
-//! left goes back to the free lists on every exit path. The metadata-log slots are an upper
+//! run the write again (`Reservation::allow_retry`). The write's allocations then draw from
+//! the reservation (`Tx::reservation`, data/reservation.rs); what is left goes back to the free lists on every exit path. The metadata-log slots are an upper
 //! bound (`meta_needs`), so on a log within a few entries of full a write can fail with
 //! LogFull where the entries it really takes would still have fitted.
 //!
@@ -315,45 +314,19 @@ impl<R: Region> Core<R> {
 
     /// Take what a write needs (`write_needs`) for `tx` in one batch, before the write
     /// changes anything. Short of any of it, nothing is kept and the write fails: with
-    /// `Tx::may_retry_room` it sets `short_of_room` (its caller makes room and runs it
+    /// a retry allowed (`Reservation::allow_retry`) it records the shortage (its caller makes room and runs it
     /// again), else it dooms the transaction, as a full pool does.
     pub(crate) fn reserve(&self, tx: &mut Tx, needs: Needs) -> Result<()> {
-        assert!(
-            tx.reserved_blocks.is_empty()
-                && tx.reserved_slots.is_empty()
-                && tx.reserved_meta.is_empty()
-        );
-        let Needs {
-            blocks,
-            slots,
-            meta,
-        } = needs;
-        let error = if slots > 0 && !self.data_slots.alloc_many(slots, &mut tx.reserved_slots) {
-            Error::LogFull(format!("data log ({slots} entries wanted by a write)"))
-        } else if meta > 0 && !self.meta_slots.alloc_many(meta, &mut tx.reserved_meta) {
-            Error::LogFull(format!("metadata log ({meta} entries wanted by a write)"))
-        } else if blocks > 0 && !self.blocks.alloc_many(blocks, &mut tx.reserved_blocks) {
-            Error::NoSpace(format!("{blocks} free blocks wanted by a write"))
-        } else {
-            return Ok(());
-        };
-        self.release_reserved(tx);
-        if tx.may_retry_room {
-            tx.short_of_room = true;
-        } else {
-            tx.doomed = true;
+        let taken = (tx.reservation).take(needs, &self.blocks, &self.data_slots, &self.meta_slots);
+        if taken.is_err() && !tx.reservation.fell_short() {
+            tx.state.doom();
         }
-        Err(error)
+        taken
     }
 
     /// Give back to the free lists what is left of `tx`'s reservation (nothing was written
     /// to it).
     pub(crate) fn release_reserved(&self, tx: &mut Tx) {
-        self.blocks.free_many(&tx.reserved_blocks);
-        tx.reserved_blocks.clear();
-        self.data_slots.free_many(&tx.reserved_slots);
-        tx.reserved_slots.clear();
-        self.meta_slots.free_many(&tx.reserved_meta);
-        tx.reserved_meta.clear();
+        (tx.reservation).give_back(&self.blocks, &self.data_slots, &self.meta_slots);
     }
 }

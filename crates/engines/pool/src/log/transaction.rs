@@ -2,9 +2,12 @@
 //! protocol and abort. See docs/format.md "Commit protocol" for the crash case analysis.
 
 use crate::config::Mode;
-use crate::core::{CommitRecord, Core};
+use crate::core::Core;
+use crate::data::reservation::Reservation;
+use crate::log::commits::CommitRecord;
 use crate::log::entry::*;
 use crate::log::logged_ranges::LoggedRanges;
+use crate::log::tx_state::TxState;
 use crate::media::layout::{I_CTIME, I_MTIME};
 use parking_lot::Mutex;
 use pmem::Region;
@@ -33,7 +36,8 @@ pub(crate) struct TxVersion {
 #[derive(Default)]
 pub(crate) struct Tx {
     pub(crate) id: u64,
-    pub(crate) active: bool,
+    /// Where the transaction is in its life (log/tx_state.rs).
+    pub(crate) state: TxState,
     next_seq: u32,
     /// Metadata log slots holding this transaction's undo entries, in sequence order.
     pub(crate) undo_slots: Vec<u64>,
@@ -57,23 +61,9 @@ pub(crate) struct Tx {
     pub(crate) orphans: Vec<u64>,
     /// Every inode whose DRAM state the transaction touched (bound files, directories).
     pub(crate) inodes: Vec<u64>,
-    /// Error that doomed the transaction (it must be aborted).
-    pub(crate) doomed: bool,
-    /// Set by the caller of a data operation: if the operation finds too few free blocks or
-    /// log slots before it has changed anything, it fails with `short_of_room` set instead
-    /// of dooming the transaction, and the caller makes room and runs it again (another
-    /// thread may have taken the room the caller had made).
-    pub(crate) may_retry_room: bool,
-    pub(crate) short_of_room: bool,
-    /// Blocks and data-log slots a write reserved before it changed anything
-    /// (`Core::reserve`, data/write_plan.rs). Its allocations draw from them first; what is left goes
-    /// back to the free lists when the write ends (`Core::release_reserved`). Empty
-    /// between operations.
-    pub(crate) reserved_blocks: Vec<u64>,
-    pub(crate) reserved_slots: Vec<u64>,
-    /// Metadata-log slots the write reserved for its undo entries (an upper bound: what
-    /// it does not take goes back).
-    pub(crate) reserved_meta: Vec<u64>,
+    /// What the running write reserved, and whether the running operation may fail short
+    /// of room and be retried (data/reservation.rs). Empty between operations.
+    pub(crate) reservation: Reservation,
     /// SCSP: shadow blocks this transaction made (written in place until commit).
     pub(crate) shadows: HashSet<u64>,
     /// Inodes whose new mtime and ctime a pure overwrite staged: the undo entry of the old
@@ -135,7 +125,7 @@ impl<R: Region> Core<R> {
     /// Begin a transaction in `tx`, a fresh or reset one (`Core::reset_tx`): a fresh id and
     /// a reserved commit slot.
     pub(crate) fn tx_start(&self, tx: &mut Tx) -> Result<()> {
-        assert!(!tx.active && tx.id == 0, "a transaction starts reset");
+        assert!(tx.id == 0, "a transaction starts reset");
         assert!(
             tx.undo_slots.is_empty() && tx.versions.is_empty() && tx.allocated_blocks.is_empty(),
             "a transaction starts with nothing logged or allocated"
@@ -152,7 +142,7 @@ impl<R: Region> Core<R> {
                 .ok_or_else(|| Error::LogFull("metadata log (commit entry)".into()))?
         };
         tx.id = id;
-        tx.active = true;
+        tx.state.begin();
         tx.commit_slot = commit_slot;
         Ok(())
     }
@@ -169,18 +159,14 @@ impl<R: Region> Core<R> {
     /// Reset a finished transaction for reuse, keeping its vectors' capacity.
     pub(crate) fn reset_tx(&self, tx: &mut Tx) {
         tx.id = 0;
-        tx.active = false;
+        tx.state.reset();
         tx.next_seq = 0;
         tx.commit_slot = u64::MAX;
-        tx.doomed = false;
-        tx.may_retry_room = false;
-        tx.short_of_room = false;
         assert!(
-            tx.reserved_blocks.is_empty()
-                && tx.reserved_slots.is_empty()
-                && tx.reserved_meta.is_empty(),
+            tx.reservation.is_empty(),
             "a finished transaction holds no reservation"
         );
+        tx.reservation.allow_retry(false);
         tx.logged = LoggedRanges::default();
         tx.undo_slots.clear();
         tx.members.clear();
@@ -293,14 +279,18 @@ impl<R: Region> Core<R> {
     /// with `defer` keep it for `emit_deferred_undo` (its slot is taken now).
     fn log_undo_entry(&self, tx: &mut Tx, addr: u64, n: usize, defer: bool) -> Result<()> {
         if tx.next_seq > u32::from(u16::MAX) {
-            tx.doomed = true;
+            tx.state.doom();
             return Err(Error::LogFull(format!(
                 "transaction {} has too many undo entries",
                 tx.id
             )));
         }
-        let Some(slot) = tx.reserved_meta.pop().or_else(|| self.meta_slots.alloc()) else {
-            tx.doomed = true;
+        let Some(slot) = tx
+            .reservation
+            .pop_meta()
+            .or_else(|| self.meta_slots.alloc())
+        else {
+            tx.state.doom();
             return Err(Error::LogFull("metadata undo log".into()));
         };
         let mut data = [0u8; UNDO_DATA_MAX];
@@ -445,18 +435,17 @@ impl<R: Region> Core<R> {
     /// Afterwards the caller releases deferred resources and finalises the DRAM state.
     pub(crate) fn commit_persist(&self, tx: &mut Tx) -> Result<()> {
         assert!(
-            tx.active && tx.id != 0 && !tx.doomed,
-            "commit of transaction {} that is not running (active {}, doomed {})",
+            tx.state == TxState::Running && tx.id != 0,
+            "commit of transaction {} that is not running ({:?})",
             tx.id,
-            tx.active,
-            tx.doomed
+            tx.state
         );
         assert!(
-            tx.reserved_blocks.is_empty() && tx.reserved_slots.is_empty(),
+            tx.reservation.is_empty(),
             "commit of transaction {} inside a write",
             tx.id
         );
-        tx.active = false;
+        tx.state.commit();
         if self.mode() == Mode::Nc {
             // persist: NC makes each call durable and nothing atomic.
             self.region.fence();
@@ -525,7 +514,7 @@ impl<R: Region> Core<R> {
         if data_entries == 0 {
             self.retire_commit(record);
         } else {
-            self.commits_in.lock().push((tx.id, record));
+            self.commits.push(tx.id, record);
         }
         Self::assert_committed(tx);
         Ok(())
@@ -534,7 +523,7 @@ impl<R: Region> Core<R> {
     /// What a commit leaves: nothing unlogged, unfenced or staged, no undo entry held.
     fn assert_committed(tx: &Tx) {
         assert!(
-            !tx.active
+            tx.state == TxState::Committed
                 && tx.undo_slots.is_empty()
                 && tx.deferred_undo.is_empty()
                 && tx.staged_times.is_empty()
@@ -547,7 +536,7 @@ impl<R: Region> Core<R> {
     /// What an abort leaves: every log slot, block and version given back.
     fn assert_aborted(tx: &Tx) {
         assert!(
-            !tx.active
+            tx.state == TxState::Aborted
                 && tx.undo_slots.is_empty()
                 && tx.members.is_empty()
                 && tx.versions.is_empty()
@@ -602,21 +591,13 @@ impl<R: Region> Core<R> {
     /// One data entry of committed transaction `txid` has been freed durably; returns its
     /// commit record when that was the last one (the caller retires it).
     pub(crate) fn data_entry_done(&self, txid: u64) -> Option<CommitRecord> {
-        let mut committed = self.committed.lock();
-        committed.take_in(&self.commits_in);
-        committed.table.entry_done(txid)
+        self.commits.entry_done(txid)
     }
 
     /// Data entries of the committed transactions `txids` (one per entry) have been freed
     /// durably; returns the commit records of the transactions whose last entry that was.
     pub(crate) fn data_entries_done(&self, txids: &[u64]) -> Vec<CommitRecord> {
-        let mut done = Vec::new();
-        let mut committed = self.committed.lock();
-        committed.take_in(&self.commits_in);
-        for &txid in txids {
-            done.extend(committed.table.entry_done(txid));
-        }
-        done
+        self.commits.entries_done(txids)
     }
 
     /// One data entry of committed transaction `txid` has been freed durably.
@@ -639,7 +620,8 @@ impl<R: Region> Core<R> {
     /// allocated. The caller fixes the DRAM state of the inodes involved.
     pub(crate) fn abort_persist(&self, tx: &mut Tx) -> Result<()> {
         assert!(tx.id != 0, "abort of a transaction never begun");
-        tx.active = false;
+        // Open, or already taken out of the table by `abort_cell` (Aborting).
+        tx.state.abort();
         // An operation that failed before its fence (an automatic transaction aborts at
         // once) may have left entries deferred: the undo below reads every slot.
         self.emit_deferred_undo(tx);
@@ -711,6 +693,7 @@ impl<R: Region> Core<R> {
         tx.staged_times.clear();
         tx.deferred_undo.clear();
         tx.unfenced.clear();
+        tx.state.aborted();
         Self::assert_aborted(tx);
         self.counters.aborts.fetch_add(1, Ordering::Relaxed);
         match first_error {
@@ -722,13 +705,13 @@ impl<R: Region> Core<R> {
     /// Allocate a block for `tx` (freed again if the transaction aborts): from the running
     /// write's reservation, else from the free list.
     pub(crate) fn alloc_block(&self, tx: &mut Tx) -> Result<u64> {
-        match tx.reserved_blocks.pop().or_else(|| self.blocks.alloc()) {
+        match tx.reservation.pop_block().or_else(|| self.blocks.alloc()) {
             Some(pbn) => {
                 tx.allocated_blocks.push(pbn);
                 Ok(pbn)
             }
             None => {
-                tx.doomed = true;
+                tx.state.doom();
                 Err(Error::NoSpace("no free block in the pool".into()))
             }
         }
@@ -745,6 +728,7 @@ impl<R: Region> Core<R> {
 #[cfg(test)]
 mod tests {
     use super::Tx;
+    use crate::log::tx_state::TxState;
     use crate::{PoolConfig, PoolStore};
     use pmem::DramRegion;
     use std::sync::Arc;
@@ -759,11 +743,11 @@ mod tests {
         let s = pool();
         let mut tx = s.core.tx_new().expect("begin");
         s.core.commit_persist(&mut tx).expect("commit");
-        assert!(!tx.active);
+        assert_eq!(tx.state, TxState::Committed);
         s.core.recycle_tx(tx);
         let mut tx = s.core.tx_new().expect("begin");
         s.core.abort_persist(&mut tx).expect("abort");
-        assert!(!tx.active);
+        assert_eq!(tx.state, TxState::Aborted);
     }
 
     #[test]
@@ -780,8 +764,17 @@ mod tests {
     fn a_commit_of_a_doomed_transaction_is_caught() {
         let s = pool();
         let mut tx = s.core.tx_new().expect("begin");
-        tx.doomed = true;
+        tx.state.doom();
         let _ = s.core.commit_persist(&mut tx);
+    }
+
+    #[test]
+    #[should_panic(expected = "Committed -> Aborting")]
+    fn an_abort_of_a_committed_transaction_is_caught() {
+        let s = pool();
+        let mut tx = s.core.tx_new().expect("begin");
+        s.core.commit_persist(&mut tx).expect("commit");
+        let _ = s.core.abort_persist(&mut tx);
     }
 
     #[test]

@@ -145,19 +145,23 @@ impl<R: Region> Core<R> {
             return Ok(false);
         }
         // From the write's reservation (`Core::reserve`), which counted them.
-        let Some(slot) = tx.reserved_slots.pop().or_else(|| self.data_slots.alloc()) else {
-            tx.doomed = true;
+        let Some(slot) = tx
+            .reservation
+            .pop_slot()
+            .or_else(|| self.data_slots.alloc())
+        else {
+            tx.state.doom();
             return Err(Error::LogFull("data log (FG-WAL line undo)".into()));
         };
         let undo = match undo {
-            0 => match tx.reserved_blocks.pop().or_else(|| self.blocks.alloc()) {
+            0 => match tx.reservation.pop_block().or_else(|| self.blocks.alloc()) {
                 Some(block) => {
                     log.undo_blocks.push(block);
                     block
                 }
                 None => {
                     self.data_slots.free(slot);
-                    tx.doomed = true;
+                    tx.state.doom();
                     return Err(Error::NoSpace("no free block for FG-WAL undo lines".into()));
                 }
             },

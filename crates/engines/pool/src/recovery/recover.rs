@@ -8,8 +8,9 @@
 use crate::alloc::FreeList;
 use crate::checkpoint::CheckpointQueue;
 use crate::config::{Mode, PoolConfig};
-use crate::core::{CommitRecord, Core, Counters};
+use crate::core::{Core, Counters};
 use crate::data::tlvi::Version;
+use crate::log::commits::CommitRecord;
 use crate::log::entry::*;
 use crate::media::layout::*;
 use crate::sharing::Padded;
@@ -411,8 +412,7 @@ pub(crate) fn bare_core<R: Region>(region: Arc<R>, cfg: &PoolConfig) -> Result<C
         commit_seq: Padded::new(AtomicU64::new(1)),
         clock: Padded::new(AtomicU64::new(0)),
         room_credit: Padded::new(AtomicI64::new(0)),
-        committed: Padded::new(Mutex::new(Default::default())),
-        commits_in: Padded::new(Mutex::new(Vec::new())),
+        commits: Default::default(),
         counters: Counters::default(),
         closed: AtomicBool::new(false),
         checkpointer: Arc::new(CheckpointQueue::new()),
@@ -433,7 +433,7 @@ fn assert_bare<R: Region>(core: &mut Core<R>) {
         "recovery starts from a bare core (allocators already built)"
     );
     assert!(
-        core.cells.read().is_empty() && core.committed.get_mut().table.is_empty(),
+        core.cells.read().is_empty() && core.commits.len_mut() == 0,
         "recovery starts from a bare core (volatile state already built)"
     );
 }
@@ -511,13 +511,10 @@ pub(crate) fn recover<R: Region>(
     // In id order: the table's window starts at the oldest.
     let mut records: Vec<_> = records.into_iter().collect();
     records.sort_unstable_by_key(|r| r.0);
-    let table = &mut core.committed.get_mut().table;
-    for (txid, record) in records {
-        table.insert(txid, record);
-    }
+    core.commits.load(records);
     // The only metadata-log entries left are the commit entries still owed data entries.
     assert_eq!(
-        core.meta_slots.free_count() + core.committed.get_mut().table.len() as u64,
+        core.meta_slots.free_count() + core.commits.len_mut() as u64,
         geo.metadata_log_entries
     );
     // Both are bounded by Entry::decode (txid <= TXID_MAX, sequence < COMMIT_SEQ_LIMIT).
