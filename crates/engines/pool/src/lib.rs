@@ -8,9 +8,10 @@
 //! api/         PoolStore: the Store trait, handles, O_ATOMIC; the open-transaction table
 //! namespace/   namespace operations, directory blocks + DRAM index, uncommitted creates,
 //!              orphans
-//! data/        redo into pending blocks (write, write_plan with its reservation), the DRAM
-//!              block map, the TLVI (pending_index, tlvi), per-block data checksums
-//! log/         64-byte log entries, the transaction: undo logging, commit, abort
+//! data/        redo into pending blocks (write, write_plan, reservation), the DRAM block
+//!              map, the TLVI (pending_index, tlvi), per-block data checksums
+//! log/         64-byte log entries, the transaction: undo logging, commit, abort, its
+//!              states; what committed transactions still owe the log (commits)
 //! modes/       the comparison protocols: NC's DRAM undo, FG-WAL's cache-line undo log
 //! checkpoint/  selective checkpointing of one block, the queue and background threads
 //! recovery/    format and recovery, fsck, inspect, repair, salvage
