@@ -4,15 +4,15 @@
 use crate::alloc::{FreeList, U64Map};
 use crate::checkpoint::CheckpointQueue;
 use crate::config::{Mode, PoolConfig};
-use crate::creates::Creates;
-use crate::dir::DirIndex;
-use crate::layout::*;
-use crate::radix::PendingIndex;
+use crate::data::pending_index::PendingIndex;
+use crate::log::commits::Commits;
+use crate::log::transaction::TxCell;
+use crate::media::layout::*;
+use crate::namespace::creates::Creates;
+use crate::namespace::dir::DirIndex;
 use crate::sharing::Padded;
-use crate::tx::TxCell;
 use parking_lot::{Mutex, MutexGuard, RwLock};
 use pmem::Region;
-use smallvec::SmallVec;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -20,36 +20,36 @@ use store::{Error, Result};
 
 /// DRAM state of one inode. Guarded by its own lock (per-inode locking).
 #[derive(Default)]
-pub struct InodeState {
-    pub ino: u64,
+pub(crate) struct InodeState {
+    pub(crate) ino: u64,
     /// TLVI first level: logical block -> pending list, oldest (first committed) first.
-    pub pending: PendingIndex,
+    pub(crate) pending: PendingIndex,
     /// Directory name index, built on first use (directories only).
-    pub dir: Option<DirIndex>,
+    pub(crate) dir: Option<DirIndex>,
     /// Directory slots freed by transactions that have not committed yet: never reused
     /// before that commit (an abort puts the entry back).
-    pub dir_reserved: HashSet<u64>,
+    pub(crate) dir_reserved: HashSet<u64>,
     /// The transaction every write and set_len of this file belongs to.
-    pub bound: Option<Arc<TxCell>>,
+    pub(crate) bound: Option<Arc<TxCell>>,
     /// Id of the bound transaction (0 = unbound), readable without locking it.
-    pub bound_id: u64,
+    pub(crate) bound_id: u64,
     /// Open handles on the inode.
-    pub open_handles: u32,
+    pub(crate) open_handles: u32,
     /// The file was created by a transaction that aborted while handles were open on it:
     /// the inode is free on the media, its number is held back from the allocator until
     /// the last handle is released, and every handle operation fails with NotFound.
-    pub gone: bool,
+    pub(crate) gone: bool,
     /// A DRAM copy of the file's block map (`blockmap`), None until built and after every
     /// change of the tree but a checkpoint's pointer swing (which updates it).
-    pub map: Option<Box<crate::blockmap::BlockMap>>,
+    pub(crate) map: Option<Box<crate::data::block_map::BlockMap>>,
     /// Plans that found no `map` since it was last dropped.
-    pub map_misses: u32,
+    pub(crate) map_misses: u32,
 }
 
 impl InodeState {
     /// The inode's tree is about to change (or an undo may have changed it): forget the
     /// copy of its block map.
-    pub fn drop_map(&mut self) {
+    pub(crate) fn drop_map(&mut self) {
         self.map = None;
         self.map_misses = 0;
     }
@@ -59,13 +59,13 @@ impl InodeState {
 /// lock (`sharing::lock_spinning`), so that a checkpoint thread working through the file's
 /// blocks batch by batch lets them in between two batches (`let_waiters_in`) instead of
 /// taking the lock straight back.
-pub struct InodeCell {
+pub(crate) struct InodeCell {
     state: Mutex<InodeState>,
     waiting: AtomicU32,
 }
 
 impl InodeCell {
-    pub fn new(state: InodeState) -> Self {
+    pub(crate) fn new(state: InodeState) -> Self {
         InodeCell {
             state: Mutex::new(state),
             waiting: AtomicU32::new(0),
@@ -74,18 +74,18 @@ impl InodeCell {
 
     /// Take the lock (sleeping at once when it is held: for callers that are not on a
     /// transaction's path).
-    pub fn lock(&self) -> MutexGuard<'_, InodeState> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, InodeState> {
         self.state.lock()
     }
 
     /// The lock if it is free now.
-    pub fn try_lock(&self) -> Option<MutexGuard<'_, InodeState>> {
+    pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, InodeState>> {
         self.state.try_lock()
     }
 
     /// Take the lock, spinning first while a checkpoint batch holds it (counted in
     /// `waiting`, so that the checkpoint thread lets this thread in before its next batch).
-    pub fn lock_spinning(&self) -> MutexGuard<'_, InodeState> {
+    pub(crate) fn lock_spinning(&self) -> MutexGuard<'_, InodeState> {
         if let Some(guard) = self.state.try_lock() {
             return guard;
         }
@@ -98,182 +98,8 @@ impl InodeCell {
     /// Called without the lock between two batches of work on this inode: while another
     /// thread spins for the lock (and for at most 50 µs: `sharing::spin_while`), wait for it to get
     /// it.
-    pub fn let_waiters_in(&self) {
+    pub(crate) fn let_waiters_in(&self) {
         crate::sharing::spin_while(|| self.waiting.load(Ordering::Relaxed) > 0);
-    }
-}
-
-/// What a transaction still owes the log after its commit point (ordering property 2): its
-/// undo, member and commit entries are freed once its last data entry has been checkpointed.
-pub struct CommitRecord {
-    pub data_remaining: u64,
-    pub commit_slot: u64,
-    /// Inline for the few undo entries of an ordinary transaction (no allocation).
-    pub undo_slots: SmallVec<[u64; 4]>,
-    pub member_slots: SmallVec<[u64; 2]>,
-}
-
-/// The committed-transaction records and a spare vector that is swapped with
-/// `Core::commits_in` (so that neither side allocates on the way).
-#[derive(Default)]
-pub struct Committed {
-    pub table: CommitTable,
-    spare: Vec<(u64, CommitRecord)>,
-}
-
-impl Committed {
-    /// Move the records waiting in `incoming` into the table.
-    pub fn take_in(&mut self, incoming: &Mutex<Vec<(u64, CommitRecord)>>) {
-        std::mem::swap(&mut self.spare, &mut *incoming.lock());
-        for (txid, record) in self.spare.drain(..) {
-            self.table.insert(txid, record);
-        }
-    }
-}
-
-/// Largest gap of unused ids a record's insertion may open at the end of the window (a
-/// record further out goes to `CommitTable::far`, so that sparse ids, e.g. after a
-/// recovery, never size the window).
-const WINDOW_GAP_MAX: u64 = 1 << 16;
-
-/// Most ids the window spans (64 MB): a transaction whose entries stay long behind every
-/// later one's cannot make it grow without bound; ids past this go to `CommitTable::far`.
-const WINDOW_LEN_MAX: u64 = 1 << 22;
-
-/// One id of the window (8 bytes): the data entries its transaction still owes, and its
-/// record: `EMPTY` (no committed transaction with that id is waiting), a slab index with
-/// `IN_SLAB` set, or else the commit entry's slot itself, for the common record that has
-/// nothing but a commit slot (no undo or member entries), which then needs no slab access.
-#[derive(Clone, Copy)]
-struct WindowSlot {
-    remaining: u32,
-    record: u32,
-}
-
-const EMPTY: u32 = u32::MAX;
-const IN_SLAB: u32 = 1 << 31;
-
-/// The committed transactions waiting for their data entries to be checkpointed, by id.
-///
-/// The checkpoint counts down a transaction's data entries for every entry it frees, so the
-/// lookup by id is on its hot path. Ids are handed out in increasing order and transactions
-/// commit in about that order, so the table is a window over the ids from the oldest one
-/// still waiting: one array step per lookup and the count in the window itself (a B-tree
-/// took a cache miss per level, 16 % of the checkpoint thread's time at 0-4 KB values). A
-/// record with undo or member entries sits in a slab, touched only when its transaction is
-/// done; one with only a commit entry lives in its window slot. A record whose id is below
-/// the window (its transaction committed after the window had moved past it) or far beyond
-/// its end, or whose counts do not fit, goes to a small ordered map instead.
-#[derive(Default)]
-pub struct CommitTable {
-    /// Id of `window[0]`.
-    base: u64,
-    window: std::collections::VecDeque<WindowSlot>,
-    slab: Vec<Option<CommitRecord>>,
-    free: Vec<u32>,
-    far: std::collections::BTreeMap<u64, CommitRecord>,
-    len: usize,
-}
-
-impl CommitTable {
-    /// No record waiting?
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Add the record of committed transaction `txid` (an id not in the table).
-    pub fn insert(&mut self, txid: u64, record: CommitRecord) {
-        self.len += 1;
-        if self.window.is_empty() {
-            self.base = txid;
-        }
-        let at = txid.checked_sub(self.base).filter(|&at| {
-            at < self.window.len() as u64 + WINDOW_GAP_MAX
-                && at < WINDOW_LEN_MAX
-                && record.data_remaining < u64::from(EMPTY)
-                && self.slab.len() < IN_SLAB as usize - 1
-        });
-        let Some(at) = at else {
-            self.far.insert(txid, record);
-            return;
-        };
-        let at = at as usize;
-        if at >= self.window.len() {
-            self.window.resize(
-                at + 1,
-                WindowSlot {
-                    remaining: 0,
-                    record: EMPTY,
-                },
-            );
-        }
-        debug_assert!(
-            self.window[at].record == EMPTY,
-            "transaction {txid} committed twice"
-        );
-        let remaining = record.data_remaining as u32;
-        let inline = record.undo_slots.is_empty()
-            && record.member_slots.is_empty()
-            && record.commit_slot < u64::from(IN_SLAB);
-        let tag = if inline {
-            record.commit_slot as u32
-        } else {
-            let index = match self.free.pop() {
-                Some(i) => {
-                    self.slab[i as usize] = Some(record);
-                    i
-                }
-                None => {
-                    self.slab.push(Some(record));
-                    (self.slab.len() - 1) as u32
-                }
-            };
-            index | IN_SLAB
-        };
-        self.window[at] = WindowSlot {
-            remaining,
-            record: tag,
-        };
-    }
-
-    /// One data entry of transaction `txid` is gone: its record, taken out of the table,
-    /// when that was its last one (None as well for an id not in the table).
-    pub fn entry_done(&mut self, txid: u64) -> Option<CommitRecord> {
-        let at = txid.wrapping_sub(self.base);
-        match self.window.get_mut(at as usize) {
-            Some(slot) if txid >= self.base && slot.record != EMPTY => {
-                slot.remaining = slot.remaining.saturating_sub(1);
-                if slot.remaining > 0 {
-                    return None;
-                }
-                let tag = std::mem::replace(&mut slot.record, EMPTY);
-                while self.window.front().is_some_and(|s| s.record == EMPTY) {
-                    self.window.pop_front();
-                    self.base += 1;
-                }
-                self.len -= 1;
-                if tag & IN_SLAB == 0 {
-                    return Some(CommitRecord {
-                        data_remaining: 0,
-                        commit_slot: u64::from(tag),
-                        undo_slots: Default::default(),
-                        member_slots: Default::default(),
-                    });
-                }
-                let index = tag & !IN_SLAB;
-                self.free.push(index);
-                self.slab[index as usize].take()
-            }
-            _ => {
-                let record = self.far.get_mut(&txid)?;
-                record.data_remaining = record.data_remaining.saturating_sub(1);
-                if record.data_remaining > 0 {
-                    return None;
-                }
-                self.len -= 1;
-                self.far.remove(&txid)
-            }
-        }
     }
 }
 
@@ -282,72 +108,67 @@ impl CommitTable {
 /// batch bumps (`checkpoint_lines_copied`) were laid out on one line, which then moved
 /// between the two threads' cores on every write.
 #[derive(Default)]
-pub struct Counters {
-    pub commits: Padded<AtomicU64>,
-    pub aborts: Padded<AtomicU64>,
-    pub versions_created: Padded<AtomicU64>,
-    pub undo_entries: Padded<AtomicU64>,
+pub(crate) struct Counters {
+    pub(crate) commits: Padded<AtomicU64>,
+    pub(crate) aborts: Padded<AtomicU64>,
+    pub(crate) versions_created: Padded<AtomicU64>,
+    pub(crate) undo_entries: Padded<AtomicU64>,
     /// Times a data operation had to checkpoint in its own thread because the background
     /// threads had not made room in time (logs or blocks nearly exhausted).
-    pub foreground_checkpoints: Padded<AtomicU64>,
-    pub checkpoints: Padded<AtomicU64>,
-    pub checkpoint_lines_copied: Padded<AtomicU64>,
-    pub checkpoint_pointer_swings: Padded<AtomicU64>,
+    pub(crate) foreground_checkpoints: Padded<AtomicU64>,
+    pub(crate) checkpoints: Padded<AtomicU64>,
+    pub(crate) checkpoint_lines_copied: Padded<AtomicU64>,
+    pub(crate) checkpoint_pointer_swings: Padded<AtomicU64>,
 }
 
 /// Shared state of an open pool.
-pub struct Core<R: Region> {
-    pub region: Arc<R>,
-    pub geo: Geometry,
-    pub cfg: PoolConfig,
-    pub blocks: FreeList,
-    pub meta_slots: FreeList,
-    pub data_slots: FreeList,
-    pub inodes_free: FreeList,
+pub(crate) struct Core<R: Region> {
+    pub(crate) region: Arc<R>,
+    pub(crate) geo: Geometry,
+    pub(crate) cfg: PoolConfig,
+    pub(crate) blocks: FreeList,
+    pub(crate) meta_slots: FreeList,
+    pub(crate) data_slots: FreeList,
+    pub(crate) inodes_free: FreeList,
     /// Read-locked by every thread: alone on its lines, so that taking it disturbs nothing
     /// else.
-    pub cells: Padded<RwLock<U64Map<Arc<InodeCell>>>>,
+    pub(crate) cells: Padded<RwLock<U64Map<Arc<InodeCell>>>>,
     /// Serialises namespace operations and aborts (never taken on the data path).
-    pub ns: Mutex<()>,
-    /// Inodes whose create has not committed, by creating transaction (creates.rs).
-    pub creates: Creates,
+    pub(crate) ns: Mutex<()>,
+    /// Inodes whose create has not committed, by creating transaction (namespace/creates.rs).
+    pub(crate) creates: Creates,
     /// Bumped by every `begin`, `commit` and write: each on lines of its own (`Padded`), away
     /// from the read-mostly fields (`geo`, `region`, `cfg`, `checkpointer`) that the
     /// checkpoint threads read all the time. Sharing a line with them, each bump took the
     /// line back from the checkpoint thread's core (a round trip of up to ~300 ns when the
     /// two cores are far apart; see docs/pool.md).
-    pub next_txid: Padded<AtomicU64>,
-    pub commit_seq: Padded<AtomicU64>,
+    pub(crate) next_txid: Padded<AtomicU64>,
+    pub(crate) commit_seq: Padded<AtomicU64>,
     /// The last time this pool handed out (`Core::now`).
-    pub clock: Padded<AtomicU64>,
+    pub(crate) clock: Padded<AtomicU64>,
     /// Numbers data operations may still take before `make_room` reads the free counts
     /// again (`Core::room_headroom`; 0 or less: look now).
-    pub room_credit: Padded<AtomicI64>,
+    pub(crate) room_credit: Padded<AtomicI64>,
     /// Inodes that open transactions took the last link of, with how many such
     /// transactions (an unlink pushes to `Tx::orphans`). Such an inode is not freed when its
     /// last handle closes (an abort gives the link back); the transaction's commit frees it
     /// (`PoolStore::finalize`). Counted under the namespace lock, outside every
     /// transaction's own lock, so that `PoolStore::reap` never has to look inside a
     /// transaction another thread holds.
-    pub unlinking: Mutex<U64Map<u32>>,
-    /// Records of committed transactions with data entries left, by txid (`CommitTable`):
-    /// taken by the checkpoint threads only (and recovery).
-    pub committed: Padded<Mutex<Committed>>,
-    /// Records a commit just made, waiting to move into `committed` (the next checkpoint
-    /// batch moves them). A commit holds this lock for a push; it never waits for a
-    /// checkpoint thread's walk of the table.
-    pub commits_in: Padded<Mutex<Vec<(u64, CommitRecord)>>>,
-    pub counters: Counters,
-    pub closed: AtomicBool,
-    pub checkpointer: Arc<CheckpointQueue>,
+    pub(crate) unlinking: Mutex<U64Map<u32>>,
+    /// Records of committed transactions with data entries left (log/commits.rs).
+    pub(crate) commits: Commits,
+    pub(crate) counters: Counters,
+    pub(crate) closed: AtomicBool,
+    pub(crate) checkpointer: Arc<CheckpointQueue>,
     /// Finished transactions whose vectors are reused (`Core::recycle_tx`).
-    pub spare_txs: Mutex<Vec<crate::tx::Tx>>,
+    pub(crate) spare_txs: Mutex<Vec<crate::log::transaction::Tx>>,
 }
 
 impl<R: Region> Core<R> {
     /// The transaction that took the last link of `orphans` ended (committed or rolled
     /// back): they no longer wait for it (`Core::unlinking`).
-    pub fn orphans_settled(&self, orphans: &[u64]) {
+    pub(crate) fn orphans_settled(&self, orphans: &[u64]) {
         if orphans.is_empty() {
             return;
         }
@@ -362,12 +183,12 @@ impl<R: Region> Core<R> {
         }
     }
 
-    pub fn mode(&self) -> Mode {
+    pub(crate) fn mode(&self) -> Mode {
         self.cfg.mode
     }
 
     /// The DRAM cell of an inode, created on first use.
-    pub fn cell(&self, ino: u64) -> Arc<InodeCell> {
+    pub(crate) fn cell(&self, ino: u64) -> Arc<InodeCell> {
         if let Some(c) = self.cells.read().get(&ino) {
             return c.clone();
         }
@@ -383,7 +204,7 @@ impl<R: Region> Core<R> {
             .clone()
     }
 
-    pub fn check_open(&self) -> Result<()> {
+    pub(crate) fn check_open(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             Err(Error::Closed)
         } else {
@@ -397,7 +218,7 @@ impl<R: Region> Core<R> {
     /// the log). The redo of an overwrite's times (`Core::redo_times`) tells a later change
     /// of an inode's attributes by its later ctime, which needs no two changes to share one
     /// (the coarse clock ticks every few milliseconds) and none to go back (it may step).
-    pub fn now(&self) -> u64 {
+    pub(crate) fn now(&self) -> u64 {
         let wall = store::now_ns();
         let mut last = self.clock.load(Ordering::Relaxed);
         loop {
@@ -415,24 +236,24 @@ impl<R: Region> Core<R> {
 
     // ----- raw field access -----
 
-    pub fn read_u64(&self, addr: u64) -> u64 {
+    pub(crate) fn read_u64(&self, addr: u64) -> u64 {
         self.region.load_u64(addr)
     }
 
-    pub fn read_u32(&self, addr: u64) -> u32 {
+    pub(crate) fn read_u32(&self, addr: u64) -> u32 {
         let mut b = [0u8; 4];
         self.region.read(addr, &mut b);
         u32::from_le_bytes(b)
     }
 
-    pub fn read_u8(&self, addr: u64) -> u8 {
+    pub(crate) fn read_u8(&self, addr: u64) -> u8 {
         let mut b = [0u8; 1];
         self.region.read(addr, &mut b);
         b[0]
     }
 
     /// Check an inode number taken from a caller or from media.
-    pub fn check_ino(&self, ino: u64) -> Result<u64> {
+    pub(crate) fn check_ino(&self, ino: u64) -> Result<u64> {
         if ino == 0 || ino >= self.geo.inode_count {
             return Err(Error::NotFound(format!("inode {ino}")));
         }
@@ -440,7 +261,7 @@ impl<R: Region> Core<R> {
     }
 
     /// Kind of an in-use inode, or NotFound for a free one.
-    pub fn inode_kind(&self, ino: u64) -> Result<u8> {
+    pub(crate) fn inode_kind(&self, ino: u64) -> Result<u8> {
         self.check_ino(ino)?;
         let off = self.geo.inode(ino);
         match self.read_u8(off + I_KIND) {
@@ -452,10 +273,10 @@ impl<R: Region> Core<R> {
 
     /// Size of an inode, validated against the largest file (and, for a directory, against
     /// its tree: a directory has no holes).
-    pub fn inode_size(&self, ino: u64) -> Result<u64> {
+    pub(crate) fn inode_size(&self, ino: u64) -> Result<u64> {
         let off = self.geo.inode(ino);
         let size = self.read_u64(off + I_SIZE);
-        let mut bad = size > crate::data::FILE_SIZE_MAX;
+        let mut bad = size > crate::data::write::FILE_SIZE_MAX;
         if !bad && self.read_u8(off + I_KIND) == KIND_DIR {
             let (_, height) = self.tree_root(ino)?;
             bad = !size.is_multiple_of(BLOCK_SIZE)
@@ -472,7 +293,7 @@ impl<R: Region> Core<R> {
 
     /// Blocks an inode holds (data + index), validated against the pool's block count so
     /// that counting on from it cannot overflow.
-    pub fn inode_blocks(&self, ino: u64) -> Result<u64> {
+    pub(crate) fn inode_blocks(&self, ino: u64) -> Result<u64> {
         let at = self.geo.inode(ino) + I_BLOCKS;
         let blocks = self.read_u64(at);
         if blocks > self.geo.block_count {
@@ -485,7 +306,7 @@ impl<R: Region> Core<R> {
     }
 
     /// Tree root and height of an inode, validated.
-    pub fn tree_root(&self, ino: u64) -> Result<(u64, u32)> {
+    pub(crate) fn tree_root(&self, ino: u64) -> Result<(u64, u32)> {
         let off = self.geo.inode(ino);
         let height = self.read_u32(off + I_HEIGHT);
         let root = self.read_u64(off + I_ROOT);
@@ -503,7 +324,7 @@ impl<R: Region> Core<R> {
 
     /// Address of the block pointer for `lbn` of `ino`, if the index blocks on its path
     /// exist (no allocation). Every pointer followed is validated.
-    pub fn pointer_addr(&self, ino: u64, lbn: u64) -> Result<Option<u64>> {
+    pub(crate) fn pointer_addr(&self, ino: u64, lbn: u64) -> Result<Option<u64>> {
         let (root, height) = self.tree_root(ino)?;
         if height == 0 || lbn >= capacity(height) {
             return Ok(None);
@@ -525,7 +346,7 @@ impl<R: Region> Core<R> {
     }
 
     /// The permanent block of `lbn` (0 = hole) and the address of its pointer.
-    pub fn permanent_block(&self, ino: u64, lbn: u64) -> Result<(u64, Option<u64>)> {
+    pub(crate) fn permanent_block(&self, ino: u64, lbn: u64) -> Result<(u64, Option<u64>)> {
         match self.pointer_addr(ino, lbn)? {
             None => Ok((0, None)),
             Some(addr) => {
@@ -537,12 +358,12 @@ impl<R: Region> Core<R> {
 
     /// The block a leaf block pointer at `addr` names (0 for a hole or a pointer out of
     /// range), without its checksum.
-    pub fn pointed_pbn(&self, addr: u64) -> u64 {
+    pub(crate) fn pointed_pbn(&self, addr: u64) -> u64 {
         self.geo.leaf_pbn(self.read_u64(addr), addr).unwrap_or(0)
     }
 
     /// Visit every block of an inode's tree: `f(pbn, is_index, lbn_of_data)`.
-    pub fn walk_tree(
+    pub(crate) fn walk_tree(
         &self,
         ino: u64,
         f: &mut dyn FnMut(u64, bool, u64) -> Result<()>,
@@ -600,18 +421,18 @@ impl<R: Region> Core<R> {
 
     /// Either log area below the low-water mark (committed entries wait for a checkpoint), or
     /// more pending versions than `PoolConfig::checkpoint_pending_high`?
-    pub fn logs_low(&self) -> bool {
+    pub(crate) fn logs_low(&self) -> bool {
         self.logs_headroom() < 0
     }
 
     /// Free blocks below the low-water mark?
-    pub fn blocks_low(&self) -> bool {
+    pub(crate) fn blocks_low(&self) -> bool {
         self.blocks_headroom() < 0
     }
 
     /// How many numbers any free list can still give before `blocks_low` or `logs_low`
     /// holds (negative when one does).
-    pub fn room_headroom(&self) -> i64 {
+    pub(crate) fn room_headroom(&self) -> i64 {
         self.blocks_headroom().min(self.logs_headroom())
     }
 
@@ -647,15 +468,14 @@ fn above_mark_of(free: i64, total: u64, percent: u64) -> i64 {
 }
 
 /// Data blocks a tree of `height` levels addresses.
-pub fn capacity(height: u32) -> u64 {
+pub(crate) fn capacity(height: u32) -> u64 {
     POINTERS_PER_BLOCK.saturating_pow(height)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{above_mark_of, CommitRecord, CommitTable, WINDOW_GAP_MAX};
+    use super::above_mark_of;
     use proptest::prelude::*;
-    use std::collections::BTreeMap;
 
     proptest! {
         /// The headroom is negative exactly when the low-water test `free * 100 < total *
@@ -671,117 +491,6 @@ mod tests {
                 above_mark_of(free as i64, total, percent) < 0,
                 free * 100 < total * percent
             );
-        }
-    }
-
-    /// A record of `n` data entries; every third id also has an undo entry (kept in the
-    /// slab), the others only their commit slot (kept in the window).
-    fn record(n: u64, slot: u64) -> CommitRecord {
-        CommitRecord {
-            data_remaining: n,
-            commit_slot: slot,
-            undo_slots: slot
-                .is_multiple_of(3)
-                .then_some(slot + 1)
-                .into_iter()
-                .collect(),
-            member_slots: Default::default(),
-        }
-    }
-
-    /// The commit and undo slots of a record the table gave back.
-    fn slots(r: Option<CommitRecord>) -> Option<(u64, Vec<u64>)> {
-        r.map(|r| (r.commit_slot, r.undo_slots.to_vec()))
-    }
-
-    #[test]
-    fn late_far_and_in_window_records_all_count_down() {
-        let mut table = CommitTable::default();
-        table.insert(10, record(2, 10));
-        table.insert(12, record(1, 12));
-        assert_eq!(table.entry_done(12).map(|r| r.commit_slot), Some(12));
-        assert!(table.entry_done(10).is_none());
-        assert_eq!(table.entry_done(10).map(|r| r.commit_slot), Some(10));
-        assert!(table.is_empty());
-        // The window moved past 11 while it had not committed: it goes below the window.
-        table.insert(13, record(1, 13));
-        table.insert(11, record(1, 11));
-        let far = 13 + 2 * WINDOW_GAP_MAX;
-        table.insert(far, record(1, far));
-        assert!(table.entry_done(7).is_none(), "unknown id");
-        assert_eq!(table.entry_done(11).map(|r| r.commit_slot), Some(11));
-        assert_eq!(table.entry_done(far).map(|r| r.commit_slot), Some(far));
-        assert!(!table.is_empty());
-        assert_eq!(table.entry_done(13).map(|r| r.commit_slot), Some(13));
-        assert!(table.is_empty());
-    }
-
-    proptest! {
-        /// Against a BTreeMap model: commits of increasing ids (some out of order, some far
-        /// ahead) and entry completions in any order free the same records at the same time.
-        #[test]
-        fn matches_an_ordered_map(ops in proptest::collection::vec((0u8..4, 1u64..4, 0u64..40), 1..300)) {
-            let mut table = CommitTable::default();
-            let mut model: BTreeMap<u64, u64> = BTreeMap::new();
-            let mut next = 1u64;
-            let mut held: Vec<u64> = Vec::new();
-            for (op, n, pick) in ops {
-                match op {
-                    // Commit the next id, or hold it back to commit after later ones.
-                    0 | 1 => {
-                        let id = next;
-                        next += 1;
-                        if op == 1 && pick % 3 == 0 {
-                            held.push(id);
-                        } else {
-                            table.insert(id, record(n, id));
-                            model.insert(id, n);
-                        }
-                    }
-                    // A held-back id commits now (below the window or inside it), or an id
-                    // far beyond the window's end.
-                    2 => {
-                        let id = match held.pop() {
-                            Some(id) => id,
-                            None => {
-                                next += WINDOW_GAP_MAX + pick;
-                                next - 1
-                            }
-                        };
-                        table.insert(id, record(n, id));
-                        model.insert(id, n);
-                    }
-                    // One data entry of a committed (or unknown) transaction is freed.
-                    _ => {
-                        let id = model
-                            .keys()
-                            .nth(pick as usize % model.len().max(1))
-                            .copied()
-                            .unwrap_or(next + 1);
-                        let expect = match model.get_mut(&id) {
-                            Some(left) => {
-                                *left -= 1;
-                                *left == 0
-                            }
-                            None => false,
-                        };
-                        if expect {
-                            model.remove(&id);
-                        }
-                        let got = slots(table.entry_done(id));
-                        prop_assert_eq!(got, expect.then(|| slots(Some(record(1, id)))).flatten());
-                    }
-                }
-                prop_assert_eq!(table.is_empty(), model.is_empty());
-            }
-            // Draining everything frees each record exactly once.
-            for (id, left) in model {
-                for k in 1..=left {
-                    let got = table.entry_done(id);
-                    prop_assert_eq!(got.is_some(), k == left);
-                }
-            }
-            prop_assert!(table.is_empty());
         }
     }
 }

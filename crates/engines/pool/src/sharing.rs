@@ -29,10 +29,10 @@ const SPIN_BUSY: Duration = Duration::from_micros(10);
 /// `T` aligned to, and padded to a multiple of, 128 bytes.
 #[derive(Default, Debug)]
 #[repr(align(128))]
-pub struct Padded<T>(pub T);
+pub(crate) struct Padded<T>(pub T);
 
 impl<T> Padded<T> {
-    pub const fn new(value: T) -> Self {
+    pub(crate) const fn new(value: T) -> Self {
         Padded(value)
     }
 }
@@ -53,7 +53,7 @@ impl<T> DerefMut for Padded<T> {
 /// `m.lock()`, but spinning on `try_lock` for up to `SPIN_MAX` first: busy for the first
 /// `SPIN_BUSY`, then yielding the core between tries (with more threads than cores the
 /// holder may be waiting for this very core).
-pub fn lock_spinning<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock_spinning<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     let mut guard = None;
     spin_while(|| {
         guard = if m.is_locked() { None } else { m.try_lock() };
@@ -64,7 +64,7 @@ pub fn lock_spinning<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Wait while `busy()` holds (asked after every pause), for at most `SPIN_MAX`: busy for
 /// the first `SPIN_BUSY`, then yielding the core between rounds.
-pub fn spin_while(mut busy: impl FnMut() -> bool) {
+pub(crate) fn spin_while(mut busy: impl FnMut() -> bool) {
     let start = Instant::now();
     loop {
         for _ in 0..64 {
