@@ -30,7 +30,7 @@ pub mod versions;
 pub mod wear;
 
 pub use error::{JournalError, JournalResult};
-pub use journal::{FsckFindings, Journal, JournalStats, Tx};
+pub use journal::{Checkpointer, FsckFindings, Journal, JournalStats, Tx, CHECKPOINT_THREAD_NAME};
 pub use layout::{BlockKey, BLOCK_LEN};
 
 use std::time::Duration;
@@ -101,7 +101,7 @@ impl JournalConfig {
             journal_blocks: 16,
             free_percent_min: 25,
             checkpoint_period: None,
-            wear_slack: 0,
+            wear_slack: 1,
             variant: Variant::NJS,
         }
     }

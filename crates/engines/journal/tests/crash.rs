@@ -192,10 +192,25 @@ fn run(seed: u64, cfg: &JournalConfig, ops: usize) -> (u64, u64) {
     }
     assert_eq!(contents(&j).unwrap(), model);
     let s = j.stats();
+    println!("seed {seed}: {s:?}");
     assert!(
         s.checkpoints > 0,
         "the workload must reach checkpoints: {s:?}"
     );
+    let v = cfg.variant;
+    if v == Variant::NJS {
+        let every = s.delta_blocks > 0 && s.wear_swaps > 0 && s.gc_swaps > 0;
+        assert!(
+            every,
+            "the workload must reach delta updates, wear and GC swaps: {s:?}"
+        );
+    }
+    assert!(
+        v.delta || s.delta_blocks == 0,
+        "delta updates in no-delta: {s:?}"
+    );
+    assert!(v.wear || s.wear_swaps == 0, "wear swaps in no-wear: {s:?}");
+    assert!(v.gc || s.gc_runs == 0, "GC in no-gc: {s:?}");
     (o.checked_images, o.nested)
 }
 

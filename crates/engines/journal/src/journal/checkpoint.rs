@@ -11,6 +11,9 @@ use hostfs::HostFs;
 use pmem::Region;
 use std::collections::BTreeSet;
 
+/// Copies of the latest versions a checkpoint writes home, sorted by home block.
+type Snapshot = Vec<(BlockKey, Box<[u8]>)>;
+
 impl<R: Region, H: HostFs> Journal<R, H> {
     /// Write every committed version home and empty the checkpoint area.
     pub fn checkpoint(&self) -> JournalResult<()> {
@@ -43,7 +46,7 @@ impl<R: Region, H: HostFs> Journal<R, H> {
 
     /// Under the state lock: the end of the area to checkpoint and a copy of the latest
     /// versions in it; the phase becomes WritingHome.
-    fn checkpoint_snapshot(&self) -> (u64, Vec<(BlockKey, Box<[u8]>)>) {
+    fn checkpoint_snapshot(&self) -> (u64, Snapshot) {
         let mut st = self.state.lock();
         assert_eq!(st.phase, CheckpointPhase::Idle, "checkpoint phase on entry");
         let upto = st.p_checkpoint;
@@ -62,7 +65,7 @@ impl<R: Region, H: HostFs> Journal<R, H> {
     }
 
     /// Write the snapshot home in (file, block) order and sync every file written.
-    fn write_home(&self, snapshot: &[(BlockKey, Box<[u8]>)]) -> JournalResult<()> {
+    fn write_home(&self, snapshot: &Snapshot) -> JournalResult<()> {
         let mut files = BTreeSet::new();
         for (key, data) in snapshot {
             self.home

@@ -67,7 +67,7 @@ impl<R: Region, H: HostFs> Journal<R, H> {
         let versions = st.versions.get(&key);
         let delta_base = versions
             .and_then(|v| v.old)
-            .filter(|_| self.config.variant.delta);
+            .filter(|&old| self.config.variant.delta && !self.too_worn(st, old));
         let mut head = match delta_base {
             Some(old) => self.delta_write(st, head_slot, old, key, data),
             None => {
@@ -138,6 +138,20 @@ impl<R: Region, H: HostFs> Journal<R, H> {
         st.stats.delta_blocks += 1;
         st.stats.delta_bytes += delta::delta_len(&runs) as u64;
         to_head
+    }
+
+    /// A delta update writes onto the old version's block again and again while a home
+    /// block stays hot; when that block has been written more than `wear_slack` times more
+    /// than the least-worn free block, the new version goes whole to a fresh block instead
+    /// (wear levelling wins over the delta).
+    fn too_worn(&self, st: &State, old: u64) -> bool {
+        if !self.config.variant.wear {
+            return false;
+        }
+        let worn = self.header_known(self.geometry.slot(old)).write_count;
+        st.free
+            .least_worn()
+            .is_some_and(|(_, wc)| worn > wc.saturating_add(self.config.wear_slack))
     }
 
     /// Put the least-worn free block at the head of the free area (§3.3) and take the head

@@ -88,8 +88,12 @@ impl<R: Region, H: HostFs> Journal<R, H> {
         }
         let low = st.free_blocks(&self.geometry) < self.low_water();
         drop(st);
-        if low {
-            self.checkpoint()?;
+        if !low {
+            return Ok(());
+        }
+        match self.wake.lock().clone() {
+            Some(wake) => wake.checkpoint_soon(),
+            None => self.checkpoint()?,
         }
         Ok(())
     }

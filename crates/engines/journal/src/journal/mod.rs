@@ -4,6 +4,7 @@
 //! a checkpoint holds it only to take its snapshot and to advance p_first, and writes home
 //! without it, so commits go on meanwhile (they wait only when the journal is full).
 
+mod background;
 mod checkpoint;
 mod commit;
 mod fsck;
@@ -13,6 +14,7 @@ mod recovery;
 mod swap;
 mod tx;
 
+pub use background::{Checkpointer, CHECKPOINT_THREAD_NAME};
 pub use fsck::FsckFindings;
 pub use tx::Tx;
 
@@ -55,6 +57,8 @@ pub struct JournalStats {
     pub gc_swaps: u64,
     pub checkpoints: u64,
     pub checkpointed_blocks: u64,
+    /// Background checkpoints that failed (and were retried).
+    pub checkpoint_errors: u64,
 }
 
 /// The journal's DRAM state.
@@ -83,6 +87,8 @@ pub struct Journal<R: Region, H: HostFs> {
     state: Mutex<State>,
     /// Held for a whole checkpoint: one at a time.
     checkpointing: Mutex<()>,
+    /// The background checkpointer's wake-up channel, when one runs.
+    wake: Mutex<Option<std::sync::Arc<background::Wake>>>,
 }
 
 impl<R: Region, H: HostFs> Journal<R, H> {
@@ -132,6 +138,7 @@ impl<R: Region, H: HostFs> Journal<R, H> {
                 stats: JournalStats::default(),
             }),
             checkpointing: Mutex::new(()),
+            wake: Mutex::new(None),
         };
         {
             let mut st = journal.state.lock();

@@ -71,7 +71,11 @@ impl<R: Region, H: HostFs> Journal<R, H> {
             let n = (BLOCK_LEN as usize - in_block).min(data.len() - done);
             let part = &data[done..done + n];
             let key = block_key(file, block)?;
-            let appended = block >= durable_blocks && !self.config.variant.all_journal;
+            // A block past the durable end with a journaled version (left by a truncation)
+            // is journaled again, so that reads never see the stale version.
+            let appended = block >= durable_blocks
+                && !self.config.variant.all_journal
+                && !self.has_version(key);
             if appended && !tx.blocks.contains_key(&key) {
                 self.home.write_at(file, pos, part)?;
                 tx.appended.insert(file);
@@ -90,6 +94,11 @@ impl<R: Region, H: HostFs> Journal<R, H> {
             done += n;
         }
         Ok(())
+    }
+
+    /// Whether the journal holds a version of `key`.
+    pub fn has_version(&self, key: BlockKey) -> bool {
+        self.state.lock().versions.get(&key).is_some()
     }
 
     /// The committed content of a home block: its latest journaled version, else the home
