@@ -46,10 +46,13 @@ impl From<JournalError> for store::Error {
             JournalError::TooLarge { needed, capacity } => store::Error::NoSpace(format!(
                 "transaction of {needed} journal blocks, journal holds {capacity}"
             )),
-            JournalError::Host(e) => store::Error::Io {
-                path: e.to_string(),
-                op: "home file",
-                source: std::io::Error::from_raw_os_error(e.errno()),
+            JournalError::Host(e) => match e.errno() {
+                libc::ENOSPC => store::Error::NoSpace(e.to_string()),
+                errno => store::Error::Io {
+                    path: e.to_string(),
+                    op: "home file",
+                    source: std::io::Error::from_raw_os_error(errno),
+                },
             },
         }
     }

@@ -67,6 +67,12 @@ impl<H: HostFs> HomeFiles<H> {
         self.host.write_all_at(&f, off, data)
     }
 
+    /// Length of a home file (0 when it does not exist yet).
+    pub fn len(&self, file: u16) -> HostFsResult<u64> {
+        let f = self.file(file)?;
+        Ok(self.host.file_stat(&f)?.len)
+    }
+
     /// Make a home file's data durable.
     pub fn sync(&self, file: u16) -> HostFsResult<()> {
         let f = self.file(file)?;

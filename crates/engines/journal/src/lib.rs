@@ -22,6 +22,7 @@
 #![deny(unsafe_code)]
 
 pub mod delta;
+mod engine;
 mod error;
 pub mod home;
 mod journal;
@@ -29,6 +30,7 @@ pub mod layout;
 pub mod versions;
 pub mod wear;
 
+pub use engine::{home_namer, HostJournalStore, JournalStore, StoreConfig, META_NAME};
 pub use error::{JournalError, JournalResult};
 pub use journal::{Checkpointer, FsckFindings, Journal, JournalStats, Tx, CHECKPOINT_THREAD_NAME};
 pub use layout::{BlockKey, BLOCK_LEN};

@@ -36,7 +36,7 @@ fn faulty_journal() -> (Arc<SimRegion>, SimHostFs, Arc<FaultPlan>, FaultyJournal
 /// Commit one transaction writing `data` at `off` of file 1 (size `len` before).
 fn put(j: &FaultyJournal, off: u64, data: &[u8], len: u64) -> journal::JournalResult<()> {
     let mut tx = Tx::new();
-    j.write(&mut tx, 1, off, data, len)?;
+    j.write(&mut tx, 1, off, data, Some(len))?;
     let mut sizes = vec![0u8; 4096];
     sizes[0..8].copy_from_slice(&len.max(off + data.len() as u64).to_le_bytes());
     tx.put_block(sizes_key(), &sizes);

@@ -35,6 +35,13 @@ impl Tx {
         (self.blocks, self.appended, self.appended_bytes)
     }
 
+    /// Take over `other`'s blocks (its versions win) and appended files.
+    pub fn absorb(&mut self, other: Tx) {
+        self.blocks.extend(other.blocks);
+        self.appended.extend(other.appended);
+        self.appended_bytes += other.appended_bytes;
+    }
+
     /// Journal a whole home block (metadata blocks are written this way).
     pub fn put_block(&mut self, key: BlockKey, data: &[u8]) {
         assert_eq!(data.len() as u64, BLOCK_LEN, "a journal block is 4 KiB");
@@ -54,14 +61,18 @@ impl<R: Region, H: HostFs> Journal<R, H> {
     /// Write `data` at `off` of home file `file` in `tx`. A block that holds durable bytes
     /// (below `durable_len` rounded up to a block) is over-written through the journal; a
     /// block wholly past it is appended straight to the home file (durable at commit).
+    /// `durable_len` `None`: everything is journaled (for writers that may not touch the
+    /// home file before they commit, e.g. several O_ATOMIC handles of one file).
     pub fn write(
         &self,
         tx: &mut Tx,
         file: u16,
         off: u64,
         data: &[u8],
-        durable_len: u64,
+        durable_len: Option<u64>,
     ) -> JournalResult<()> {
+        let direct = durable_len.is_some();
+        let durable_len = durable_len.unwrap_or(u64::MAX);
         let durable_blocks = durable_len.div_ceil(BLOCK_LEN);
         let mut done = 0usize;
         while done < data.len() {
@@ -73,7 +84,8 @@ impl<R: Region, H: HostFs> Journal<R, H> {
             let key = block_key(file, block)?;
             // A block past the durable end with a journaled version (left by a truncation)
             // is journaled again, so that reads never see the stale version.
-            let appended = block >= durable_blocks
+            let appended = direct
+                && block >= durable_blocks
                 && !self.config.variant.all_journal
                 && !self.has_version(key);
             if appended && !tx.blocks.contains_key(&key) {
@@ -94,6 +106,18 @@ impl<R: Region, H: HostFs> Journal<R, H> {
             done += n;
         }
         Ok(())
+    }
+
+    /// End (bytes) of the last journaled block of `file` (0 when none).
+    pub fn journaled_end(&self, file: u16) -> u64 {
+        let st = self.state.lock();
+        st.versions
+            .latest_sorted()
+            .iter()
+            .filter(|(k, _)| k.file == file)
+            .map(|(k, _)| (k.block as u64 + 1) * BLOCK_LEN)
+            .max()
+            .unwrap_or(0)
     }
 
     /// Whether the journal holds a version of `key`.

@@ -91,7 +91,7 @@ pub fn write_tx(
     let mut tx = Tx::new();
     for (f, off, data) in writes {
         let durable = model[*f].len() as u64;
-        j.write(&mut tx, *f as u16 + 1, *off, data, durable)
+        j.write(&mut tx, *f as u16 + 1, *off, data, Some(durable))
             .unwrap_or_else(|e| panic!("write: {e}"));
         let file = &mut next[*f];
         let end = *off as usize + data.len();
