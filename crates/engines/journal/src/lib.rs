@@ -21,6 +21,10 @@
 
 #![deny(unsafe_code)]
 
+#[cfg(feature = "crash-target")]
+mod crash_cut;
+#[cfg(feature = "crash-target")]
+pub mod crash_target;
 pub mod delta;
 mod engine;
 mod error;

@@ -73,14 +73,14 @@ impl HostJournalStore {
             .map(|g| g.region_len())
             .ok_or_else(|| Error::InvalidArgument("journal block count".into()))?;
         let region = MappedRegion::create(pm, len).map_err(|e| pm_err(pm, e))?;
-        let host = RealHostFs::open(home).map_err(|e| crate::JournalError::Host(e))?;
+        let host = RealHostFs::open(home).map_err(crate::JournalError::Host)?;
         Self::create_on(region, host, config)
     }
 
     /// Open an existing store, running recovery.
     pub fn open(home: &Path, pm: &Path, config: &StoreConfig) -> Result<Self> {
         let region = MappedRegion::open(pm).map_err(|e| pm_err(pm, e))?;
-        let host = RealHostFs::open(home).map_err(|e| crate::JournalError::Host(e))?;
+        let host = RealHostFs::open(home).map_err(crate::JournalError::Host)?;
         Self::open_on(region, host, config)
     }
 }
