@@ -70,7 +70,13 @@ impl JournalTarget {
             "journal" | "journal-njs" => (v, "journal-njs"),
             "journal-no-delta" => (Variant { delta: false, ..v }, "journal-no-delta"),
             "journal-no-gc" => (Variant { gc: false, ..v }, "journal-no-gc"),
-            "journal-all-journal" => (Variant { all_journal: true, ..v }, "journal-all-journal"),
+            "journal-all-journal" => (
+                Variant {
+                    all_journal: true,
+                    ..v
+                },
+                "journal-all-journal",
+            ),
             "journal-no-wear" => (Variant { wear: false, ..v }, "journal-no-wear"),
             _ => return None,
         };
@@ -84,7 +90,11 @@ impl JournalTarget {
     }
 
     fn pool(&self, region: Arc<SimRegion>, host: CutHost, id: u64) -> PairedPool {
-        PairedPool { pool: region, host, id }
+        PairedPool {
+            pool: region,
+            host,
+            id,
+        }
     }
 
     /// Record in `region`'s trailer that its store runs on host model `id`.
@@ -309,10 +319,18 @@ impl KillTarget for JournalTarget {
     fn create_pool(&self, path: &Path) -> Result<Box<dyn Store>> {
         let home = path.join("home");
         std::fs::create_dir_all(&home).map_err(|e| io(&home, "create directory", e))?;
-        Ok(Box::new(HostJournalStore::create(&home, &path.join("journal.pm"), &self.config)?))
+        Ok(Box::new(HostJournalStore::create(
+            &home,
+            &path.join("journal.pm"),
+            &self.config,
+        )?))
     }
     fn open_pool(&self, path: &Path) -> Result<Box<dyn Store>> {
-        Ok(Box::new(HostJournalStore::open(&path.join("home"), &path.join("journal.pm"), &self.config)?))
+        Ok(Box::new(HostJournalStore::open(
+            &path.join("home"),
+            &path.join("journal.pm"),
+            &self.config,
+        )?))
     }
     fn remove_pool(&self, path: &Path) {
         let _ = std::fs::remove_dir_all(path);

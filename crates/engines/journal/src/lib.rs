@@ -34,7 +34,9 @@ pub mod layout;
 pub mod versions;
 pub mod wear;
 
-pub use engine::{home_namer, HostJournalStore, JournalStore, StoreConfig, META_NAME};
+pub use engine::{
+    home_namer, recorded_home, HostJournalStore, JournalStore, StoreConfig, META_NAME,
+};
 pub use error::{JournalError, JournalResult};
 pub use journal::{Checkpointer, FsckFindings, Journal, JournalStats, Tx, CHECKPOINT_THREAD_NAME};
 pub use layout::{BlockKey, BLOCK_LEN};

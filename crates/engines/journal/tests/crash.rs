@@ -226,11 +226,18 @@ fn preview(model: &Model, writes: &[(usize, u64, Vec<u8>)]) -> Model {
     next
 }
 
+/// `JOURNAL_CRASH_SEED=<seed>`: that seed alone; `JOURNAL_CRASH_SEEDS=<n>`: seeds 1..=n.
 fn seeds() -> Vec<u64> {
-    match std::env::var("JOURNAL_CRASH_SEED") {
-        Ok(s) => vec![s.parse().unwrap()],
-        Err(_) => vec![1, 2],
+    if let Ok(s) = std::env::var("JOURNAL_CRASH_SEED") {
+        return vec![s.parse().unwrap()];
     }
+    let n = std::env::var("JOURNAL_CRASH_SEEDS").map_or(2, |s| s.parse().unwrap());
+    (1..=n).collect()
+}
+
+/// Transactions per workload (`JOURNAL_CRASH_OPS`, default 60).
+fn ops() -> usize {
+    std::env::var("JOURNAL_CRASH_OPS").map_or(60, |s| s.parse().unwrap())
 }
 
 #[test]
@@ -241,7 +248,7 @@ fn crash_images_recover_to_a_committed_state() {
     };
     let mut total = 0;
     for seed in seeds() {
-        let (images, nested) = run(seed, &cfg, 60);
+        let (images, nested) = run(seed, &cfg, ops());
         println!(
             "seed {seed}: {images} crash images checked, {nested} with a crash inside recovery"
         );
@@ -278,5 +285,82 @@ fn crash_images_recover_in_every_variant() {
         };
         let (images, _) = run(100 + i as u64, &cfg, 30);
         println!("variant {variant:?}: {images} crash images checked");
+    }
+}
+
+/// Crash at a random fence (a random image of it, with the home image of that moment),
+/// recover, check, and go on working on the recovered journal: many generations of
+/// recovered state (as the SIGKILL torture does on one pool).
+#[test]
+fn work_goes_on_after_each_recovery() {
+    let cfg = JournalConfig {
+        journal_blocks: 16,
+        ..JournalConfig::test_min()
+    };
+    let generations = std::env::var("JOURNAL_CRASH_GENERATIONS").map_or(30, |s| s.parse().unwrap());
+    let mut rng = SmallRng::seed_from_u64(99);
+    let (region, host, j) = sim_journal(&cfg);
+    let (mut region, mut host, mut j) = (region, host, j);
+    let mut model: Model = vec![Vec::new(); FILES];
+    for generation in 0..generations {
+        let crash_at = rng.gen_range(1..200u64);
+        let saved: Arc<Mutex<Option<(Vec<u8>, HostImage)>>> = Arc::default();
+        {
+            let (saved, h) = (saved.clone(), host.clone());
+            let mut n = 0u64;
+            let pick: u64 = rng.gen();
+            region.set_fence_hook(Box::new(move |cp: &CrashPoint<'_>| {
+                n += 1;
+                if n == crash_at {
+                    let images: Vec<Vec<u8>> = cp.images().collect();
+                    let hp = h.crash_point();
+                    let pool = images[(pick as usize) % images.len()].clone();
+                    let himage = hp.image(pick % hp.image_count());
+                    *saved.lock().unwrap() = Some((pool, himage));
+                }
+            }));
+        }
+        let mut inflight = None;
+        for _ in 0..40 {
+            if saved.lock().unwrap().is_some() {
+                break;
+            }
+            let writes: Vec<(usize, u64, Vec<u8>)> = (0..rng.gen_range(1..4))
+                .map(|_| {
+                    let f = rng.gen_range(0..FILES);
+                    let len = [1usize, 100, 700, 4096, 5000][rng.gen_range(0..5)];
+                    let off = rng.gen_range(0..(model[f].len() as u64 + 3000).min(20_000));
+                    (f, off, vec![rng.gen(); len])
+                })
+                .collect();
+            let next = preview(&model, &writes);
+            inflight = Some(next.clone());
+            write_tx(&j, &model, &writes);
+            if saved.lock().unwrap().is_none() {
+                model = next;
+                inflight = None;
+            }
+        }
+        region.take_fence_hook();
+        let (pool, himage) = saved
+            .lock()
+            .unwrap()
+            .take()
+            .unwrap_or_else(|| (region.persistent_image(), host.durable_image()));
+        drop(j);
+        region = Arc::new(SimRegion::from_image(pool));
+        host = SimHostFs::from_image(&himage, host_config());
+        j = Journal::open(region.clone(), host.clone(), namer(), cfg.clone()).unwrap();
+        let f = j.fsck();
+        assert!(f.problems.is_empty(), "generation {generation}: {f:?}");
+        let got = contents(&j).unwrap();
+        if got != model {
+            assert_eq!(
+                Some(&got),
+                inflight.as_ref(),
+                "generation {generation}: neither state"
+            );
+            model = got;
+        }
     }
 }

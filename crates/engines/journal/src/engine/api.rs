@@ -187,6 +187,11 @@ impl<R: Region, H: HostFs> Store for JournalStore<R, H> {
         if !orphan {
             return Ok(());
         }
+        // The last name went in an open transaction: the inode goes with it (its commit
+        // logs the free, its abort brings the inode back).
+        if let Some(t) = s.tx_of_change(h.ino) {
+            return s.reap(h.ino, t);
+        }
         let t = s.begin();
         let r = s.reap(h.ino, t);
         self.finish_internal(&mut s, t, r)

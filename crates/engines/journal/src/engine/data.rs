@@ -41,9 +41,12 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
         Ok(hw)
     }
 
-    fn raise_high_water(s: &mut Inner, ino: Ino, end: u64) {
-        let hw = s.high_water.entry(ino).or_insert(0);
-        *hw = (*hw).max(end);
+    /// Bytes up to `end` were written: the high-water mark covers them (computed first from
+    /// the media, so that a write below the old mark never lowers it).
+    fn raise_high_water(&self, s: &mut Inner, ino: Ino, end: u64) -> Result<()> {
+        let hw = self.high_water(s, ino)?.max(end);
+        s.high_water.insert(ino, hw);
+        Ok(())
     }
 
     /// Write zeros over [from, to) where stale bytes may lie.
@@ -182,7 +185,7 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
         }
         s.tx_mut(t)?.core = core;
         r?;
-        Self::raise_high_water(s, ino, end);
+        self.raise_high_water(s, ino, end)?;
         self.set_size(s, ino, size.max(end))
     }
 
@@ -231,7 +234,7 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
                 .map_err(Error::from);
         }
         if r.is_ok() {
-            Self::raise_high_water(s, ino, end);
+            r = self.raise_high_water(s, ino, end);
             shadow.size = shadow.size.max(end);
         }
         if let Some(h) = s.handles.get_mut(&fh.0) {

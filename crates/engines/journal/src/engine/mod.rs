@@ -12,12 +12,14 @@ pub mod meta_log;
 mod namespace;
 
 use crate::home::HomeNamer;
+use crate::layout::superblock;
 use crate::{BlockKey, Checkpointer, Journal, JournalConfig};
 use hostfs::{HostFs, RealHostFs};
 use meta_log::{header_block, parse_header, parse_log, Record, LOG_START};
 use namespace::{Dirty, Inner};
 use parking_lot::{Mutex, MutexGuard};
 use pmem::{MappedRegion, Region};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use store::{Error, Ino, Result, TxId};
@@ -67,22 +69,80 @@ pub struct JournalStore<R: Region, H: HostFs> {
 }
 
 impl HostJournalStore {
-    /// A new store: the PM journal file `pm` (created) in front of the home directory `home`.
+    /// A new store: the PM journal file `pm` (created, or empty) in front of the home
+    /// directory `home`, which the journal records.
     pub fn create(home: &Path, pm: &Path, config: &StoreConfig) -> Result<Self> {
         let len = crate::layout::Geometry::new(config.journal.journal_blocks)
             .map(|g| g.region_len())
             .ok_or_else(|| Error::InvalidArgument("journal block count".into()))?;
+        let home = home.canonicalize().map_err(|e| Error::Io {
+            path: home.display().to_string(),
+            op: "open home directory",
+            source: e,
+        })?;
+        let host = RealHostFs::open(&home).map_err(crate::JournalError::Host)?;
+        let record = superblock::encode_home(home.as_os_str().as_bytes()).ok_or_else(|| {
+            Error::NameTooLong {
+                len: home.as_os_str().len(),
+                max: superblock::HOME_PATH_MAX,
+            }
+        })?;
         let region = MappedRegion::create(pm, len).map_err(|e| pm_err(pm, e))?;
-        let host = RealHostFs::open(home).map_err(crate::JournalError::Host)?;
+        region.write(superblock::HOME_RECORD_OFF, &record);
+        // persist: the home record is durable before the superblock makes the journal valid,
+        // so a valid journal always names its home directory.
+        region.persist(superblock::HOME_RECORD_OFF, record.len() as u64);
         Self::create_on(region, host, config)
     }
 
-    /// Open an existing store, running recovery.
+    /// Open an existing store in `home`, running recovery.
     pub fn open(home: &Path, pm: &Path, config: &StoreConfig) -> Result<Self> {
         let region = MappedRegion::open(pm).map_err(|e| pm_err(pm, e))?;
-        let host = RealHostFs::open(home).map_err(crate::JournalError::Host)?;
+        let host = RealHostFs::open(home).map_err(|e| match e.errno() {
+            libc::ENOENT | libc::ENOTDIR => Error::NotFound(format!(
+                "home directory {} of {} is missing (moved or deleted?): {e}",
+                home.display(),
+                pm.display()
+            )),
+            _ => crate::JournalError::Host(e).into(),
+        })?;
         Self::open_on(region, host, config)
     }
+
+    /// Open the store whose PM journal file is `pm`, in the home directory it records.
+    pub fn open_recorded(pm: &Path, config: &StoreConfig) -> Result<Self> {
+        let home = recorded_home(pm)?.ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "{}: the journal records no home directory",
+                pm.display()
+            ))
+        })?;
+        Self::open(&home, pm, config)
+    }
+}
+
+/// The home directory recorded in the PM journal file `pm` (reads the file; never maps it).
+pub fn recorded_home(pm: &Path) -> Result<Option<PathBuf>> {
+    use std::io::Read;
+    let io = |op, e| Error::Io {
+        path: pm.display().to_string(),
+        op,
+        source: e,
+    };
+    let file = std::fs::File::open(pm).map_err(|e| io("open", e))?;
+    let mut page = Vec::with_capacity(4096);
+    file.take(4096)
+        .read_to_end(&mut page)
+        .map_err(|e| io("read", e))?;
+    let head: [u8; 20] = page
+        .get(..20)
+        .and_then(|h| h.try_into().ok())
+        .ok_or(crate::JournalError::BadMagic)?;
+    superblock::Superblock::decode(&head)?;
+    let record = page
+        .get(superblock::HOME_RECORD_OFF as usize..)
+        .unwrap_or_default();
+    Ok(superblock::decode_home(record)?.map(|p| PathBuf::from(std::ffi::OsString::from_vec(p))))
 }
 
 fn pm_err(path: &Path, e: pmem::PmError) -> Error {
@@ -239,6 +299,11 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
 
     /// Rewrite the metadata log as one snapshot when it has grown long.
     fn maybe_compact(&self, s: &mut Inner) -> Result<()> {
+        // The snapshot is the DRAM namespace: only with no transaction open is that the
+        // committed one.
+        if !s.txs.is_empty() {
+            return Ok(());
+        }
         let estimate = s.nodes.len() as u64 * 128;
         if s.log_len < self.config.log_compact_min || s.log_len < 4 * estimate {
             return Ok(());

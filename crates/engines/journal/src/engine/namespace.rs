@@ -279,6 +279,14 @@ impl Inner {
         }
     }
 
+    /// The open transaction that changed `ino`, if any.
+    pub fn tx_of_change(&self, ino: Ino) -> Option<TxId> {
+        self.txs
+            .iter()
+            .find(|(_, t)| t.undo.iter().any(|(i, _)| *i == ino))
+            .map(|(&id, _)| TxId(id))
+    }
+
     fn open_count(&self, ino: Ino) -> usize {
         self.handles.values().filter(|h| h.ino == ino).count()
     }

@@ -13,7 +13,10 @@ use pmem::Region;
 /// Write an empty journal: superblock, clear swap record, free headers (header i matches
 /// journal block i), pointers at 0.
 pub(super) fn format(region: &impl Region, g: Geometry) {
-    region.fill(0, crate::layout::HEADERS_OFF, 0);
+    // The superblock's sealed line, pointers and statistics, and the reserved headers; the
+    // home record (offset 1024 of the superblock page) is the caller's.
+    region.fill(0, crate::layout::superblock::HOME_RECORD_OFF, 0);
+    region.fill(RESERVED_OFF, crate::layout::HEADERS_OFF - RESERVED_OFF, 0);
     for slot in 0..g.blocks() {
         let h = Header::free(slot, slot, 0);
         region.write(g.header_off(slot), &h.encode());

@@ -4,6 +4,8 @@
 //! line 0:  0 magic u64 "ATFSNJS1" | 8 version u32 | 12 journal blocks N u32 | 16 crc32c(0..16) u32
 //! line 1: 64 p_first u64 | 72 p_checkpoint u64 | 80 p_commit u64 | 88 p_first_free u64
 //! line 2: 128 checkpoints u64 | 136 gc runs u64   (statistics, written with p_first)
+//! 1024: home record: path length u32 | crc32c(path) u32 | path bytes (the home directory,
+//!       written before the superblock is sealed; all zero when the journal records none)
 //! ```
 //! The static line is sealed by its crc. Each pointer is one aligned 8-byte word, changed
 //! only by an atomic 8-byte store: the commit point is the store of p_checkpoint, a
@@ -23,6 +25,42 @@ pub const P_COMMIT_OFF: u64 = 80;
 pub const P_FIRST_FREE_OFF: u64 = 88;
 pub const CHECKPOINTS_OFF: u64 = 128;
 pub const GC_RUNS_OFF: u64 = 136;
+/// Offset of the home record in the superblock page.
+pub const HOME_RECORD_OFF: u64 = 1024;
+/// Longest home directory path the record holds.
+pub const HOME_PATH_MAX: usize = 4096 - HOME_RECORD_OFF as usize - 8;
+
+/// The home record of `path`.
+pub fn encode_home(path: &[u8]) -> Option<Vec<u8>> {
+    if path.is_empty() || path.len() > HOME_PATH_MAX {
+        return None;
+    }
+    let mut b = Vec::with_capacity(8 + path.len());
+    b.extend_from_slice(&(path.len() as u32).to_le_bytes());
+    b.extend_from_slice(&pmem::crc::crc32c(path).to_le_bytes());
+    b.extend_from_slice(path);
+    Some(b)
+}
+
+/// The home directory in a home record (`Ok(None)`: no record).
+pub fn decode_home(b: &[u8]) -> JournalResult<Option<Vec<u8>>> {
+    let word =
+        |i: usize| -> Option<u32> { Some(u32::from_le_bytes(b.get(i..i + 4)?.try_into().ok()?)) };
+    let (Some(len), Some(crc)) = (word(0), word(4)) else {
+        return Err(JournalError::corrupt(
+            "home record truncated",
+            HOME_RECORD_OFF,
+        ));
+    };
+    if len == 0 && crc == 0 {
+        return Ok(None);
+    }
+    let path = b
+        .get(8..8 + len as usize)
+        .filter(|p| p.len() <= HOME_PATH_MAX && pmem::crc::crc32c(p) == crc)
+        .ok_or_else(|| JournalError::corrupt("home record", HOME_RECORD_OFF))?;
+    Ok(Some(path.to_vec()))
+}
 
 /// The static part of the superblock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
