@@ -25,6 +25,9 @@ use std::sync::{Arc, Mutex};
 
 type Model = Vec<Vec<u8>>;
 
+/// A PM journal image and the home image of the same moment.
+type CrashImage = (Vec<u8>, HostImage);
+
 #[derive(Default)]
 struct Oracle {
     committed: Model,
@@ -304,7 +307,7 @@ fn work_goes_on_after_each_recovery() {
     let mut model: Model = vec![Vec::new(); FILES];
     for generation in 0..generations {
         let crash_at = rng.gen_range(1..200u64);
-        let saved: Arc<Mutex<Option<(Vec<u8>, HostImage)>>> = Arc::default();
+        let saved: Arc<Mutex<Option<CrashImage>>> = Arc::default();
         {
             let (saved, h) = (saved.clone(), host.clone());
             let mut n = 0u64;
