@@ -42,8 +42,8 @@ impl<R: Region, H: HostFs> Journal<R, H> {
         for (key, data) in &blocks {
             self.journal_block(&mut st, *key, data);
         }
-        // persist (fence inside store_checkpoint_pointer orders it): the blocks and headers
-        // were flushed by journal_block; this fence makes them durable before the commit point.
+        // persist: every journal block and header of the transaction (flushed by
+        // journal_block), before the commit point below.
         self.region.fence();
         self.store_checkpoint_pointer(st.p_commit);
         st.p_checkpoint = st.p_commit;

@@ -39,8 +39,8 @@ impl<R: Region, H: HostFs> Journal<R, H> {
     pub(super) fn apply_swap(&self, record: &SwapRecord) {
         self.put_header(&record.header_a);
         self.put_header(&record.header_b);
+        // persist: both headers (flushed by put_header), before the record is disarmed.
         self.region.fence();
-        // persist (above): both headers, before the record is disarmed.
         self.region.store_u64(RESERVED_OFF + SEAL_OFF, 0);
         // persist: the record disarmed, so a later recovery does not apply it over newer
         // header changes.
