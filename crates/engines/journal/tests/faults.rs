@@ -120,3 +120,23 @@ fn eio_on_append_sync_does_not_commit() {
     want.extend_from_slice(&[4u8; 50]);
     assert_eq!(reopened_file1(&region, &host, 150), want);
 }
+
+/// A checkpoint that a commit starts (journal low) fails on EIO: the commit still succeeds
+/// (it is durable before the checkpoint runs), and nothing is lost.
+#[test]
+fn a_failed_checkpoint_does_not_fail_the_commit_that_started_it() {
+    let (region, host, plan, j) = faulty_journal();
+    let len = 4096 * 64;
+    put(&j, 0, &vec![1u8; len], 0).unwrap();
+    plan.add(Fault::once(FaultOp::SyncFile, FaultKind::Io));
+    let mut want = vec![1u8; len];
+    for i in 0..64u64 {
+        let off = i * 4096 + i;
+        put(&j, off, &[i as u8 + 2; 10], len as u64).unwrap();
+        want[off as usize..off as usize + 10].fill(i as u8 + 2);
+    }
+    assert!(j.stats().checkpoint_errors > 0, "{:?}", j.stats());
+    assert_eq!(file1(&j, len), want);
+    plan.clear();
+    assert_eq!(reopened_file1(&region, &host, len), want);
+}

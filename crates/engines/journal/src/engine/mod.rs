@@ -294,7 +294,10 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
                 s.durable.insert(ino, size);
             }
         }
-        self.maybe_compact(s)
+        // The transaction is committed: a compaction that fails leaves the log as it is
+        // (valid, only longer) and is tried again after a later commit.
+        let _ = self.maybe_compact(s);
+        Ok(())
     }
 
     /// Rewrite the metadata log as one snapshot when it has grown long.
