@@ -31,6 +31,15 @@ const ENTRIES: &[Entry] = &[
             mmio::crash_target::MmioTarget::by_name(name).map(|t| Arc::new(t) as Arc<dyn Target>)
         },
     },
+    Entry {
+        family: "journal",
+        modes: journal::crash_target::MODES,
+        names: journal::crash_target::NAMES,
+        by_name: |name| {
+            journal::crash_target::JournalTarget::by_name(name)
+                .map(|t| Arc::new(t) as Arc<dyn Target>)
+        },
+    },
 ];
 
 /// The target called `name` (an engine, with its mode or policy).
@@ -72,6 +81,11 @@ mod tests {
             "mmio-hybrid",
             "mmio-undo",
             "mmio-redo",
+            "journal-njs",
+            "journal-no-delta",
+            "journal-no-gc",
+            "journal-all-journal",
+            "journal-no-wear",
         ] {
             let t = by_name(name).unwrap_or_else(|| panic!("known engine {name}"));
             assert_eq!(crash::CrashTarget::name(t.as_ref()), name);
@@ -80,6 +94,7 @@ mod tests {
         let name = |n: &str| by_name(n).map(|t| crash::CrashTarget::name(t.as_ref()));
         assert_eq!(name("pool").as_deref(), Some("pool-fcfs"));
         assert_eq!(name("mmio").as_deref(), Some("mmio-hybrid"));
+        assert_eq!(name("journal").as_deref(), Some("journal-njs"));
         assert!(by_name("pool-bogus").is_none());
     }
 

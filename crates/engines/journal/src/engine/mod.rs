@@ -1,0 +1,365 @@
+//! [`JournalStore`]: the Store API over the NJS journal.
+//!
+//! File data lives in home files (one per inode, `<ino>.data` in the home directory); the
+//! namespace and inode attributes live in the metadata log (`atomfs-journal.meta`, see
+//! [`meta_log`]). Both reach the home directory only through the journal: over-writes and
+//! the metadata header are journaled in PM, appends go home directly, and one journal
+//! commit makes a transaction's data and metadata durable together.
+
+mod api;
+mod data;
+pub mod meta_log;
+mod namespace;
+
+use crate::home::HomeNamer;
+use crate::layout::superblock;
+use crate::{BlockKey, Checkpointer, Journal, JournalConfig};
+use hostfs::{HostFs, RealHostFs};
+use meta_log::{header_block, parse_header, parse_log, Record, LOG_START};
+use namespace::{Dirty, Inner};
+use parking_lot::{Mutex, MutexGuard};
+use pmem::{MappedRegion, Region};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use store::{Error, Ino, Result, TxId};
+
+/// Home file id of the metadata log.
+pub const META_FILE: u16 = 0;
+/// Name of the metadata log in the home directory.
+pub const META_NAME: &str = "atomfs-journal.meta";
+
+/// The engine over a real home directory and a mapped PM journal file.
+pub type HostJournalStore = JournalStore<MappedRegion, RealHostFs>;
+
+/// Limits of a store.
+#[derive(Clone, Debug)]
+pub struct StoreConfig {
+    pub journal: JournalConfig,
+    /// Bytes of file data the store holds at most (statfs, NoSpace).
+    pub capacity_bytes: u64,
+    /// The metadata log is compacted when it is longer than this and than 4 times a snapshot.
+    pub log_compact_min: u64,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            journal: JournalConfig::default(),
+            capacity_bytes: 1 << 40,
+            log_compact_min: 4 << 20,
+        }
+    }
+}
+
+/// Home file names: the metadata log, then one data file per inode.
+pub fn home_namer() -> HomeNamer {
+    Arc::new(|id| match id {
+        META_FILE => PathBuf::from(META_NAME),
+        ino => PathBuf::from(format!("{ino}.data")),
+    })
+}
+
+/// The journal engine's Store (see the module documentation).
+pub struct JournalStore<R: Region, H: HostFs> {
+    journal: Arc<Journal<R, H>>,
+    inner: Mutex<Inner>,
+    config: StoreConfig,
+    checkpointer: Mutex<Option<Checkpointer>>,
+}
+
+impl HostJournalStore {
+    /// A new store: the PM journal file `pm` (created, or empty) in front of the home
+    /// directory `home`, which the journal records.
+    pub fn create(home: &Path, pm: &Path, config: &StoreConfig) -> Result<Self> {
+        let len = crate::layout::Geometry::new(config.journal.journal_blocks)
+            .map(|g| g.region_len())
+            .ok_or_else(|| Error::InvalidArgument("journal block count".into()))?;
+        let home = home.canonicalize().map_err(|e| Error::Io {
+            path: home.display().to_string(),
+            op: "open home directory",
+            source: e,
+        })?;
+        let host = RealHostFs::open(&home).map_err(crate::JournalError::Host)?;
+        let record = superblock::encode_home(home.as_os_str().as_bytes()).ok_or_else(|| {
+            Error::NameTooLong {
+                len: home.as_os_str().len(),
+                max: superblock::HOME_PATH_MAX,
+            }
+        })?;
+        let region = MappedRegion::create(pm, len).map_err(|e| pm_err(pm, e))?;
+        region.write(superblock::HOME_RECORD_OFF, &record);
+        // persist: the home record is durable before the superblock makes the journal valid,
+        // so a valid journal always names its home directory.
+        region.persist(superblock::HOME_RECORD_OFF, record.len() as u64);
+        Self::create_on(region, host, config)
+    }
+
+    /// Open an existing store in `home`, running recovery.
+    pub fn open(home: &Path, pm: &Path, config: &StoreConfig) -> Result<Self> {
+        let region = MappedRegion::open(pm).map_err(|e| pm_err(pm, e))?;
+        let host = RealHostFs::open(home).map_err(|e| match e.errno() {
+            libc::ENOENT | libc::ENOTDIR => Error::NotFound(format!(
+                "home directory {} of {} is missing (moved or deleted?): {e}",
+                home.display(),
+                pm.display()
+            )),
+            _ => crate::JournalError::Host(e).into(),
+        })?;
+        Self::open_on(region, host, config)
+    }
+
+    /// Open the store whose PM journal file is `pm`, in the home directory it records.
+    pub fn open_recorded(pm: &Path, config: &StoreConfig) -> Result<Self> {
+        let home = recorded_home(pm)?.ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "{}: the journal records no home directory",
+                pm.display()
+            ))
+        })?;
+        Self::open(&home, pm, config)
+    }
+}
+
+/// The home directory recorded in the PM journal file `pm` (reads the file; never maps it).
+pub fn recorded_home(pm: &Path) -> Result<Option<PathBuf>> {
+    use std::io::Read;
+    let io = |op, e| Error::Io {
+        path: pm.display().to_string(),
+        op,
+        source: e,
+    };
+    let file = std::fs::File::open(pm).map_err(|e| io("open", e))?;
+    let mut page = Vec::with_capacity(4096);
+    file.take(4096)
+        .read_to_end(&mut page)
+        .map_err(|e| io("read", e))?;
+    let head: [u8; 20] = page
+        .get(..20)
+        .and_then(|h| h.try_into().ok())
+        .ok_or(crate::JournalError::BadMagic)?;
+    superblock::Superblock::decode(&head)?;
+    let record = page
+        .get(superblock::HOME_RECORD_OFF as usize..)
+        .unwrap_or_default();
+    Ok(superblock::decode_home(record)?.map(|p| PathBuf::from(std::ffi::OsString::from_vec(p))))
+}
+
+fn pm_err(path: &Path, e: pmem::PmError) -> Error {
+    Error::Io {
+        path: path.display().to_string(),
+        op: "PM journal file",
+        source: std::io::Error::other(e.to_string()),
+    }
+}
+
+impl<R: Region, H: HostFs> JournalStore<R, H> {
+    /// Format `region` as an empty store over `host` and open it.
+    pub fn create_on(region: R, host: H, config: &StoreConfig) -> Result<Self> {
+        let journal = Journal::create(region, host, home_namer(), config.journal.clone())?;
+        let mut core = crate::Tx::new();
+        let mut log = Vec::new();
+        let root = namespace::root_node();
+        Record::Inode {
+            meta: root.meta,
+            parent: root.meta.ino,
+        }
+        .encode(&mut log);
+        journal.write(&mut core, META_FILE, LOG_START, &log, Some(0))?;
+        core.put_block(
+            meta_header_key(),
+            &header_block(LOG_START + log.len() as u64),
+        );
+        journal.commit(core)?;
+        Self::start(journal, config)
+    }
+
+    /// Open a store on `region` and `host`, running recovery.
+    pub fn open_on(region: R, host: H, config: &StoreConfig) -> Result<Self> {
+        let journal = Journal::open(region, host, home_namer(), config.journal.clone())?;
+        Self::start(journal, config)
+    }
+
+    fn start(journal: Journal<R, H>, config: &StoreConfig) -> Result<Self> {
+        let (nodes, log_len) = read_metadata(&journal)?;
+        let store = JournalStore {
+            journal: Arc::new(journal),
+            inner: Mutex::new(Inner::new(nodes, log_len)),
+            config: config.clone(),
+            checkpointer: Mutex::new(None),
+        };
+        store.free_orphans()?;
+        if config.journal.checkpoint_period.is_some() {
+            let c = store.journal.start_checkpointer().map_err(|e| Error::Io {
+                path: "checkpoint thread".into(),
+                op: "spawn",
+                source: e,
+            })?;
+            *store.checkpointer.lock() = Some(c);
+        }
+        Ok(store)
+    }
+
+    /// The journal under the store (inspect, bench).
+    pub fn journal(&self) -> &Journal<R, H> {
+        &self.journal
+    }
+
+    fn lock_open(&self) -> Result<MutexGuard<'_, Inner>> {
+        let s = self.inner.lock();
+        s.check_open()?;
+        Ok(s)
+    }
+
+    /// Files unlinked while open when the store stopped: freed now.
+    fn free_orphans(&self) -> Result<()> {
+        let mut s = self.inner.lock();
+        let orphans: Vec<Ino> = s
+            .nodes
+            .iter()
+            .filter(|(_, n)| n.meta.nlink == 0)
+            .map(|(i, _)| *i)
+            .collect();
+        if orphans.is_empty() {
+            return Ok(());
+        }
+        let t = s.begin();
+        for ino in orphans {
+            s.reap(ino, t)?;
+        }
+        self.commit(&mut s, t)
+    }
+
+    /// Run `op` in transaction `tx`, or in an internal one committed when it succeeds.
+    fn in_tx<T>(
+        &self,
+        tx: Option<TxId>,
+        op: impl FnOnce(&mut Inner, TxId) -> Result<T>,
+    ) -> Result<T> {
+        let mut s = self.lock_open()?;
+        match tx {
+            Some(t) => op(&mut s, t),
+            None => {
+                let t = s.begin();
+                match op(&mut s, t) {
+                    Ok(v) => self.commit(&mut s, t).map(|_| v),
+                    Err(e) => {
+                        if let Some(dead) = s.txs.remove(&t.0) {
+                            s.roll_back(dead);
+                        }
+                        Err(e)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Commit transaction `t`: its metadata records and data in one journal commit. On an
+    /// error every change of the transaction is rolled back.
+    fn commit(&self, s: &mut Inner, t: TxId) -> Result<()> {
+        let tx = s.txs.remove(&t.0).ok_or(Error::NoSuchTransaction(t.0))?;
+        s.unbind(t);
+        let namespace::Tx {
+            undo, dirty, core, ..
+        } = tx;
+        match self.persist(s, &dirty, core) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                s.roll_back(namespace::Tx {
+                    undo,
+                    ..Default::default()
+                });
+                Err(e)
+            }
+        }
+    }
+
+    fn persist(&self, s: &mut Inner, dirty: &Dirty, mut core: crate::Tx) -> Result<()> {
+        let mut log = Vec::new();
+        for r in s.records(dirty) {
+            r.encode(&mut log);
+        }
+        if log.is_empty() && core.is_empty() {
+            return Ok(());
+        }
+        let new_len = s.log_len + log.len() as u64;
+        self.journal
+            .write(&mut core, META_FILE, s.log_len, &log, Some(s.log_len))?;
+        core.put_block(meta_header_key(), &header_block(new_len));
+        self.journal.commit(core)?;
+        s.log_len = new_len;
+        for &ino in &dirty.inodes {
+            if let Some(n) = s.nodes.get(&ino) {
+                let size = n.meta.size;
+                s.durable.insert(ino, size);
+            }
+        }
+        // The transaction is committed: a compaction that fails leaves the log as it is
+        // (valid, only longer) and is tried again after a later commit.
+        let _ = self.maybe_compact(s);
+        Ok(())
+    }
+
+    /// Rewrite the metadata log as one snapshot when it has grown long.
+    fn maybe_compact(&self, s: &mut Inner) -> Result<()> {
+        // The snapshot is the DRAM namespace: only with no transaction open is that the
+        // committed one.
+        if !s.txs.is_empty() {
+            return Ok(());
+        }
+        let estimate = s.nodes.len() as u64 * 128;
+        if s.log_len < self.config.log_compact_min || s.log_len < 4 * estimate {
+            return Ok(());
+        }
+        let mut log = Vec::new();
+        for r in s.snapshot() {
+            r.encode(&mut log);
+        }
+        let blocks = (log.len() as u64).div_ceil(4096) + 2;
+        if blocks > self.journal.geometry().blocks() as u64 / 4 {
+            return Ok(());
+        }
+        let mut core = crate::Tx::new();
+        self.journal
+            .write(&mut core, META_FILE, LOG_START, &log, Some(s.log_len))?;
+        let new_len = LOG_START + log.len() as u64;
+        core.put_block(meta_header_key(), &header_block(new_len));
+        self.journal.commit(core)?;
+        s.log_len = new_len;
+        Ok(())
+    }
+}
+
+impl<R: Region, H: HostFs> Drop for JournalStore<R, H> {
+    fn drop(&mut self) {
+        // Stop the checkpoint thread before the journal goes.
+        self.checkpointer.lock().take();
+    }
+}
+
+fn meta_header_key() -> BlockKey {
+    BlockKey {
+        file: META_FILE,
+        block: 0,
+    }
+}
+
+/// Read and replay the metadata log.
+fn read_metadata<R: Region, H: HostFs>(
+    journal: &Journal<R, H>,
+) -> Result<(std::collections::HashMap<Ino, namespace::Node>, u64)> {
+    let corrupt = |what: String| Error::Corrupt { what, offset: 0 };
+    let mut header = vec![0u8; 4096];
+    journal.read(None, META_FILE, 0, &mut header)?;
+    let log_len = parse_header(&header)
+        .map_err(|e| corrupt(format!("metadata log: {e}")))?
+        .ok_or_else(|| corrupt("metadata log missing (not a journal store)".into()))?;
+    if log_len > 1 << 34 {
+        return Err(corrupt(format!("metadata log length {log_len}")));
+    }
+    let mut log = vec![0u8; (log_len - LOG_START) as usize];
+    journal.read(None, META_FILE, LOG_START, &mut log)?;
+    let records = parse_log(&log).map_err(|e| corrupt(format!("metadata log: {e}")))?;
+    let nodes = namespace::replay(records).map_err(|e| corrupt(format!("metadata log: {e}")))?;
+    Ok((nodes, log_len))
+}

@@ -1,0 +1,650 @@
+//! The namespace in DRAM: inodes, directories, open handles and transactions, with the Store
+//! API's rules (ownership of files created by open transactions, error order, links). Every
+//! change is made inside a transaction (a call outside any transaction gets an internal
+//! one): the transaction keeps the undo images of what it changed and the set of inodes and
+//! entries to write to the metadata log when it commits.
+
+use super::meta_log::Record;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use store::{
+    now_ns, path::check_entry_name, Error, Fh, FileKind, Ino, Metadata, OpenFlags, Result, TxId,
+    ROOT_INO,
+};
+
+/// Largest inode number (the journal header's 16-bit home file id).
+pub const INO_MAX: Ino = u16::MAX as Ino;
+
+#[derive(Clone, Debug)]
+pub enum Body {
+    File,
+    Dir {
+        entries: BTreeMap<Vec<u8>, Ino>,
+        parent: Ino,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct Node {
+    pub meta: Metadata,
+    pub body: Body,
+}
+
+impl Node {
+    pub fn blocks(&self) -> u64 {
+        match self.body {
+            Body::File => self.meta.size.div_ceil(4096),
+            Body::Dir { .. } => 0,
+        }
+    }
+
+    pub fn new(ino: Ino, kind: FileKind, perm: u32, parent: Ino) -> Node {
+        let now = now_ns();
+        let dir = kind == FileKind::Dir;
+        Node {
+            meta: Metadata {
+                ino,
+                kind,
+                size: 0,
+                perm: perm & 0o7777,
+                nlink: if dir { 2 } else { 1 },
+                uid: 0,
+                gid: 0,
+                allocated: 0,
+                atime: now,
+                mtime: now,
+                ctime: now,
+            },
+            body: if dir {
+                Body::Dir {
+                    entries: BTreeMap::new(),
+                    parent,
+                }
+            } else {
+                Body::File
+            },
+        }
+    }
+}
+
+/// An O_ATOMIC handle's writes since its last fsync.
+#[derive(Debug)]
+pub struct Shadow {
+    pub core: crate::Tx,
+    pub size: u64,
+}
+
+#[derive(Debug)]
+pub struct Handle {
+    pub ino: Ino,
+    pub flags: OpenFlags,
+    pub atomic: bool,
+    pub shadow: Option<Shadow>,
+    pub tx: Option<TxId>,
+}
+
+/// What a transaction changed, to be logged at commit.
+#[derive(Debug, Default)]
+pub struct Dirty {
+    pub inodes: BTreeSet<Ino>,
+    pub entries: BTreeSet<(Ino, Vec<u8>)>,
+}
+
+#[derive(Debug, Default)]
+pub struct Tx {
+    /// Images of every inode changed, first change first (`None`: it did not exist).
+    pub undo: Vec<(Ino, Option<Node>)>,
+    pub files: HashSet<Ino>,
+    pub created: HashSet<Ino>,
+    pub dirty: Dirty,
+    /// The transaction's journaled blocks and appends.
+    pub core: crate::Tx,
+}
+
+pub fn name_str(name: &[u8]) -> String {
+    String::from_utf8_lossy(name).into_owned()
+}
+
+/// The DRAM state of a store.
+#[derive(Debug)]
+pub struct Inner {
+    pub nodes: HashMap<Ino, Node>,
+    pub next_ino: Ino,
+    pub handles: HashMap<u64, Handle>,
+    pub next_fh: u64,
+    pub txs: HashMap<u64, Tx>,
+    pub next_tx: u64,
+    pub used_blocks: u64,
+    pub closed: bool,
+    /// Published length of the metadata log.
+    pub log_len: u64,
+    /// Committed size of each file (appends past it go home directly).
+    pub durable: HashMap<Ino, u64>,
+    /// Per file: no byte at or past this offset can hold stale data (home file or journal).
+    pub high_water: HashMap<Ino, u64>,
+}
+
+impl Inner {
+    pub fn new(nodes: HashMap<Ino, Node>, log_len: u64) -> Inner {
+        let next_ino = nodes.keys().max().copied().unwrap_or(ROOT_INO) + 1;
+        let used_blocks = nodes.values().map(Node::blocks).sum();
+        let durable = nodes.iter().map(|(i, n)| (*i, n.meta.size)).collect();
+        Inner {
+            nodes,
+            next_ino,
+            handles: HashMap::new(),
+            next_fh: 1,
+            txs: HashMap::new(),
+            next_tx: 1,
+            used_blocks,
+            closed: false,
+            log_len,
+            durable,
+            high_water: HashMap::new(),
+        }
+    }
+
+    pub fn check_open(&self) -> Result<()> {
+        if self.closed {
+            Err(Error::Closed)
+        } else {
+            Ok(())
+        }
+    }
+
+    pub fn node(&self, ino: Ino) -> Result<&Node> {
+        self.nodes
+            .get(&ino)
+            .ok_or_else(|| Error::NotFound(format!("inode {ino}")))
+    }
+
+    pub fn node_mut(&mut self, ino: Ino) -> Result<&mut Node> {
+        self.nodes
+            .get_mut(&ino)
+            .ok_or_else(|| Error::NotFound(format!("inode {ino}")))
+    }
+
+    pub fn entries(&self, dir: Ino) -> Result<&BTreeMap<Vec<u8>, Ino>> {
+        match &self.node(dir)?.body {
+            Body::Dir { entries, .. } => Ok(entries),
+            Body::File => Err(Error::NotDir(format!("inode {dir}"))),
+        }
+    }
+
+    fn entries_mut(&mut self, dir: Ino) -> Result<&mut BTreeMap<Vec<u8>, Ino>> {
+        match &mut self.node_mut(dir)?.body {
+            Body::Dir { entries, .. } => Ok(entries),
+            Body::File => Err(Error::NotDir(format!("inode {dir}"))),
+        }
+    }
+
+    pub fn handle(&self, fh: Fh) -> Result<&Handle> {
+        self.handles.get(&fh.0).ok_or(Error::BadHandle(fh.0))
+    }
+
+    /// A handle whose file still exists (a handle on an aborted create answers NotFound).
+    pub fn live_handle(&self, fh: Fh) -> Result<&Handle> {
+        let h = self.handle(fh)?;
+        self.node(h.ino)?;
+        Ok(h)
+    }
+
+    pub fn tx_of_file(&self, ino: Ino) -> Option<TxId> {
+        self.txs
+            .iter()
+            .find(|(_, t)| t.files.contains(&ino))
+            .map(|(&id, _)| TxId(id))
+    }
+
+    pub fn data_tx(&self, h: &Handle) -> Option<TxId> {
+        h.tx.or_else(|| self.tx_of_file(h.ino))
+    }
+
+    fn creator(&self, ino: Ino) -> Option<TxId> {
+        self.txs
+            .iter()
+            .find(|(_, t)| t.created.contains(&ino))
+            .map(|(&id, _)| TxId(id))
+    }
+
+    /// A change to `inos` made in `tx` (an internal transaction stands for "outside any")
+    /// fails with FileInTransaction(creator) when another open transaction created one.
+    pub fn check_owner(&self, inos: &[Ino], tx: Option<TxId>) -> Result<()> {
+        self.tx_check(tx)?;
+        for &ino in inos {
+            match self.creator(ino) {
+                Some(owner) if tx != Some(owner) => return Err(Error::FileInTransaction(owner.0)),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    pub fn check_bind(&self, fh: Fh, tx: Option<TxId>) -> Result<Ino> {
+        let h = self.live_handle(fh)?;
+        if let Some(bound) = h.tx {
+            return Err(Error::FileInTransaction(bound.0));
+        }
+        if let Some(other) = self.tx_of_file(h.ino).filter(|&t| Some(t) != tx) {
+            return Err(Error::FileInTransaction(other.0));
+        }
+        self.check_owner(&[h.ino], tx)?;
+        Ok(h.ino)
+    }
+
+    pub fn bind(&mut self, tx: TxId, fh: Fh) -> Result<()> {
+        let h = self.handles.get_mut(&fh.0).ok_or(Error::BadHandle(fh.0))?;
+        h.tx = Some(tx);
+        let ino = h.ino;
+        self.tx_mut(tx)?.files.insert(ino);
+        Ok(())
+    }
+
+    pub fn tx_check(&self, tx: Option<TxId>) -> Result<()> {
+        match tx {
+            Some(tx) if !self.txs.contains_key(&tx.0) => Err(Error::NoSuchTransaction(tx.0)),
+            _ => Ok(()),
+        }
+    }
+
+    pub fn tx_mut(&mut self, tx: TxId) -> Result<&mut Tx> {
+        self.txs
+            .get_mut(&tx.0)
+            .ok_or(Error::NoSuchTransaction(tx.0))
+    }
+
+    /// Save the image of `ino` in `tx` before its first change there, and mark it dirty.
+    pub fn save(&mut self, tx: TxId, ino: Ino) -> Result<()> {
+        let image = self.nodes.get(&ino).cloned();
+        let t = self.tx_mut(tx)?;
+        if !t.undo.iter().any(|(i, _)| *i == ino) {
+            t.undo.push((ino, image));
+        }
+        t.dirty.inodes.insert(ino);
+        Ok(())
+    }
+
+    fn touch_entry(&mut self, tx: TxId, dir: Ino, name: &[u8]) -> Result<()> {
+        self.tx_mut(tx)?.dirty.entries.insert((dir, name.to_vec()));
+        Ok(())
+    }
+
+    /// Replace (or remove) an inode, keeping the block count right.
+    pub fn put(&mut self, ino: Ino, node: Option<Node>) {
+        if let Some(old) = self.nodes.remove(&ino) {
+            self.used_blocks -= old.blocks();
+        }
+        if let Some(new) = node {
+            self.used_blocks += new.blocks();
+            self.nodes.insert(ino, new);
+        }
+    }
+
+    /// The open transaction that changed `ino`, if any.
+    pub fn tx_of_change(&self, ino: Ino) -> Option<TxId> {
+        self.txs
+            .iter()
+            .find(|(_, t)| t.undo.iter().any(|(i, _)| *i == ino))
+            .map(|(&id, _)| TxId(id))
+    }
+
+    fn open_count(&self, ino: Ino) -> usize {
+        self.handles.values().filter(|h| h.ino == ino).count()
+    }
+
+    /// Drop an inode that has no names and no open handles (in `tx`).
+    pub fn reap(&mut self, ino: Ino, tx: TxId) -> Result<()> {
+        let orphan = self.nodes.get(&ino).is_some_and(|n| n.meta.nlink == 0);
+        if orphan && self.open_count(ino) == 0 {
+            self.save(tx, ino)?;
+            self.put(ino, None);
+        }
+        Ok(())
+    }
+
+    pub fn file_node(&self, ino: Ino) -> Result<&Node> {
+        let n = self.node(ino)?;
+        match n.body {
+            Body::File => Ok(n),
+            Body::Dir { .. } => Err(Error::IsDir(format!("inode {ino}"))),
+        }
+    }
+
+    /// A free inode number: the next never used one, else one whose removal is committed.
+    fn alloc_ino(&mut self) -> Result<Ino> {
+        if self.next_ino <= INO_MAX {
+            self.next_ino += 1;
+            return Ok(self.next_ino - 1);
+        }
+        let pending: HashSet<Ino> = self
+            .txs
+            .values()
+            .flat_map(|t| t.undo.iter().map(|(i, _)| *i))
+            .collect();
+        (ROOT_INO + 1..=INO_MAX)
+            .find(|i| !self.nodes.contains_key(i) && !pending.contains(i))
+            .ok_or_else(|| Error::NoSpace("no free inode".into()))
+    }
+
+    pub fn new_node(
+        &mut self,
+        parent: Ino,
+        name: &[u8],
+        kind: FileKind,
+        perm: u32,
+        tx: TxId,
+        user_tx: Option<TxId>,
+    ) -> Result<Metadata> {
+        check_entry_name(name)?;
+        self.tx_check(user_tx)?;
+        if self.entries(parent)?.contains_key(name) {
+            return Err(Error::Exists(name_str(name)));
+        }
+        self.check_owner(&[parent], Some(tx))?;
+        let ino = self.alloc_ino()?;
+        self.save(tx, parent)?;
+        self.save(tx, ino)?;
+        self.tx_mut(tx)?.created.insert(ino);
+        let node = Node::new(ino, kind, perm, parent);
+        let meta = node.meta;
+        self.put(ino, Some(node));
+        self.entries_mut(parent)?.insert(name.to_vec(), ino);
+        self.touch_entry(tx, parent, name)?;
+        self.durable.insert(ino, 0);
+        let dir = self.node_mut(parent)?;
+        if kind == FileKind::Dir {
+            dir.meta.nlink += 1;
+        }
+        dir.meta.mtime = now_ns();
+        dir.meta.ctime = dir.meta.mtime;
+        Ok(meta)
+    }
+
+    fn is_ancestor(&self, ancestor: Ino, mut ino: Ino) -> bool {
+        loop {
+            if ino == ancestor {
+                return true;
+            }
+            match self.nodes.get(&ino).map(|n| &n.body) {
+                Some(Body::Dir { parent, .. }) if *parent != ino => ino = *parent,
+                _ => return false,
+            }
+        }
+    }
+
+    /// Remove the entry `name` of `parent` (already checked), dropping one link.
+    pub fn remove_entry(&mut self, parent: Ino, name: &[u8], tx: TxId) -> Result<()> {
+        let ino = *self
+            .entries(parent)?
+            .get(name)
+            .ok_or_else(|| Error::NotFound(name_str(name)))?;
+        self.save(tx, parent)?;
+        self.save(tx, ino)?;
+        self.entries_mut(parent)?.remove(name);
+        self.touch_entry(tx, parent, name)?;
+        let now = now_ns();
+        let child = self.node_mut(ino)?;
+        let was_dir = child.meta.is_dir();
+        child.meta.nlink = if was_dir {
+            0
+        } else {
+            child.meta.nlink.saturating_sub(1)
+        };
+        child.meta.ctime = now;
+        let dir = self.node_mut(parent)?;
+        if was_dir {
+            dir.meta.nlink -= 1;
+        }
+        dir.meta.mtime = now;
+        dir.meta.ctime = now;
+        self.reap(ino, tx)
+    }
+
+    /// Refusals of a rename, in the API's order; `Ok(None)`: renaming onto itself.
+    fn rename_check(
+        &self,
+        (parent, name): (Ino, &[u8]),
+        (new_parent, new_name): (Ino, &[u8]),
+        tx: TxId,
+    ) -> Result<Option<(Ino, Option<Ino>)>> {
+        let ino = *self
+            .entries(parent)?
+            .get(name)
+            .ok_or_else(|| Error::NotFound(name_str(name)))?;
+        self.entries(new_parent)?;
+        let moving_dir = self.node(ino)?.meta.is_dir();
+        if moving_dir && self.is_ancestor(ino, new_parent) {
+            return Err(Error::InvalidArgument(format!(
+                "cannot move {} into itself",
+                name_str(name)
+            )));
+        }
+        let target = self.entries(new_parent)?.get(new_name).copied();
+        if let Some(target) = target {
+            if target == ino {
+                return Ok(None);
+            }
+            match (moving_dir, self.node(target)?.meta.is_dir()) {
+                (false, true) => return Err(Error::IsDir(name_str(new_name))),
+                (true, false) => return Err(Error::NotDir(name_str(new_name))),
+                (true, true) if !self.entries(target)?.is_empty() => {
+                    return Err(Error::NotEmpty(name_str(new_name)))
+                }
+                _ => {}
+            }
+        }
+        let mut changed = vec![parent, new_parent, ino];
+        changed.extend(target);
+        self.check_owner(&changed, Some(tx))?;
+        Ok(Some((ino, target)))
+    }
+
+    pub fn rename(
+        &mut self,
+        (parent, name): (Ino, &[u8]),
+        (new_parent, new_name): (Ino, &[u8]),
+        tx: TxId,
+        user_tx: Option<TxId>,
+    ) -> Result<()> {
+        check_entry_name(name)?;
+        check_entry_name(new_name)?;
+        self.tx_check(user_tx)?;
+        let Some((ino, target)) = self.rename_check((parent, name), (new_parent, new_name), tx)?
+        else {
+            return Ok(());
+        };
+        if target.is_some() {
+            self.remove_entry(new_parent, new_name, tx)?;
+        }
+        self.save(tx, parent)?;
+        self.save(tx, new_parent)?;
+        self.save(tx, ino)?;
+        self.entries_mut(parent)?.remove(name);
+        self.entries_mut(new_parent)?.insert(new_name.to_vec(), ino);
+        self.touch_entry(tx, parent, name)?;
+        self.touch_entry(tx, new_parent, new_name)?;
+        let now = now_ns();
+        if self.node(ino)?.meta.is_dir() {
+            if let Body::Dir { parent: p, .. } = &mut self.node_mut(ino)?.body {
+                *p = new_parent;
+            }
+            self.node_mut(parent)?.meta.nlink -= 1;
+            self.node_mut(new_parent)?.meta.nlink += 1;
+        }
+        for dir in [parent, new_parent] {
+            let d = self.node_mut(dir)?;
+            d.meta.mtime = now;
+            d.meta.ctime = now;
+        }
+        self.node_mut(ino)?.meta.ctime = now;
+        Ok(())
+    }
+
+    pub fn link(
+        &mut self,
+        ino: Ino,
+        new_parent: Ino,
+        new_name: &[u8],
+        tx: TxId,
+    ) -> Result<Metadata> {
+        self.save(tx, new_parent)?;
+        self.save(tx, ino)?;
+        self.entries_mut(new_parent)?.insert(new_name.to_vec(), ino);
+        self.touch_entry(tx, new_parent, new_name)?;
+        let n = self.node_mut(ino)?;
+        n.meta.nlink += 1;
+        n.meta.ctime = now_ns();
+        Ok(n.meta)
+    }
+
+    pub fn unbind(&mut self, tx: TxId) {
+        for h in self.handles.values_mut() {
+            if h.tx == Some(tx) {
+                h.tx = None;
+            }
+        }
+    }
+
+    /// Open a transaction (user or internal).
+    pub fn begin(&mut self) -> TxId {
+        let tx = TxId(self.next_tx);
+        self.next_tx += 1;
+        self.txs.insert(tx.0, Tx::default());
+        tx
+    }
+
+    /// Undo a removed transaction's changes.
+    pub fn roll_back(&mut self, t: Tx) {
+        for (ino, image) in t.undo.into_iter().rev() {
+            self.put(ino, image);
+        }
+    }
+
+    /// The metadata records of what `dirty` names, as it is now.
+    pub fn records(&self, dirty: &Dirty) -> Vec<Record> {
+        let mut live = Vec::new();
+        let mut freed = Vec::new();
+        for &ino in &dirty.inodes {
+            match self.nodes.get(&ino) {
+                Some(n) => live.push(inode_record(n)),
+                None => freed.push(Record::FreeInode { ino }),
+            }
+        }
+        for (dir, name) in &dirty.entries {
+            let ino = self.entries(*dir).ok().and_then(|e| e.get(name)).copied();
+            live.push(match ino {
+                Some(ino) => Record::Entry {
+                    dir: *dir,
+                    name: name.clone(),
+                    ino,
+                },
+                None => Record::NoEntry {
+                    dir: *dir,
+                    name: name.clone(),
+                },
+            });
+        }
+        live.extend(freed);
+        live
+    }
+
+    /// Every inode and entry, for a compacted log.
+    pub fn snapshot(&self) -> Vec<Record> {
+        let mut inos: Vec<&Ino> = self.nodes.keys().collect();
+        inos.sort_unstable();
+        let mut out: Vec<Record> = inos
+            .iter()
+            .filter_map(|i| self.nodes.get(i))
+            .map(inode_record)
+            .collect();
+        for ino in inos {
+            if let Ok(entries) = self.entries(*ino) {
+                for (name, child) in entries {
+                    out.push(Record::Entry {
+                        dir: *ino,
+                        name: name.clone(),
+                        ino: *child,
+                    });
+                }
+            }
+        }
+        out
+    }
+}
+
+fn inode_record(n: &Node) -> Record {
+    let parent = match n.body {
+        Body::Dir { parent, .. } => parent,
+        Body::File => 0,
+    };
+    Record::Inode {
+        meta: n.meta,
+        parent,
+    }
+}
+
+/// Rebuild the nodes from a metadata log.
+pub fn replay(records: Vec<Record>) -> std::result::Result<HashMap<Ino, Node>, String> {
+    let mut nodes: HashMap<Ino, Node> = HashMap::new();
+    for rec in records {
+        match rec {
+            Record::Inode { meta, parent } => {
+                if meta.ino == 0 || meta.ino > INO_MAX {
+                    return Err(format!("inode number {}", meta.ino));
+                }
+                let body = match (meta.kind, nodes.remove(&meta.ino).map(|n| n.body)) {
+                    (FileKind::Dir, Some(Body::Dir { entries, .. })) => {
+                        Body::Dir { entries, parent }
+                    }
+                    (FileKind::Dir, _) => Body::Dir {
+                        entries: BTreeMap::new(),
+                        parent,
+                    },
+                    (FileKind::File, _) => Body::File,
+                    (FileKind::Symlink, _) => return Err("symlink inode".into()),
+                };
+                nodes.insert(meta.ino, Node { meta, body });
+            }
+            Record::FreeInode { ino } => {
+                nodes.remove(&ino);
+            }
+            Record::Entry { dir, name, ino } => match nodes.get_mut(&dir).map(|n| &mut n.body) {
+                Some(Body::Dir { entries, .. }) => {
+                    entries.insert(name, ino);
+                }
+                _ => return Err(format!("entry in missing directory {dir}")),
+            },
+            Record::NoEntry { dir, name } => {
+                if let Some(Body::Dir { entries, .. }) = nodes.get_mut(&dir).map(|n| &mut n.body) {
+                    entries.remove(&name);
+                }
+            }
+        }
+    }
+    check_tree(&nodes)?;
+    Ok(nodes)
+}
+
+fn check_tree(nodes: &HashMap<Ino, Node>) -> std::result::Result<(), String> {
+    match nodes.get(&ROOT_INO) {
+        Some(n) if n.meta.is_dir() => {}
+        _ => return Err("no root directory".into()),
+    }
+    for (ino, n) in nodes {
+        if let Body::Dir { entries, .. } = &n.body {
+            for (name, child) in entries {
+                if !nodes.contains_key(child) {
+                    return Err(format!(
+                        "entry {} of {ino} names missing inode {child}",
+                        name_str(name)
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The root directory of a new store.
+pub fn root_node() -> Node {
+    Node::new(ROOT_INO, FileKind::Dir, 0o755, ROOT_INO)
+}

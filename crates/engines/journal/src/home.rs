@@ -1,0 +1,81 @@
+//! Home files: the journal's file ids mapped to files of the home directory.
+
+use hostfs::{HostFs, HostFsResult, OpenOptions};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Names the home file of a file id (relative to the home directory).
+pub type HomeNamer = Arc<dyn Fn(u16) -> PathBuf + Send + Sync>;
+
+/// Open home files, by file id.
+pub struct HomeFiles<H: HostFs> {
+    host: H,
+    namer: HomeNamer,
+    open: parking_lot::Mutex<HashMap<u16, Arc<H::File>>>,
+}
+
+impl<H: HostFs> HomeFiles<H> {
+    pub fn new(host: H, namer: HomeNamer) -> Self {
+        HomeFiles {
+            host,
+            namer,
+            open: parking_lot::Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn host(&self) -> &H {
+        &self.host
+    }
+
+    /// The home file of `file`, created when missing.
+    pub fn file(&self, file: u16) -> HostFsResult<Arc<H::File>> {
+        let mut open = self.open.lock();
+        if let Some(f) = open.get(&file) {
+            return Ok(f.clone());
+        }
+        let path = (self.namer)(file);
+        let f = match self.host.open(&path, &OpenOptions::read_write()) {
+            Ok(f) => f,
+            Err(_) => {
+                let f = self.host.open(&path, &OpenOptions::create())?;
+                let dir = path.parent().unwrap_or(std::path::Path::new(""));
+                // persist: the new home file's directory entry, before any data of it is
+                // counted on (an append's sync_data does not make the name durable).
+                self.host.sync_dir(dir)?;
+                f
+            }
+        };
+        let f = Arc::new(f);
+        open.insert(file, f.clone());
+        Ok(f)
+    }
+
+    /// Read a home block into `buf` (zeros past the end of the file).
+    pub fn read_block(&self, file: u16, block: u32, buf: &mut [u8]) -> HostFsResult<()> {
+        let f = self.file(file)?;
+        let n = self
+            .host
+            .read_full_at(&f, block as u64 * crate::BLOCK_LEN, buf)?;
+        buf[n..].fill(0);
+        Ok(())
+    }
+
+    /// Write `data` at `off` of a home file (not durable until [`HomeFiles::sync`]).
+    pub fn write_at(&self, file: u16, off: u64, data: &[u8]) -> HostFsResult<()> {
+        let f = self.file(file)?;
+        self.host.write_all_at(&f, off, data)
+    }
+
+    /// Length of a home file (0 when it does not exist yet).
+    pub fn len(&self, file: u16) -> HostFsResult<u64> {
+        let f = self.file(file)?;
+        Ok(self.host.file_stat(&f)?.len)
+    }
+
+    /// Make a home file's data durable.
+    pub fn sync(&self, file: u16) -> HostFsResult<()> {
+        let f = self.file(file)?;
+        self.host.sync_data(&f)
+    }
+}
