@@ -1,0 +1,205 @@
+//! Recovery (§5.2.5): scan the tags, roll incomplete multi-chunk writes back, settle the
+//! slots, and restore the record invariants. Every step is idempotent, so a crash during
+//! recovery is recovered by running it again.
+//!
+//! | state found                                              | action                         |
+//! |----------------------------------------------------------|--------------------------------|
+//! | a valid chunk with the not-complete bit (stamp T)        | T is incomplete                |
+//! | a valid chunk with stamp T, T incomplete, no NC bit      | invalidate (first, backwards)  |
+//! | a record whose size_stamp is incomplete                  | size = prev_size               |
+//! | the NC chunk of T                                        | invalidate last                |
+//! | two valid copies of one chunk (Case 2-1 cut before step 5)| keep the higher stamp         |
+//! | a valid chunk of no live record, or wholly past the size | invalidate                     |
+//! | a home file longer than its size (a shrink cut short)    | truncate it                    |
+//!
+//! Dirty chunks stay in PM and are flushed lazily; the dirty set, the stride table and the
+//! stamp counter are rebuilt.
+
+use super::Cache;
+use crate::backing::Backing;
+use crate::format::record::{self, FileRecord};
+use crate::format::{Status, Tag, CHUNK_SIZE};
+use pmem::Region;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::Ordering;
+use store::{Error, Result};
+
+/// What recovery found and did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RecoveryReport {
+    pub files: u64,
+    pub valid_chunks: u64,
+    pub dirty_chunks: u64,
+    pub incomplete_writes: u64,
+    pub chunks_rolled_back: u64,
+    pub sizes_restored: u64,
+    pub duplicates_settled: u64,
+    pub orphans_dropped: u64,
+    pub homes_truncated: u64,
+}
+
+impl<R: Region, B: Backing> Cache<R, B> {
+    pub(crate) fn recover(&self) -> Result<RecoveryReport> {
+        let mut report = RecoveryReport::default();
+        let records = self.live_records()?;
+        let tags = self.all_tags()?;
+        let incomplete: BTreeSet<u64> = tags
+            .iter()
+            .filter(|(_, t)| t.valid() && t.not_complete())
+            .map(|(_, t)| t.stamp)
+            .collect();
+        report.incomplete_writes = incomplete.len() as u64;
+        self.roll_back(&tags, &records, &incomplete, &mut report);
+        let tags = self.all_tags()?;
+        self.settle_slots(&tags, &mut report)?;
+        let tags = self.all_tags()?;
+        self.drop_orphans(&tags, &records, &mut report);
+        self.rebuild(&records, &mut report)?;
+        Ok(report)
+    }
+
+    /// Live records by key: (record index, record).
+    fn live_records(&self) -> Result<HashMap<u64, (u64, FileRecord)>> {
+        let mut out = HashMap::new();
+        for i in 0..self.geometry().files_max() {
+            let at = self.geometry().record_at(i);
+            let r = FileRecord::read(&self.region, at);
+            if r.key == 0 {
+                continue;
+            }
+            if out.insert(r.key, (i, r)).is_some() {
+                return Err(Error::corrupt(
+                    format!("cache: key {} in two records", r.key),
+                    at,
+                ));
+            }
+        }
+        Ok(out)
+    }
+
+    fn all_tags(&self) -> Result<Vec<(u64, Tag)>> {
+        (0..self.geometry().chunks())
+            .map(|c| Ok((c, self.tag(c)?)))
+            .collect()
+    }
+
+    fn invalidate(&self, chunk: u64, tag: &Tag) {
+        self.set_status(
+            chunk,
+            &Tag {
+                status: Status::default(),
+                ..*tag
+            },
+        );
+    }
+
+    /// Undo incomplete writes: their other chunks (from the last, backwards), their length
+    /// changes, then their not-complete chunks.
+    fn roll_back(
+        &self,
+        tags: &[(u64, Tag)],
+        records: &HashMap<u64, (u64, FileRecord)>,
+        incomplete: &BTreeSet<u64>,
+        report: &mut RecoveryReport,
+    ) {
+        for (chunk, tag) in tags.iter().rev() {
+            if tag.valid() && !tag.not_complete() && incomplete.contains(&tag.stamp) {
+                self.invalidate(*chunk, tag);
+                report.chunks_rolled_back += 1;
+            }
+        }
+        for (index, r) in records.values() {
+            if r.size_stamp != 0 && incomplete.contains(&r.size_stamp) {
+                let at = self.geometry().record_at(*index);
+                self.region.store_u64(at + record::SIZE, r.prev_size);
+                // persist: the incomplete write's length change is undone before its
+                // not-complete chunk (its only witness) goes.
+                self.region.persist(at + record::SIZE, 8);
+                report.sizes_restored += 1;
+            }
+        }
+        for (chunk, tag) in tags {
+            if tag.valid() && tag.not_complete() {
+                self.invalidate(*chunk, tag);
+                report.chunks_rolled_back += 1;
+            }
+        }
+    }
+
+    /// Two valid copies of one chunk in a slot: keep the newer.
+    fn settle_slots(&self, tags: &[(u64, Tag)], report: &mut RecoveryReport) -> Result<()> {
+        for pair in tags.chunks(2) {
+            let [(c0, t0), (c1, t1)] = pair else { continue };
+            if t0.valid() && t1.holds(t0.key, t0.index) {
+                let (chunk, tag) = if t0.stamp < t1.stamp {
+                    (c0, t0)
+                } else {
+                    (c1, t1)
+                };
+                self.invalidate(*chunk, tag);
+                report.duplicates_settled += 1;
+            }
+        }
+        Ok(())
+    }
+
+    fn drop_orphans(
+        &self,
+        tags: &[(u64, Tag)],
+        records: &HashMap<u64, (u64, FileRecord)>,
+        report: &mut RecoveryReport,
+    ) {
+        for (chunk, tag) in tags {
+            if !tag.valid() {
+                continue;
+            }
+            let size = records.get(&tag.key).map(|(i, _)| {
+                self.region
+                    .load_u64(self.geometry().record_at(*i) + record::SIZE)
+            });
+            let past_end = size.is_none_or(|s| tag.index >= s.div_ceil(CHUNK_SIZE));
+            if past_end {
+                self.invalidate(*chunk, tag);
+                report.orphans_dropped += 1;
+            }
+        }
+    }
+
+    /// DRAM state from the settled pool; home files longer than their size are truncated.
+    fn rebuild(
+        &self,
+        records: &HashMap<u64, (u64, FileRecord)>,
+        report: &mut RecoveryReport,
+    ) -> Result<()> {
+        let mut stamp_max = 0;
+        let mut dirty = self.dirty.lock();
+        for (chunk, tag) in self.all_tags()? {
+            stamp_max = stamp_max.max(tag.stamp);
+            if tag.valid() {
+                report.valid_chunks += 1;
+                if tag.dirty() {
+                    dirty.insert(chunk);
+                    report.dirty_chunks += 1;
+                }
+            }
+        }
+        drop(dirty);
+        self.next_stamp.store(stamp_max + 1, Ordering::Relaxed);
+        let mut files = self.files.lock();
+        for (key, (index, _)) in records {
+            let r = FileRecord::read(&self.region, self.geometry().record_at(*index));
+            files.insert(*key, *index, r.id, r.size);
+            report.files += 1;
+            match self.backing.len(r.id) {
+                Ok(home) if home > r.size => {
+                    self.backing.set_len(r.id, r.size)?;
+                    self.backing.sync(r.id)?;
+                    report.homes_truncated += 1;
+                }
+                Ok(_) => {}
+                Err(e) => self.record_error(&e),
+            }
+        }
+        Ok(())
+    }
+}

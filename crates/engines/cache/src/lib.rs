@@ -1,0 +1,63 @@
+//! `cache` — the First Responder engine core of atomfs: persistent memory as a durable cache
+//! in front of the home files of a file system (dissertation seed, chapter V).
+//!
+//! Every write is durable in PM when [`Cache::write`] returns (durable, in-order semantics);
+//! reads hit PM; a flusher writes dirty chunks home. Placement is static: a file's key
+//! (advanced by the stride of the [`stride::StrideTable`] at every create) and chunk index
+//! name its slot, `(key + index) mod slots` — no allocator, no LRU. Each slot holds two
+//! chunks with tags updated by one 8-byte atomic store; the write cases of §5.2.2 are in
+//! [`slot`] and [`cache::write`]; multi-chunk writes carry a not-complete bit on their first
+//! chunk and a shared timestamp, and recovery rolls incomplete ones back ([`cache::recovery`]).
+//! See docs/engines/cache.md and docs/format.md ("cache").
+
+#![deny(unsafe_code)]
+
+pub mod backing;
+pub mod cache;
+pub mod counters;
+pub mod format;
+pub mod slot;
+pub mod stride;
+
+pub use backing::{Backing, MemBacking};
+pub use cache::{Cache, RecoveryReport};
+pub use slot::WriteCase;
+
+use std::time::Duration;
+
+/// Limits and tunables of a cache pool (limits named with the qualifier last).
+#[derive(Clone, Debug)]
+pub struct CacheConfig {
+    /// File records: files the cache knows at once.
+    pub files_max: u64,
+    /// Unit words reserved for transactions.
+    pub units_max: u64,
+    /// A fixed stride in slots (tests force collisions with 1); `None`: the stride table.
+    pub stride_fixed: Option<u64>,
+    /// Period of the background flush: `Some(0)` writes every chunk home before the write
+    /// returns (write-through), `None` flushes only on demand (stat, sync, unmount, Case 3).
+    pub flush_period: Option<Duration>,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        CacheConfig {
+            files_max: 4096,
+            units_max: 64,
+            stride_fixed: None,
+            flush_period: Some(Duration::from_millis(10)),
+        }
+    }
+}
+
+impl CacheConfig {
+    /// Every limit shrunk so that tests reach the edges quickly.
+    pub fn test_min() -> Self {
+        CacheConfig {
+            files_max: 8,
+            units_max: 2,
+            stride_fixed: None,
+            flush_period: None,
+        }
+    }
+}
