@@ -15,12 +15,14 @@
 pub mod backing;
 pub mod cache;
 pub mod counters;
+pub mod flusher;
 pub mod format;
 pub mod slot;
 pub mod stride;
 
 pub use backing::{Backing, MemBacking};
 pub use cache::{Cache, RecoveryReport};
+pub use flusher::Flusher;
 pub use slot::WriteCase;
 
 use std::time::Duration;

@@ -188,3 +188,45 @@ fn damaged_pools_give_clear_errors() {
     assert!(matches!(open(&bad), Err(store::Error::Corrupt { .. })));
     assert!(open(&image[..4096]).is_err(), "truncated pool");
 }
+
+#[test]
+fn the_periodic_flusher_cleans_dirty_chunks_in_the_background() {
+    let home = Arc::new(MemBacking::new());
+    let c = Arc::new(
+        Cache::format(
+            DramRegion::new(1 << 20),
+            home.clone(),
+            CacheConfig::test_min(),
+            b"/h",
+        )
+        .unwrap(),
+    );
+    let k = c.create_file(3, 0).unwrap();
+    let flusher = cache::Flusher::start(&c, std::time::Duration::from_millis(1)).unwrap();
+    c.write(k, 0, &[6; 5000]).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while home.crash().contents(3) != Some(vec![6; 5000]) {
+        assert!(std::time::Instant::now() < deadline, "{:?}", c.stats());
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    drop(flusher);
+    assert!(
+        c.counters()
+            .chunks_flushed
+            .load(std::sync::atomic::Ordering::Relaxed)
+            >= 2
+    );
+}
+
+#[test]
+fn a_zero_period_writes_through_before_the_write_returns() {
+    let home = Arc::new(MemBacking::new());
+    let config = CacheConfig {
+        flush_period: Some(std::time::Duration::ZERO),
+        ..CacheConfig::test_min()
+    };
+    let c = Cache::format(DramRegion::new(1 << 20), home.clone(), config, b"/h").unwrap();
+    let k = c.create_file(3, 0).unwrap();
+    c.write(k, 0, &[4; 100]).unwrap();
+    assert_eq!(home.crash().contents(3), Some(vec![4; 100]));
+}

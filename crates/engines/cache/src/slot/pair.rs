@@ -50,10 +50,8 @@ impl Pair {
     /// The plan of a write of chunk `index` of file `key` by the write with stamp `stamp`.
     pub fn plan(&self, key: u64, index: u64, stamp: u64) -> Plan {
         let t = &self.tags;
-        for side in 0..2 {
-            if t[side].holds(key, index) && t[side].stamp == stamp {
-                return self.simple(WriteCase::InPlace, side, None, None);
-            }
+        if let Some(side) = (0..2).find(|&s| t[s].holds(key, index) && t[s].stamp == stamp) {
+            return self.simple(WriteCase::InPlace, side, None, None);
         }
         let valid = [t[0].valid(), t[1].valid()];
         let mine_side = (0..2).find(|&s| t[s].holds(key, index));
