@@ -175,6 +175,9 @@ impl<R: Region, B: Backing> Cache<R, B> {
 
     /// Set the file's length (a hole when it grows), durable when this returns.
     pub fn set_len(&self, key: u64, len: u64) -> Result<()> {
+        if len > super::recovery::SIZE_MAX {
+            return Err(Error::FileTooLarge(format!("length {len}")));
+        }
         let f = self.file(key)?;
         let _op = f.op.lock();
         let old = self.record(&f).size;

@@ -18,7 +18,11 @@
 use super::Cache;
 use crate::backing::Backing;
 use crate::format::record::{self, FileRecord};
+use crate::format::tag::KEY_MAX;
 use crate::format::{Status, Tag, CHUNK_SIZE};
+
+/// Largest file length a record may hold (2^60 bytes).
+pub const SIZE_MAX: u64 = 1 << 60;
 use pmem::Region;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::Ordering;
@@ -67,6 +71,12 @@ impl<R: Region, B: Backing> Cache<R, B> {
             if r.key == 0 {
                 continue;
             }
+            if r.key > KEY_MAX || r.size > SIZE_MAX || r.prev_size > SIZE_MAX {
+                return Err(Error::corrupt(
+                    format!("cache: record {i} out of range"),
+                    at,
+                ));
+            }
             if out.insert(r.key, (i, r)).is_some() {
                 return Err(Error::corrupt(
                     format!("cache: key {} in two records", r.key),
@@ -79,7 +89,14 @@ impl<R: Region, B: Backing> Cache<R, B> {
 
     fn all_tags(&self) -> Result<Vec<(u64, Tag)>> {
         (0..self.geometry().chunks())
-            .map(|c| Ok((c, self.tag(c)?)))
+            .map(|c| {
+                let tag = self.tag(c)?;
+                if tag.valid() && (tag.index > SIZE_MAX / CHUNK_SIZE || tag.stamp == u64::MAX) {
+                    let at = self.geometry().tag_at(c);
+                    return Err(Error::corrupt(format!("cache tag {c} out of range"), at));
+                }
+                Ok((c, tag))
+            })
             .collect()
     }
 
@@ -174,7 +191,7 @@ impl<R: Region, B: Backing> Cache<R, B> {
         let mut stamp_max = 0;
         let mut dirty = self.dirty.lock();
         for (chunk, tag) in self.all_tags()? {
-            stamp_max = stamp_max.max(tag.stamp);
+            stamp_max = stamp_max.max(tag.stamp.min(u64::MAX - 1));
             if tag.valid() {
                 report.valid_chunks += 1;
                 if tag.dirty() {

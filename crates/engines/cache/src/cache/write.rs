@@ -35,6 +35,9 @@ impl<R: Region, B: Backing> Cache<R, B> {
         let end = off
             .checked_add(data.len() as u64)
             .ok_or_else(|| Error::FileTooLarge(format!("write at {off} overflows")))?;
+        if end > super::recovery::SIZE_MAX {
+            return Err(Error::FileTooLarge(format!("write ending at {end}")));
+        }
         let f = self.file(key)?;
         let _op = f.op.lock();
         let old = self.record(&f).size;
