@@ -230,3 +230,59 @@ fn a_zero_period_writes_through_before_the_write_returns() {
     c.write(k, 0, &[4; 100]).unwrap();
     assert_eq!(home.crash().contents(3), Some(vec![4; 100]));
 }
+
+#[test]
+fn a_transaction_commits_across_files_and_an_abort_leaves_nothing() {
+    let c = cache_with(1 << 20, CacheConfig::test_min());
+    let a = c.create_file(1, 0).unwrap();
+    let b = c.create_file(2, 0).unwrap();
+    c.write(a, 0, &[1; 5000]).unwrap();
+    let mut t = c.begin().unwrap();
+    c.write_in(&mut t, a, 100, &[2; 10]).unwrap();
+    c.write_in(&mut t, b, 0, &[3; 7000]).unwrap();
+    c.set_len_in(&mut t, a, 50).unwrap();
+    c.set_len_in(&mut t, a, 6000).unwrap();
+    let mut inside = vec![1u8; 50];
+    inside.resize(6000, 0);
+    assert_eq!(
+        read_all(&c, a),
+        inside,
+        "shrink then grow inside a transaction reads zeros"
+    );
+    c.abort(t).unwrap();
+    assert_eq!(read_all(&c, a), vec![1; 5000]);
+    assert_eq!(c.len(b).unwrap(), 0);
+    let mut t = c.begin().unwrap();
+    c.write_in(&mut t, a, 100, &[2; 10]).unwrap();
+    c.write_in(&mut t, b, 0, &[3; 7000]).unwrap();
+    c.commit(t).unwrap();
+    let mut model = vec![1u8; 5000];
+    model[100..110].fill(2);
+    assert_eq!(read_all(&c, a), model);
+    assert_eq!(read_all(&c, b), vec![3; 7000]);
+}
+
+#[test]
+fn an_open_transaction_pins_its_slots() {
+    let config = CacheConfig {
+        stride_fixed: Some(1),
+        ..CacheConfig::test_min()
+    };
+    let c = cache_with(64 << 10, config);
+    let a = c.create_file(1, 0).unwrap();
+    let b = c.create_file(2, 0).unwrap();
+    let mut t = c.begin().unwrap();
+    c.write_in(&mut t, a, C as u64, &[1; 10]).unwrap(); // a1 = slot of b0
+    c.write(b, 0, &[2; 10]).unwrap(); // the free chunk of the slot: allowed
+    assert!(
+        matches!(c.write(b, 0, &[3; 10]), Err(store::Error::Busy(_))),
+        "Case 3 would evict the transaction's chunk"
+    );
+    assert_eq!(
+        c.flush_all().unwrap(),
+        1,
+        "the open transaction's chunk is not flushed"
+    );
+    c.commit(t).unwrap();
+    c.write(b, 0, &[3; 10]).unwrap();
+}

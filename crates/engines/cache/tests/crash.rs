@@ -12,12 +12,17 @@ use std::sync::{Arc, Mutex};
 
 const C: u64 = 4096;
 const POOL: u64 = 64 << 10;
+/// The transaction workload: a stride of 4 and room for it, so that no transaction
+/// collides with itself (that is refused with NoSpace, see tests/core.rs).
+const TX_POOL: u64 = 128 << 10;
 
 #[derive(Clone, Debug)]
 enum Op {
     Write(usize, u64, u64, u8),
     SetLen(usize, u64),
     FlushAll,
+    /// A transaction of writes and length changes; committed when true, else aborted.
+    Tx(Vec<Op>, bool),
 }
 
 fn ops() -> Vec<Op> {
@@ -37,9 +42,9 @@ fn ops() -> Vec<Op> {
     ]
 }
 
-fn config() -> CacheConfig {
+fn config_with(stride: u64) -> CacheConfig {
     CacheConfig {
-        stride_fixed: Some(1),
+        stride_fixed: Some(stride),
         ..CacheConfig::test_min()
     }
 }
@@ -55,6 +60,13 @@ fn apply(model: &mut [Vec<u8>], op: &Op) {
         }
         Op::SetLen(f, len) => model[f].resize(len as usize, 0),
         Op::FlushAll => {}
+        Op::Tx(ref steps, commit) => {
+            if commit {
+                for s in steps {
+                    apply(model, s);
+                }
+            }
+        }
     }
 }
 
@@ -65,7 +77,53 @@ fn run<R: Region>(c: &Cache<R, Arc<MemBacking>>, keys: &[u64], op: &Op) {
         Op::FlushAll => {
             c.flush_all().unwrap();
         }
+        Op::Tx(ref steps, commit) => {
+            let mut unit = c.begin().unwrap();
+            for s in steps {
+                match *s {
+                    Op::Write(f, off, len, byte) => c
+                        .write_in(&mut unit, keys[f], off, &vec![byte; len as usize])
+                        .unwrap(),
+                    Op::SetLen(f, len) => c.set_len_in(&mut unit, keys[f], len).unwrap(),
+                    _ => unreachable!("only writes and lengths in a transaction"),
+                }
+            }
+            if commit {
+                c.commit(unit).unwrap();
+            } else {
+                c.abort(unit).unwrap();
+            }
+        }
     }
+}
+
+fn tx_ops() -> Vec<Op> {
+    use Op::*;
+    vec![
+        Write(0, 0, 2 * C, 1),
+        Write(1, 0, C + 10, 2),
+        Tx(
+            vec![
+                Write(0, 10, 20, 3),
+                Write(1, C, 2 * C, 4),
+                Write(2, 0, 100, 5),
+            ],
+            true,
+        ),
+        FlushAll,
+        Tx(
+            vec![Write(0, 0, 3 * C, 6), SetLen(1, 10), Write(2, 50, 50, 7)],
+            false,
+        ),
+        Tx(
+            vec![SetLen(0, 100), SetLen(0, 2 * C + 1), Write(1, 5, 5, 8)],
+            true,
+        ),
+        Tx(
+            vec![Write(2, 0, C, 9), Write(2, 2, 3, 10), SetLen(1, 0)],
+            true,
+        ),
+    ]
 }
 
 fn contents<R: Region>(c: &Cache<R, Arc<MemBacking>>, key: u64) -> Vec<u8> {
@@ -82,12 +140,24 @@ struct Image {
 
 #[test]
 fn every_crash_image_recovers_to_before_or_after_the_running_operation() {
-    let sim = Arc::new(SimRegion::new(POOL));
+    crash_every_fence(ops(), POOL, 1);
+}
+
+/// Transactions over three files (commit and abort, growth, shrink then growth in one
+/// transaction): at every fence, each transaction is wholly there or wholly absent.
+#[test]
+fn every_crash_image_keeps_transactions_all_or_nothing() {
+    crash_every_fence(tx_ops(), TX_POOL, 4);
+}
+
+fn crash_every_fence(ops: Vec<Op>, pool: u64, stride: u64) {
+    let config = config_with(stride);
+    let sim = Arc::new(SimRegion::new(pool));
     let home = Arc::new(MemBacking::new());
     for id in 0..3 {
         home.put(id, &vec![0xEE; 1500]);
     }
-    let c = Cache::format(sim.clone(), home.clone(), config(), b"/h").unwrap();
+    let c = Cache::format(sim.clone(), home.clone(), config.clone(), b"/h").unwrap();
     let keys: Vec<u64> = (0..3).map(|id| c.create_file(id, 1500).unwrap()).collect();
     let running = Arc::new(AtomicUsize::new(0));
     let images = Arc::new(Mutex::new(Vec::new()));
@@ -109,7 +179,6 @@ fn every_crash_image_recovers_to_before_or_after_the_running_operation() {
             }
         }));
     }
-    let ops = ops();
     let mut models = vec![vec![vec![0xEEu8; 1500]; 3]];
     for (i, op) in ops.iter().enumerate() {
         running.store(i, Ordering::SeqCst);
@@ -126,18 +195,22 @@ fn every_crash_image_recovers_to_before_or_after_the_running_operation() {
     assert!(images.len() > 100, "only {} crash images", images.len());
     let mut checked = 0;
     for (n, img) in images.into_iter().enumerate() {
-        check_image(n, img, &keys, &models);
+        check_image(n, img, &keys, &models, &config);
         checked += 1;
     }
     println!("cache crash images checked: {checked}");
 }
 
-fn check_image(n: usize, img: Image, keys: &[u64], models: &[Vec<Vec<u8>>]) {
+fn check_image(n: usize, img: Image, keys: &[u64], models: &[Vec<Vec<u8>>], config: &CacheConfig) {
     let before = &models[img.running];
     let after = &models[img.running + 1];
     let home = Arc::new(img.home);
-    let (c, report) = Cache::open(DramRegion::from_bytes(&img.pm), home.clone(), config())
-        .unwrap_or_else(|e| panic!("image {n} (op {}): open failed: {e}", img.running));
+    let (c, report) = Cache::open(
+        DramRegion::from_bytes(&img.pm),
+        home.clone(),
+        config.clone(),
+    )
+    .unwrap_or_else(|e| panic!("image {n} (op {}): open failed: {e}", img.running));
     let mut states = Vec::new();
     for (f, &key) in keys.iter().enumerate() {
         let got = contents(&c, key);
@@ -157,9 +230,9 @@ fn check_image(n: usize, img: Image, keys: &[u64], models: &[Vec<Vec<u8>>]) {
         states.push(state);
     }
     // Recovery is idempotent: recovering the recovered pool again changes nothing.
-    let mut again = vec![0u8; POOL as usize];
+    let mut again = vec![0u8; img.pm.len()];
     c.region().read(0, &mut again);
-    let (c2, _) = Cache::open(DramRegion::from_bytes(&again), home, config()).unwrap();
+    let (c2, _) = Cache::open(DramRegion::from_bytes(&again), home, config.clone()).unwrap();
     for (f, &key) in keys.iter().enumerate() {
         assert_eq!(
             contents(&c2, key),

@@ -70,6 +70,10 @@ impl<R: Region, B: Backing> Cache<R, B> {
                 self.dirty.lock().remove(&chunk);
                 continue;
             }
+            if self.is_open(tag.stamp) {
+                // An open transaction's chunk: home gets it only after the commit.
+                continue;
+            }
             match self.write_home(chunk, &tag) {
                 Ok(Some(id)) => written.entry(id).or_default().push((chunk, tag)),
                 Ok(None) => {}

@@ -6,9 +6,11 @@ pub mod files;
 pub mod flush;
 pub mod read;
 pub mod recovery;
+pub mod unit;
 pub mod write;
 
 pub use recovery::RecoveryReport;
+pub use unit::{Unit, UnitState};
 
 use crate::backing::Backing;
 use crate::counters::Counters;
@@ -20,7 +22,7 @@ use crate::CacheConfig;
 use files::Files;
 use parking_lot::{Mutex, MutexGuard};
 use pmem::Region;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::atomic::AtomicU64;
 use store::{Error, Result};
 
@@ -38,6 +40,10 @@ pub struct Cache<R: Region, B: Backing> {
     dirty: Mutex<BTreeSet<u64>>,
     /// The last home write-back error, until a flush succeeds.
     flush_error: Mutex<Option<String>>,
+    /// Stamps of the open transactions (their chunks pin their slots).
+    open_units: Mutex<HashSet<u64>>,
+    /// Free unit words.
+    free_units: Mutex<Vec<u64>>,
 }
 
 impl<R: Region, B: Backing> Cache<R, B> {
@@ -80,6 +86,8 @@ impl<R: Region, B: Backing> Cache<R, B> {
             counters: Counters::default(),
             dirty: Mutex::new(BTreeSet::new()),
             flush_error: Mutex::new(None),
+            open_units: Mutex::new(HashSet::new()),
+            free_units: Mutex::new((0..g.units_max()).rev().collect()),
             region,
             sb,
             backing,
@@ -122,6 +130,11 @@ impl<R: Region, B: Backing> Cache<R, B> {
     /// The last home write-back error not yet cleared by a successful flush.
     pub fn flush_error(&self) -> Option<String> {
         self.flush_error.lock().clone()
+    }
+
+    /// Whether `stamp` belongs to an open transaction.
+    pub(crate) fn is_open(&self, stamp: u64) -> bool {
+        self.open_units.lock().contains(&stamp)
     }
 
     fn slot_of(&self, key: u64, index: u64) -> u64 {

@@ -8,7 +8,7 @@
 //! | a valid chunk with stamp T, T incomplete, no NC bit      | invalidate (first, backwards)  |
 //! | a record whose size_stamp is incomplete                  | size = prev_size               |
 //! | the NC chunk of T                                        | invalidate last                |
-//! | two valid copies of one chunk (Case 2-1 cut before step 5)| keep the higher stamp         |
+//! | two valid copies of one chunk (Case 2-1 cut before step 5)| keep the new one (N, stamp)   |
 //! | a valid chunk of no live record, or wholly past the size | invalidate                     |
 //! | a home file longer than its size (a shrink cut short)    | truncate it                    |
 //!
@@ -47,19 +47,35 @@ impl<R: Region, B: Backing> Cache<R, B> {
         let mut report = RecoveryReport::default();
         let records = self.live_records()?;
         let tags = self.all_tags()?;
+        let open_units = self.open_unit_words();
         let incomplete: BTreeSet<u64> = tags
             .iter()
             .filter(|(_, t)| t.valid() && t.not_complete())
             .map(|(_, t)| t.stamp)
+            .chain(open_units.iter().map(|(_, stamp)| *stamp))
             .collect();
         report.incomplete_writes = incomplete.len() as u64;
         self.roll_back(&tags, &records, &incomplete, &mut report);
+        for (at, _) in &open_units {
+            self.region.store_u64(*at, 0);
+            // persist: the transaction is rolled back and closed.
+            self.region.persist(*at, 8);
+        }
         let tags = self.all_tags()?;
         self.settle_slots(&tags, &mut report)?;
         let tags = self.all_tags()?;
         self.drop_orphans(&tags, &records, &mut report);
         self.rebuild(&records, &mut report)?;
         Ok(report)
+    }
+
+    /// Unit words of transactions open at the crash: (offset, stamp).
+    fn open_unit_words(&self) -> Vec<(u64, u64)> {
+        (0..self.geometry().units_max())
+            .map(|i| self.geometry().unit_at(i))
+            .map(|at| (at, self.region.load_u64(at)))
+            .filter(|(_, stamp)| *stamp != 0)
+            .collect()
     }
 
     /// Live records by key: (record index, record).
@@ -201,6 +217,9 @@ impl<R: Region, B: Backing> Cache<R, B> {
             }
         }
         drop(dirty);
+        for (_, r) in records.values() {
+            stamp_max = stamp_max.max(r.size_stamp.min(u64::MAX - 1));
+        }
         self.next_stamp.store(stamp_max + 1, Ordering::Relaxed);
         let mut files = self.files.lock();
         for (key, (index, _)) in records {

@@ -19,6 +19,17 @@ use crate::slot::WriteCase;
 use pmem::Region;
 use store::{Error, Result};
 
+/// How a write's chunks are made atomic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// One chunk, no growth: Algorithm 1 as is.
+    Single,
+    /// The not-complete bit on the first chunk; old copies kept until completion.
+    MultiChunk,
+    /// Part of an open transaction (its unit word is the commit record); old copies kept.
+    Unit,
+}
+
 /// What a chunk write left behind.
 pub struct Written {
     pub chunk: u64,
@@ -53,36 +64,45 @@ impl<R: Region, B: Backing> Cache<R, B> {
             self.zero_tail(&f, key, old, off)?;
         }
         let multi = last > first || end > old;
-        let written = self.write_locked(&f, key, off, data, multi, old)?;
+        let stamp = self.take_stamp();
+        let mode = if multi {
+            Mode::MultiChunk
+        } else {
+            Mode::Single
+        };
+        let done = self.write_locked(&f, key, off, data, stamp, mode, old)?;
+        if multi {
+            self.complete(&done)?;
+            Counters::bump(&self.counters.multi_chunk_writes);
+        }
+        let written: Vec<u64> = done.iter().map(|w| w.chunk).collect();
         if self.config.flush_period == Some(std::time::Duration::ZERO) {
             self.flush_chunks(written.into_iter().collect())?;
         }
         Ok(())
     }
 
-    /// Lock the write's slots (in ascending order), write every chunk, complete.
-    fn write_locked(
+    /// Lock the write's slots (in ascending order), write every chunk and the new length.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn write_locked(
         &self,
         f: &FileState,
         key: u64,
         off: u64,
         data: &[u8],
-        multi: bool,
+        stamp: u64,
+        mode: Mode,
         old: u64,
-    ) -> Result<Vec<u64>> {
+    ) -> Result<Vec<Written>> {
         let end = off + data.len() as u64;
         let (first, last) = (off / CHUNK_SIZE, (end - 1) / CHUNK_SIZE);
         let mut slots: Vec<u64> = (first..=last).map(|i| self.slot_of(key, i)).collect();
         slots.sort_unstable();
+        slots.dedup();
         let _guards: Vec<_> = slots.iter().map(|&s| self.lock_slot(s)).collect();
-        let stamp = self.take_stamp();
         let rec_at = self.geometry().record_at(f.record);
         if end > old {
-            self.region.store_u64(rec_at + record::PREV_SIZE, old);
-            self.region.store_u64(rec_at + record::SIZE_STAMP, stamp);
-            // persist: recovery can undo the length change of this write if it does not
-            // complete (its stamp names it).
-            self.region.persist(rec_at, record::RECORD_LEN);
+            self.mark_size_change(rec_at, stamp, old);
         }
         let mut done = Vec::new();
         for index in first..=last {
@@ -90,8 +110,9 @@ impl<R: Region, B: Backing> Cache<R, B> {
             let lo = off.max(start);
             let hi = end.min(start + CHUNK_SIZE);
             let piece = &data[(lo - off) as usize..(hi - off) as usize];
-            let nc = multi && index == first;
-            done.push(self.write_chunk(f, key, index, lo - start, piece, stamp, nc, multi)?);
+            let nc = mode == Mode::MultiChunk && index == first;
+            let keep_old = mode != Mode::Single;
+            done.push(self.write_chunk(f, key, index, lo - start, piece, stamp, nc, keep_old)?);
         }
         if end > old {
             self.region.store_u64(rec_at + record::SIZE, end);
@@ -99,11 +120,19 @@ impl<R: Region, B: Backing> Cache<R, B> {
             self.region.persist(rec_at + record::SIZE, 8);
             self.files.lock().resized(old, end);
         }
-        if multi {
-            self.complete(&done)?;
-            Counters::bump(&self.counters.multi_chunk_writes);
+        Ok(done)
+    }
+
+    /// Before the first length change by `stamp`: remember the length to restore if the
+    /// write or transaction does not complete.
+    pub(crate) fn mark_size_change(&self, rec_at: u64, stamp: u64, old: u64) {
+        if self.region.load_u64(rec_at + record::SIZE_STAMP) == stamp {
+            return;
         }
-        Ok(done.iter().map(|w| w.chunk).collect())
+        self.region.store_u64(rec_at + record::PREV_SIZE, old);
+        self.region.store_u64(rec_at + record::SIZE_STAMP, stamp);
+        // persist: recovery can undo the length change if `stamp` does not complete.
+        self.region.persist(rec_at, record::RECORD_LEN);
     }
 
     /// Complete a multi-chunk write: clear the not-complete bit of its first chunk (the
@@ -166,7 +195,21 @@ impl<R: Region, B: Backing> Cache<R, B> {
         );
         let slot = self.slot_of(key, index);
         let plan = self.pair(slot)?.plan(key, index, stamp);
+        for chunk in plan.victim.iter().chain(plan.mine.iter()) {
+            let t = self.tag(*chunk)?;
+            if t.stamp != stamp && self.is_open(t.stamp) {
+                // Evicting or superseding an open transaction's chunk would break it.
+                return Err(Error::Busy(format!(
+                    "cache slot {slot} is held by an open transaction"
+                )));
+            }
+        }
         if let Some(victim) = plan.victim {
+            if self.tag(victim)?.stamp == stamp {
+                return Err(Error::NoSpace(format!(
+                    "two chunks of one transaction collide in cache slot {slot}"
+                )));
+            }
             self.evict(victim)?;
         }
         if let Some(other) = plan.clear_new {

@@ -41,10 +41,21 @@ impl Pair {
         let side = match hits.as_slice() {
             [] => return None,
             [one] => *one,
-            // Both valid (a multi-chunk write in progress keeps the old copy): the newer.
-            _ => usize::from(self.tags[1].stamp > self.tags[0].stamp),
+            // Both valid (a multi-chunk write or transaction keeps the old copy until it
+            // completes): the new one (N set; its write cleared N on the old one first).
+            _ => Self::newer(&self.tags),
         };
         Some((self.chunk(side), self.tags[side]))
+    }
+
+    /// Of two valid copies of one chunk, the side of the new one: N set, else the higher
+    /// stamp.
+    pub fn newer(tags: &[Tag; 2]) -> usize {
+        if tags[0].is_new() != tags[1].is_new() {
+            usize::from(tags[1].is_new())
+        } else {
+            usize::from(tags[1].stamp > tags[0].stamp)
+        }
     }
 
     /// The plan of a write of chunk `index` of file `key` by the write with stamp `stamp`.
