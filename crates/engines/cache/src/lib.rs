@@ -17,13 +17,16 @@ pub mod cache;
 pub mod counters;
 pub mod flusher;
 pub mod format;
+pub mod home;
 pub mod slot;
+pub mod store;
 pub mod stride;
 
 pub use backing::{Backing, MemBacking};
-pub use cache::{Cache, RecoveryReport};
+pub use cache::{Cache, RecoveryReport, Unit, UnitState};
 pub use flusher::Flusher;
 pub use slot::WriteCase;
+pub use store::{CacheStore, HostCacheStore};
 
 use std::time::Duration;
 
@@ -44,8 +47,8 @@ pub struct CacheConfig {
 impl Default for CacheConfig {
     fn default() -> Self {
         CacheConfig {
-            files_max: 4096,
-            units_max: 64,
+            files_max: 65536,
+            units_max: 1024,
             stride_fixed: None,
             flush_period: Some(Duration::from_millis(10)),
         }

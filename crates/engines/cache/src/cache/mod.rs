@@ -194,3 +194,81 @@ impl<R: Region, B: Backing> Cache<R, B> {
         *self.flush_error.lock() = Some(e.to_string());
     }
 }
+
+impl<R: Region, B: Backing> Cache<R, B> {
+    /// Every cached file as (key, home id).
+    pub fn file_list(&self) -> Vec<(u64, u64)> {
+        let files = self.files.lock();
+        files
+            .keys()
+            .into_iter()
+            .filter_map(|k| files.get(k).map(|f| (k, f.id)))
+            .collect()
+    }
+
+    /// Check tags against records and home lengths (read-only).
+    pub fn fsck(&self) -> Result<store::FsckReport> {
+        let mut report = store::FsckReport::default();
+        let g = self.geometry();
+        let lens: std::collections::HashMap<u64, u64> = self
+            .file_list()
+            .into_iter()
+            .filter_map(|(k, _)| self.len(k).ok().map(|l| (k, l)))
+            .collect();
+        let mut valid = 0;
+        for slot in 0..g.slots() {
+            let pair = match self.pair(slot) {
+                Ok(p) => p,
+                Err(e) => {
+                    report.problem(e.to_string(), format!("slot {slot}"));
+                    continue;
+                }
+            };
+            for side in 0..2 {
+                let t = *pair.tag(side);
+                if !t.valid() {
+                    continue;
+                }
+                valid += 1;
+                let at = format!("chunk {}", pair.chunk(side));
+                match lens.get(&t.key) {
+                    None => report.problem(format!("valid chunk of unknown key {}", t.key), at),
+                    Some(&len) if t.index >= len.div_ceil(crate::format::CHUNK_SIZE) => {
+                        report.problem(format!("chunk {} past the length {len}", t.index), at)
+                    }
+                    Some(_) => {}
+                }
+                if t.not_complete() {
+                    report.problem(
+                        "not-complete bit set at rest",
+                        format!("chunk {}", pair.chunk(side)),
+                    );
+                }
+            }
+            if pair.tag(0).valid()
+                && pair.tag(1).holds(pair.tag(0).key, pair.tag(0).index)
+                && !self.is_open(pair.tag(0).stamp)
+                && !self.is_open(pair.tag(1).stamp)
+            {
+                report.problem(
+                    "two valid copies of one chunk at rest",
+                    format!("slot {slot}"),
+                );
+            }
+        }
+        for (key, id) in self.file_list() {
+            if let (Ok(home), Some(&len)) = (self.backing.len(id), lens.get(&key)) {
+                if home > len {
+                    report.problem(
+                        format!("home file ({home} bytes) longer than {len}"),
+                        format!("key {key}"),
+                    );
+                }
+            }
+        }
+        report.checked.push(("tags".into(), g.chunks()));
+        report.checked.push(("valid chunks".into(), valid));
+        report.checked.push(("files".into(), lens.len() as u64));
+        Ok(report)
+    }
+}

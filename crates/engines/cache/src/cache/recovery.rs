@@ -233,6 +233,8 @@ impl<R: Region, B: Backing> Cache<R, B> {
                     report.homes_truncated += 1;
                 }
                 Ok(_) => {}
+                // A record whose home file is gone: the store drops it after recovery.
+                Err(Error::NotFound(_)) => {}
                 Err(e) => self.record_error(&e),
             }
         }

@@ -1,0 +1,422 @@
+//! Namespace operations on the home directory, each durable (`sync_dir`) when it returns;
+//! inside a transaction recorded for its abort.
+
+use super::{CacheStore, Tables, Undo, MARKER_NAME, TRASH_NAME};
+use crate::home::host_err;
+use hostfs::{HostFs, OpenOptions};
+use pmem::Region;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use store::path::check_entry_name;
+use store::{DirEntry, Error, FileKind, Ino, Metadata, Result, SetAttr, TxId, ROOT_INO};
+
+fn kind_of(k: hostfs::FileKind) -> FileKind {
+    match k {
+        hostfs::FileKind::Dir => FileKind::Dir,
+        hostfs::FileKind::Symlink => FileKind::Symlink,
+        _ => FileKind::File,
+    }
+}
+
+fn parent_of(p: &Path) -> &Path {
+    p.parent().unwrap_or(Path::new(""))
+}
+
+impl<R: Region, H: HostFs> CacheStore<R, H> {
+    pub(super) fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    pub(super) fn sync_dir(&self, dir: &Path) -> Result<()> {
+        // persist: the directory's entries (creates, links, unlinks, renames) are durable.
+        self.host.sync_dir(dir).map_err(host_err)
+    }
+
+    /// Attributes of `ino`; a file's length is the cache's (the PM copy is authoritative).
+    pub(super) fn meta(&self, t: &Tables, ino: Ino) -> Result<Metadata> {
+        if t.gone.contains(&ino) {
+            return Err(Error::NotFound(format!("inode {ino}")));
+        }
+        let st = match t.keys.get(&ino) {
+            Some(_) => self.cache.backing().stat(t.names.host_of(ino)),
+            None => self.host.stat(&t.names.path(ino)?).map_err(host_err),
+        }?;
+        let mut m = Metadata {
+            ino,
+            kind: kind_of(st.kind),
+            size: st.len,
+            perm: st.perm & 0o7777,
+            nlink: st.nlink.min(u64::from(u32::MAX)) as u32,
+            uid: st.uid,
+            gid: st.gid,
+            allocated: st.len.div_ceil(4096) * 4096,
+            atime: st.atime_ns,
+            mtime: st.mtime_ns,
+            ctime: st.ctime_ns,
+        };
+        if let Some(&key) = t.keys.get(&ino) {
+            m.kind = FileKind::File;
+            m.size = self.cache.len(key)?;
+            m.allocated = m.size.div_ceil(4096) * 4096;
+            if t.orphans.contains(&ino) {
+                m.nlink = 0;
+            }
+        }
+        Ok(m)
+    }
+
+    pub(super) fn tx_open(t: &Tables, tx: Option<TxId>) -> Result<()> {
+        match tx {
+            Some(TxId(id)) if !t.txs.contains_key(&id) => Err(Error::NoSuchTransaction(id)),
+            _ => Ok(()),
+        }
+    }
+
+    /// A change to `inos` from `tx`: refused while another open transaction created one.
+    pub(super) fn check_owner(t: &Tables, inos: &[Ino], tx: Option<TxId>) -> Result<()> {
+        for ino in inos {
+            if let Some(&creator) = t.created_by.get(ino) {
+                if Some(TxId(creator)) != tx {
+                    return Err(Error::FileInTransaction(creator));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn dir_path(&self, t: &Tables, ino: Ino) -> Result<PathBuf> {
+        let p = t.names.path(ino)?;
+        let st = self.host.stat(&p).map_err(host_err)?;
+        if st.kind != hostfs::FileKind::Dir {
+            return Err(Error::NotDir(format!("inode {ino}")));
+        }
+        Ok(p)
+    }
+
+    fn stat_opt(&self, p: &Path) -> Result<Option<hostfs::Stat>> {
+        match self.host.stat(p) {
+            Ok(st) => Ok(Some(st)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(host_err(e)),
+        }
+    }
+
+    fn hidden(parent: Ino, name: &[u8]) -> bool {
+        parent == ROOT_INO && (name == TRASH_NAME.as_bytes() || name == MARKER_NAME.as_bytes())
+    }
+
+    pub(super) fn do_lookup(&self, parent: Ino, name: &[u8]) -> Result<Metadata> {
+        store::path::check_name(name)?;
+        let mut t = self.t.lock();
+        let p = self.dir_path(&t, parent)?.join(OsStr::from_bytes(name));
+        if Self::hidden(parent, name) {
+            return Err(Error::NotFound(p.display().to_string()));
+        }
+        let st = self.host.stat(&p).map_err(host_err)?;
+        let ino = t.names.ino_of(st.ino);
+        t.names.add(ino, parent, name);
+        self.meta(&t, ino)
+    }
+
+    pub(super) fn do_create(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        perm: u32,
+        tx: Option<TxId>,
+        dir: bool,
+    ) -> Result<Metadata> {
+        check_entry_name(name)?;
+        let mut t = self.t.lock();
+        Self::tx_open(&t, tx)?;
+        let dp = self.dir_path(&t, parent)?;
+        let p = dp.join(OsStr::from_bytes(name));
+        if Self::hidden(parent, name) || self.stat_opt(&p)?.is_some() {
+            return Err(Error::Exists(p.display().to_string()));
+        }
+        Self::check_owner(&t, &[parent], tx)?;
+        let ino = if dir {
+            self.host.mkdir(&p, perm & 0o7777).map_err(host_err)?;
+            let st = self.host.stat(&p).map_err(host_err)?;
+            self.sync_dir(&dp)?;
+            t.names.ino_of(st.ino)
+        } else {
+            let opts = OpenOptions {
+                perm: perm & 0o7777,
+                ..OpenOptions::create_new()
+            };
+            let f = self.host.open(&p, &opts).map_err(host_err)?;
+            let st = self.host.file_stat(&f).map_err(host_err)?;
+            self.sync_dir(&dp)?;
+            self.cache.backing().register(st.ino, f);
+            let key = self.cache.create_file(st.ino, 0)?;
+            let ino = t.names.ino_of(st.ino);
+            t.keys.insert(ino, key);
+            ino
+        };
+        t.names.add(ino, parent, name);
+        if let Some(TxId(id)) = tx {
+            t.created_by.insert(ino, id);
+            if let Some(state) = t.txs.get_mut(&id) {
+                state.undo.push(Undo::Created {
+                    parent,
+                    name: name.to_vec(),
+                    ino,
+                    dir,
+                });
+            }
+        }
+        self.meta(&t, ino)
+    }
+
+    /// A file lost its last name: delete it now, or at its last release.
+    pub(super) fn drop_file(&self, t: &mut Tables, ino: Ino) -> Result<()> {
+        if t.open_count.get(&ino).copied().unwrap_or(0) > 0 {
+            t.orphans.insert(ino);
+            return Ok(());
+        }
+        if let Some(key) = t.keys.remove(&ino) {
+            self.cache.delete_file(key)?;
+            self.cache.backing().forget(t.names.host_of(ino));
+        }
+        Ok(())
+    }
+
+    /// Move a name into the trash (a transaction's removal, undone by its abort).
+    fn to_trash(&self, t: &mut Tables, p: &Path) -> Result<Vec<u8>> {
+        let trash = Path::new(TRASH_NAME);
+        if self.stat_opt(trash)?.is_none() {
+            self.host.mkdir(trash, 0o700).map_err(host_err)?;
+            self.sync_dir(Path::new(""))?;
+        }
+        t.trash_seq += 1;
+        let name = format!("{}-{}", std::process::id(), t.trash_seq).into_bytes();
+        let to = trash.join(OsStr::from_bytes(&name));
+        self.host.rename(p, &to).map_err(host_err)?;
+        self.sync_dir(parent_of(p))?;
+        self.sync_dir(trash)?;
+        Ok(name)
+    }
+
+    pub(super) fn do_remove(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        tx: Option<TxId>,
+        dir: bool,
+    ) -> Result<()> {
+        check_entry_name(name)?;
+        let mut t = self.t.lock();
+        Self::tx_open(&t, tx)?;
+        let dp = self.dir_path(&t, parent)?;
+        let p = dp.join(OsStr::from_bytes(name));
+        if Self::hidden(parent, name) {
+            return Err(Error::NotFound(p.display().to_string()));
+        }
+        let st = self.host.stat(&p).map_err(host_err)?;
+        let ino = t.names.ino_of(st.ino);
+        match (dir, st.kind == hostfs::FileKind::Dir) {
+            (false, true) => return Err(Error::IsDir(p.display().to_string())),
+            (true, false) => return Err(Error::NotDir(p.display().to_string())),
+            (true, true) if !self.host.read_dir(&p).map_err(host_err)?.is_empty() => {
+                return Err(Error::NotEmpty(p.display().to_string()))
+            }
+            _ => {}
+        }
+        Self::check_owner(&t, &[ino, parent], tx)?;
+        if let Some(TxId(id)) = tx {
+            let trash = self.to_trash(&mut t, &p)?;
+            t.names.remove(ino, parent, name);
+            if let Some(state) = t.txs.get_mut(&id) {
+                state.undo.push(Undo::Removed {
+                    parent,
+                    name: name.to_vec(),
+                    ino,
+                    trash,
+                });
+            }
+            return Ok(());
+        }
+        if dir {
+            self.host.rmdir(&p).map_err(host_err)?;
+        } else {
+            self.host.unlink(&p).map_err(host_err)?;
+        }
+        self.sync_dir(&dp)?;
+        if !t.names.remove(ino, parent, name) && !dir {
+            self.drop_file(&mut t, ino)?;
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn do_rename(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        new_parent: Ino,
+        new_name: &[u8],
+        tx: Option<TxId>,
+    ) -> Result<()> {
+        check_entry_name(name)?;
+        check_entry_name(new_name)?;
+        let mut t = self.t.lock();
+        Self::tx_open(&t, tx)?;
+        let from_dir = self.dir_path(&t, parent)?;
+        let to_dir = self.dir_path(&t, new_parent)?;
+        let from = from_dir.join(OsStr::from_bytes(name));
+        let to = to_dir.join(OsStr::from_bytes(new_name));
+        if Self::hidden(parent, name) || Self::hidden(new_parent, new_name) {
+            return Err(Error::InvalidArgument("reserved name".into()));
+        }
+        let src = self.host.stat(&from).map_err(host_err)?;
+        let ino = t.names.ino_of(src.ino);
+        let dst = self.stat_opt(&to)?;
+        let src_dir = src.kind == hostfs::FileKind::Dir;
+        if let Some(d) = &dst {
+            if d.ino == src.ino {
+                return Ok(());
+            }
+            let dst_dir = d.kind == hostfs::FileKind::Dir;
+            if src_dir && !dst_dir {
+                return Err(Error::NotDir(to.display().to_string()));
+            }
+            if !src_dir && dst_dir {
+                return Err(Error::IsDir(to.display().to_string()));
+            }
+            if dst_dir && !self.host.read_dir(&to).map_err(host_err)?.is_empty() {
+                return Err(Error::NotEmpty(to.display().to_string()));
+            }
+        }
+        if src_dir && to.starts_with(&from) {
+            return Err(Error::InvalidArgument(
+                "a directory moved into itself".into(),
+            ));
+        }
+        let dst_ino = dst.map(|d| t.names.ino_of(d.ino));
+        let mut inos = vec![ino, parent, new_parent];
+        inos.extend(dst_ino);
+        Self::check_owner(&t, &inos, tx)?;
+        if let Some(TxId(id)) = tx {
+            if let Some(d) = dst_ino {
+                let trash = self.to_trash(&mut t, &to)?;
+                t.names.remove(d, new_parent, new_name);
+                if let Some(s) = t.txs.get_mut(&id) {
+                    s.undo.push(Undo::Removed {
+                        parent: new_parent,
+                        name: new_name.to_vec(),
+                        ino: d,
+                        trash,
+                    });
+                }
+            }
+        }
+        self.host.rename(&from, &to).map_err(host_err)?;
+        self.sync_dir(&from_dir)?;
+        if to_dir != from_dir {
+            self.sync_dir(&to_dir)?;
+        }
+        t.names.rename(ino, parent, name, new_parent, new_name);
+        match tx {
+            Some(TxId(id)) => {
+                if let Some(s) = t.txs.get_mut(&id) {
+                    let undo = Undo::Moved {
+                        from: (parent, name.to_vec()),
+                        to: (new_parent, new_name.to_vec()),
+                        ino,
+                    };
+                    s.undo.push(undo);
+                }
+            }
+            None => {
+                if let Some(d) = dst_ino {
+                    if !t.names.remove(d, new_parent, new_name) && !src_dir {
+                        self.drop_file(&mut t, d)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn do_link(
+        &self,
+        ino: Ino,
+        new_parent: Ino,
+        new_name: &[u8],
+        tx: Option<TxId>,
+    ) -> Result<Metadata> {
+        check_entry_name(new_name)?;
+        let mut t = self.t.lock();
+        Self::tx_open(&t, tx)?;
+        let src = t.names.path(ino)?;
+        let dp = self.dir_path(&t, new_parent)?;
+        let to = dp.join(OsStr::from_bytes(new_name));
+        if self.host.stat(&src).map_err(host_err)?.kind == hostfs::FileKind::Dir {
+            return Err(Error::NotPermitted("hard link to a directory".into()));
+        }
+        if Self::hidden(new_parent, new_name) || self.stat_opt(&to)?.is_some() {
+            return Err(Error::Exists(to.display().to_string()));
+        }
+        Self::check_owner(&t, &[ino, new_parent], tx)?;
+        self.host.link(&src, &to).map_err(host_err)?;
+        self.sync_dir(&dp)?;
+        t.names.add(ino, new_parent, new_name);
+        if let Some(TxId(id)) = tx {
+            if let Some(s) = t.txs.get_mut(&id) {
+                s.undo.push(Undo::Linked {
+                    parent: new_parent,
+                    name: new_name.to_vec(),
+                    ino,
+                });
+            }
+        }
+        self.meta(&t, ino)
+    }
+
+    pub(super) fn do_setattr(
+        &self,
+        ino: Ino,
+        attr: &SetAttr,
+        tx: Option<TxId>,
+    ) -> Result<Metadata> {
+        let t = self.t.lock();
+        Self::tx_open(&t, tx)?;
+        let p = t.names.path(ino)?;
+        self.meta(&t, ino)?;
+        Self::check_owner(&t, &[ino], tx)?;
+        if let Some(perm) = attr.perm {
+            self.host.set_perm(&p, perm & 0o7777).map_err(host_err)?;
+        }
+        if attr.atime.is_some() || attr.mtime.is_some() {
+            self.host
+                .set_times(&p, attr.atime, attr.mtime)
+                .map_err(host_err)?;
+        }
+        self.meta(&t, ino)
+    }
+
+    pub(super) fn do_read_dir(&self, ino: Ino) -> Result<Vec<DirEntry>> {
+        let mut t = self.t.lock();
+        let p = self.dir_path(&t, ino)?;
+        let mut out = Vec::new();
+        for e in self.host.read_dir(&p).map_err(host_err)? {
+            if Self::hidden(ino, &e.name) {
+                continue;
+            }
+            let child = t.names.ino_of(e.ino);
+            t.names.add(child, ino, &e.name);
+            out.push(DirEntry {
+                name: e.name,
+                ino: child,
+                kind: kind_of(e.kind),
+            });
+        }
+        Ok(out)
+    }
+}
