@@ -39,6 +39,9 @@ pub struct CacheConfig {
     pub units_max: u64,
     /// A fixed stride in slots (tests force collisions with 1); `None`: the stride table.
     pub stride_fixed: Option<u64>,
+    /// The smallest stride the stride table gives (files are created empty, so the table
+    /// sees small sizes first; a floor keeps growing files of a transaction apart).
+    pub stride_min: u64,
     /// Period of the background flush: `Some(0)` writes every chunk home before the write
     /// returns (write-through), `None` flushes only on demand (stat, sync, unmount, Case 3).
     pub flush_period: Option<Duration>,
@@ -50,6 +53,7 @@ impl Default for CacheConfig {
             files_max: 65536,
             units_max: 1024,
             stride_fixed: None,
+            stride_min: 64,
             flush_period: Some(Duration::from_millis(10)),
         }
     }
@@ -62,6 +66,7 @@ impl CacheConfig {
             files_max: 8,
             units_max: 2,
             stride_fixed: None,
+            stride_min: 1,
             flush_period: None,
         }
     }

@@ -17,6 +17,8 @@ pub struct StrideTable {
     counts: [u64; CLASSES],
     /// A fixed stride (tests force collisions with 1), else `None`.
     fixed: Option<u64>,
+    /// The smallest stride given.
+    min: u64,
 }
 
 /// The class of a file of `size` bytes.
@@ -28,9 +30,13 @@ pub fn class_of(size: u64) -> usize {
 
 impl StrideTable {
     pub fn new(fixed: Option<u64>) -> Self {
+        Self::with_min(fixed, 1)
+    }
+    pub fn with_min(fixed: Option<u64>, min: u64) -> Self {
         StrideTable {
             counts: [0; CLASSES],
             fixed,
+            min: min.max(1),
         }
     }
     pub fn add(&mut self, size: u64) {
@@ -64,7 +70,7 @@ impl StrideTable {
             }
         }
         let next = (best + 1).min(CLASSES - 1);
-        (1u64 << next).clamp(1, slots.max(1))
+        (1u64 << next).max(self.min).clamp(1, slots.max(1))
     }
     pub fn count(&self, class: usize) -> u64 {
         self.counts.get(class).copied().unwrap_or(0)

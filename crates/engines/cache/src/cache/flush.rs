@@ -23,7 +23,13 @@ impl<R: Region, B: Backing> Cache<R, B> {
             return Ok(None);
         };
         let _home = f.home.lock();
-        let size = self.record(&f).size;
+        let rec = self.record(&f);
+        // The committed length: an open transaction's length change is not the home's yet.
+        let size = if rec.size_stamp != 0 && self.is_open(rec.size_stamp) {
+            rec.prev_size
+        } else {
+            rec.size
+        };
         let start = tag.index * CHUNK_SIZE;
         if start < size {
             let n = (size - start).min(CHUNK_SIZE) as usize;

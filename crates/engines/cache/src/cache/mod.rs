@@ -78,7 +78,7 @@ impl<R: Region, B: Backing> Cache<R, B> {
 
     fn assemble(region: R, sb: Superblock, backing: B, config: CacheConfig) -> Self {
         let g = sb.geometry();
-        let stride = StrideTable::new(config.stride_fixed);
+        let stride = StrideTable::with_min(config.stride_fixed, config.stride_min);
         Cache {
             slot_locks: (0..g.slots()).map(|_| Mutex::new(())).collect(),
             files: Mutex::new(Files::new(g.files_max(), stride)),

@@ -100,9 +100,11 @@ impl<R: Region, B: Backing> Cache<R, B> {
             self.zero_gap_in(unit, &f, key, cur, off)?;
         }
         let cur = self.record(&f).size;
-        let done = self.write_locked(&f, key, off, data, unit.stamp, Mode::Unit, cur)?;
+        let mut done = Vec::new();
+        let result = self.write_locked(&f, key, off, data, unit.stamp, Mode::Unit, cur, &mut done);
+        // Chunks written before a failure belong to the unit: its abort removes them.
         self.remember(unit, done);
-        Ok(())
+        result
     }
 
     fn remember(&self, unit: &mut Unit, done: Vec<Written>) {
@@ -135,8 +137,11 @@ impl<R: Region, B: Backing> Cache<R, B> {
             let hi = stop.min((pos / CHUNK_SIZE + 1) * CHUNK_SIZE);
             let zeros = vec![0u8; (hi - pos) as usize];
             let size = self.record(f).size;
-            let done = self.write_locked(f, key, pos, &zeros, unit.stamp, Mode::Unit, size)?;
+            let mut done = Vec::new();
+            let result =
+                self.write_locked(f, key, pos, &zeros, unit.stamp, Mode::Unit, size, &mut done);
             self.remember(unit, done);
+            result?;
             pos = hi;
         }
         Ok(())

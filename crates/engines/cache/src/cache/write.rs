@@ -70,7 +70,11 @@ impl<R: Region, B: Backing> Cache<R, B> {
         } else {
             Mode::Single
         };
-        let done = self.write_locked(&f, key, off, data, stamp, mode, old)?;
+        let mut done = Vec::new();
+        if let Err(e) = self.write_locked(&f, key, off, data, stamp, mode, old, &mut done) {
+            self.undo_partial(&f, &done, stamp, old)?;
+            return Err(e);
+        }
         if multi {
             self.complete(&done)?;
             Counters::bump(&self.counters.multi_chunk_writes);
@@ -93,7 +97,8 @@ impl<R: Region, B: Backing> Cache<R, B> {
         stamp: u64,
         mode: Mode,
         old: u64,
-    ) -> Result<Vec<Written>> {
+        done: &mut Vec<Written>,
+    ) -> Result<()> {
         let end = off + data.len() as u64;
         let (first, last) = (off / CHUNK_SIZE, (end - 1) / CHUNK_SIZE);
         let mut slots: Vec<u64> = (first..=last).map(|i| self.slot_of(key, i)).collect();
@@ -104,7 +109,6 @@ impl<R: Region, B: Backing> Cache<R, B> {
         if end > old {
             self.mark_size_change(rec_at, stamp, old);
         }
-        let mut done = Vec::new();
         for index in first..=last {
             let start = index * CHUNK_SIZE;
             let lo = off.max(start);
@@ -120,7 +124,31 @@ impl<R: Region, B: Backing> Cache<R, B> {
             self.region.persist(rec_at + record::SIZE, 8);
             self.files.lock().resized(old, end);
         }
-        Ok(done)
+        Ok(())
+    }
+
+    /// A multi-chunk write failed part way (a forced flush failed, a slot is held): undo
+    /// what it wrote, as recovery would — its chunks, not-complete one last, and its length.
+    fn undo_partial(&self, f: &FileState, done: &[Written], stamp: u64, old: u64) -> Result<()> {
+        for w in done.iter().rev() {
+            let t = self.tag(w.chunk)?;
+            if t.valid() && t.stamp == stamp {
+                self.set_status(
+                    w.chunk,
+                    &Tag {
+                        status: Status::default(),
+                        ..t
+                    },
+                );
+            }
+        }
+        let rec_at = self.geometry().record_at(f.record);
+        if self.region.load_u64(rec_at + record::SIZE) != old {
+            self.region.store_u64(rec_at + record::SIZE, old);
+            // persist: the length before the failed write.
+            self.region.persist(rec_at + record::SIZE, 8);
+        }
+        Ok(())
     }
 
     /// Before the first length change by `stamp`: remember the length to restore if the

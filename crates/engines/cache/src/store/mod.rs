@@ -69,6 +69,13 @@ enum Undo {
         name: Vec<u8>,
         ino: Ino,
     },
+    /// Attributes it changed (their values before).
+    Attr {
+        ino: Ino,
+        perm: u32,
+        atime: u64,
+        mtime: u64,
+    },
 }
 
 /// An open transaction.

@@ -385,11 +385,22 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         attr: &SetAttr,
         tx: Option<TxId>,
     ) -> Result<Metadata> {
-        let t = self.t.lock();
+        let mut t = self.t.lock();
         Self::tx_open(&t, tx)?;
         let p = t.names.path(ino)?;
-        self.meta(&t, ino)?;
+        let before = self.meta(&t, ino)?;
         Self::check_owner(&t, &[ino], tx)?;
+        if let Some(TxId(id)) = tx {
+            if let Some(s) = t.txs.get_mut(&id) {
+                let (perm, atime, mtime) = (before.perm, before.atime, before.mtime);
+                s.undo.push(Undo::Attr {
+                    ino,
+                    perm,
+                    atime,
+                    mtime,
+                });
+            }
+        }
         if let Some(perm) = attr.perm {
             self.host.set_perm(&p, perm & 0o7777).map_err(host_err)?;
         }

@@ -131,6 +131,18 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
                 self.sync_dir(b.parent().unwrap_or(Path::new("")))?;
                 t.names.rename(*ino, to.0, &to.1, from.0, &from.1);
             }
+            Undo::Attr {
+                ino,
+                perm,
+                atime,
+                mtime,
+            } => {
+                let p = t.names.path(*ino)?;
+                self.host.set_perm(&p, *perm).map_err(host_err)?;
+                self.host
+                    .set_times(&p, Some(*atime), Some(*mtime))
+                    .map_err(host_err)?;
+            }
             Undo::Linked { parent, name, ino } => {
                 let p = t.names.child(*parent, name)?;
                 self.host.unlink(&p).map_err(host_err)?;
@@ -219,6 +231,10 @@ impl<R: Region, H: HostFs> Store for CacheStore<R, H> {
         self.check_open()?;
         let t = self.t.lock();
         let h = Self::handle(&t, fh)?;
+        if let Some(&key) = t.keys.get(&h.ino) {
+            // The seed's stat() rule: the home file is brought up to date first.
+            let _ = self.cache.flush_file(key);
+        }
         self.meta(&t, h.ino)
     }
     fn set_atomic(&self, fh: Fh, atomic: bool) -> Result<()> {
