@@ -30,13 +30,20 @@ pub use store::{CacheStore, HostCacheStore};
 
 use std::time::Duration;
 
+/// A short unique tag for scratch names (trash entries): the time in ns and the process id.
+pub(crate) fn now_tag() -> String {
+    format!("{:x}-{}", ::store::now_ns(), std::process::id())
+}
+
 /// Limits and tunables of a cache pool (limits named with the qualifier last).
 #[derive(Clone, Debug)]
 pub struct CacheConfig {
     /// File records: files the cache knows at once.
     pub files_max: u64,
-    /// Unit words reserved for transactions.
+    /// Unit words: open transactions (and O_ATOMIC files with pending writes) at once.
     pub units_max: u64,
+    /// Namespace intent records: namespace operations inside open transactions at once.
+    pub intents_max: u64,
     /// A fixed stride in slots (tests force collisions with 1); `None`: the stride table.
     pub stride_fixed: Option<u64>,
     /// The smallest stride the stride table gives (files are created empty, so the table
@@ -52,6 +59,7 @@ impl Default for CacheConfig {
         CacheConfig {
             files_max: 65536,
             units_max: 1024,
+            intents_max: 1024,
             stride_fixed: None,
             stride_min: 64,
             flush_period: Some(Duration::from_millis(10)),
@@ -65,6 +73,7 @@ impl CacheConfig {
         CacheConfig {
             files_max: 8,
             units_max: 2,
+            intents_max: 2,
             stride_fixed: None,
             stride_min: 1,
             flush_period: None,

@@ -4,6 +4,7 @@
 
 pub mod files;
 pub mod flush;
+pub mod intents;
 pub mod read;
 pub mod recovery;
 pub mod unit;
@@ -44,12 +45,19 @@ pub struct Cache<R: Region, B: Backing> {
     open_units: Mutex<HashSet<u64>>,
     /// Free unit words.
     free_units: Mutex<Vec<u64>>,
+    /// Free intent records.
+    free_intents: Mutex<Vec<u64>>,
 }
 
 impl<R: Region, B: Backing> Cache<R, B> {
     /// Format `region` as an empty cache pool for the home directory `home`.
     pub fn format(region: R, backing: B, config: CacheConfig, home: &[u8]) -> Result<Self> {
-        let slots = Geometry::slots_for(region.len(), config.files_max, config.units_max);
+        let slots = Geometry::slots_for(
+            region.len(),
+            config.files_max,
+            config.units_max,
+            config.intents_max,
+        );
         if slots < 1 {
             return Err(Error::InvalidArgument(format!(
                 "cache pool of {} bytes holds no slot with {} file records",
@@ -57,7 +65,12 @@ impl<R: Region, B: Backing> Cache<R, B> {
                 config.files_max
             )));
         }
-        let geometry = Geometry::new(slots, config.files_max, config.units_max)?;
+        let geometry = Geometry::new(
+            slots,
+            config.files_max,
+            config.units_max,
+            config.intents_max,
+        )?;
         let store_id = store::now_ns() ^ u64::from(std::process::id()) << 32;
         let sb = Superblock::new(geometry, store_id, home)?;
         region.fill(0, geometry.chunks_off(), 0);
@@ -88,6 +101,7 @@ impl<R: Region, B: Backing> Cache<R, B> {
             flush_error: Mutex::new(None),
             open_units: Mutex::new(HashSet::new()),
             free_units: Mutex::new((0..g.units_max()).rev().collect()),
+            free_intents: Mutex::new((0..g.intents_max()).rev().collect()),
             region,
             sb,
             backing,

@@ -40,6 +40,9 @@ pub struct RecoveryReport {
     pub duplicates_settled: u64,
     pub orphans_dropped: u64,
     pub homes_truncated: u64,
+    /// Stamps of the writes and transactions rolled back (their namespace intents are undone
+    /// by the store; intents of other stamps are finished).
+    pub incomplete: Vec<u64>,
 }
 
 impl<R: Region, B: Backing> Cache<R, B> {
@@ -55,6 +58,7 @@ impl<R: Region, B: Backing> Cache<R, B> {
             .chain(open_units.iter().map(|(_, stamp)| *stamp))
             .collect();
         report.incomplete_writes = incomplete.len() as u64;
+        report.incomplete = incomplete.iter().copied().collect();
         self.roll_back(&tags, &records, &incomplete, &mut report);
         for (at, _) in &open_units {
             self.region.store_u64(*at, 0);
@@ -66,6 +70,7 @@ impl<R: Region, B: Backing> Cache<R, B> {
         let tags = self.all_tags()?;
         self.drop_orphans(&tags, &records, &mut report);
         self.rebuild(&records, &mut report)?;
+        self.rebuild_free_intents();
         Ok(report)
     }
 

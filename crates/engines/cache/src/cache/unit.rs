@@ -209,7 +209,9 @@ impl<R: Region, B: Backing> Cache<R, B> {
             }
         }
         for (key, before) in &unit.files {
-            self.settle_length(*key, *before)?;
+            if self.file(*key).is_ok() {
+                self.settle_length(*key, *before)?;
+            }
         }
         unit.state = UnitState::Committed;
         assert_eq!(unit.state, UnitState::Committed);
@@ -253,7 +255,8 @@ impl<R: Region, B: Backing> Cache<R, B> {
             }
         }
         for (key, before) in &unit.files {
-            let f = self.file(*key)?;
+            // A file the transaction created is already gone (its create was undone).
+            let Ok(f) = self.file(*key) else { continue };
             let rec_at = self.geometry().record_at(f.record);
             let now = self.record(&f).size;
             self.region.store_u64(rec_at + record::SIZE, *before);

@@ -1,5 +1,6 @@
 //! Where each area of a pool lies, computed from the pool length and the limits.
 
+use super::intent::INTENT_LEN;
 use super::{CHUNK_SIZE, RECORD_LEN, TAG_LEN};
 use store::{Error, Result};
 
@@ -12,6 +13,7 @@ pub struct Geometry {
     slots: u64,
     files_max: u64,
     units_max: u64,
+    intents_max: u64,
 }
 
 fn align(x: u64, to: u64) -> u64 {
@@ -20,13 +22,17 @@ fn align(x: u64, to: u64) -> u64 {
 
 impl Geometry {
     /// The geometry with `slots` slots; checks that the counts are in range.
-    pub fn new(slots: u64, files_max: u64, units_max: u64) -> Result<Self> {
-        if slots == 0 || files_max == 0 || units_max == 0 {
+    pub fn new(slots: u64, files_max: u64, units_max: u64, intents_max: u64) -> Result<Self> {
+        if slots == 0 || files_max == 0 || units_max == 0 || intents_max == 0 {
             return Err(Error::InvalidArgument(
                 "cache pool needs at least one slot, one file record and one unit word".into(),
             ));
         }
-        if slots > (1 << 40) || files_max > (1 << 32) || units_max > (1 << 20) {
+        if slots > (1 << 40)
+            || files_max > (1 << 32)
+            || units_max > (1 << 20)
+            || intents_max > (1 << 20)
+        {
             return Err(Error::InvalidArgument(
                 "cache pool geometry out of range".into(),
             ));
@@ -35,13 +41,14 @@ impl Geometry {
             slots,
             files_max,
             units_max,
+            intents_max,
         })
     }
 
     /// The most slots a pool of `pool_len` bytes holds with these limits (0 when none fits).
-    pub fn slots_for(pool_len: u64, files_max: u64, units_max: u64) -> u64 {
+    pub fn slots_for(pool_len: u64, files_max: u64, units_max: u64, intents_max: u64) -> u64 {
         let fixed = align(
-            SUPERBLOCK_LEN + units_max * 8 + files_max * RECORD_LEN,
+            SUPERBLOCK_LEN + units_max * 8 + intents_max * INTENT_LEN + files_max * RECORD_LEN,
             CHUNK_SIZE,
         );
         let per_slot = 2 * (CHUNK_SIZE + TAG_LEN);
@@ -64,8 +71,18 @@ impl Geometry {
     pub fn units_off(&self) -> u64 {
         SUPERBLOCK_LEN
     }
+    pub fn intents_max(&self) -> u64 {
+        self.intents_max
+    }
+    pub fn intents_off(&self) -> u64 {
+        align(self.units_off() + self.units_max * 8, INTENT_LEN)
+    }
     pub fn records_off(&self) -> u64 {
-        self.units_off() + self.units_max * 8
+        self.intents_off() + self.intents_max * INTENT_LEN
+    }
+    pub fn intent_at(&self, i: u64) -> u64 {
+        assert!(i < self.intents_max, "cache: intent {i} out of range");
+        self.intents_off() + i * INTENT_LEN
     }
     pub fn tags_off(&self) -> u64 {
         align(self.records_off() + self.files_max * RECORD_LEN, 64)
@@ -102,8 +119,8 @@ mod tests {
     #[test]
     fn the_areas_do_not_overlap_and_fit_the_pool() {
         let len = 1 << 20;
-        let slots = Geometry::slots_for(len, 16, 8);
-        let g = Geometry::new(slots, 16, 8).unwrap_or_else(|e| panic!("{e}"));
+        let slots = Geometry::slots_for(len, 16, 8, 4);
+        let g = Geometry::new(slots, 16, 8, 4).unwrap_or_else(|e| panic!("{e}"));
         assert!(g.pool_len() <= len, "{} > {len}", g.pool_len());
         assert!(g.records_off() >= g.units_off() + 64);
         assert!(g.tags_off() >= g.records_off() + 16 * RECORD_LEN);

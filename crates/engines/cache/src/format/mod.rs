@@ -4,6 +4,7 @@
 //! ```text
 //! offset 0          4 KiB superblock (magic, version, geometry, crc; next-key word)
 //! units_off         units_max × 8-byte unit words (open transactions)
+//! intents_off       intents_max × 1 KiB namespace intent records
 //! records_off       files_max × 64-byte file records
 //! tags_off          2·slots × 32-byte tags (two per cache line)
 //! chunks_off        2·slots × 4 KiB chunks; slot s = chunks 2s and 2s+1
@@ -11,6 +12,7 @@
 //! Every integer is little-endian and fixed-width.
 
 pub mod geometry;
+pub mod intent;
 pub mod record;
 pub mod superblock;
 pub mod tag;

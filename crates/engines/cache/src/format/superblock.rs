@@ -5,7 +5,7 @@
 //! 8    u32  version            12  u32 crc32c of bytes 16..SEALED_LEN
 //! 16   u64  slots              24  u64 files_max
 //! 32   u64  units_max          40  u64 store id
-//! 48   u32  home path length   52  u32 zero
+//! 48   u32  home path length   52  u32 zero            56  u64 intents_max
 //! 64   ..   home path bytes (at most HOME_MAX)
 //! 2048 u64  next key (advanced by the stride at every create; one atomic store)
 //! ```
@@ -77,6 +77,7 @@ impl Superblock {
         b[32..40].copy_from_slice(&g.units_max().to_le_bytes());
         b[40..48].copy_from_slice(&self.store_id.to_le_bytes());
         b[48..52].copy_from_slice(&(self.home.len() as u32).to_le_bytes());
+        b[56..64].copy_from_slice(&g.intents_max().to_le_bytes());
         b[64..64 + self.home.len()].copy_from_slice(&self.home);
         let crc = crc32c(&b[16..]);
         b[12..16].copy_from_slice(&crc.to_le_bytes());
@@ -103,7 +104,7 @@ impl Superblock {
         if u32_at(b, 12) != crc32c(&b[16..SEALED_LEN]) {
             return Err(Error::corrupt("cache superblock checksum mismatch", 12));
         }
-        let geometry = Geometry::new(u64_at(b, 16), u64_at(b, 24), u64_at(b, 32))
+        let geometry = Geometry::new(u64_at(b, 16), u64_at(b, 24), u64_at(b, 32), u64_at(b, 56))
             .map_err(|_| Error::corrupt("cache superblock geometry out of range", 16))?;
         let home_len = u32_at(b, 48) as usize;
         if home_len > HOME_MAX {
@@ -150,7 +151,7 @@ mod tests {
 
     #[test]
     fn the_superblock_round_trips_and_rejects_damage() {
-        let g = Geometry::new(8, 4, 2).unwrap_or_else(|e| panic!("{e}"));
+        let g = Geometry::new(8, 4, 2, 2).unwrap_or_else(|e| panic!("{e}"));
         let sb = Superblock::new(g, 42, b"/tmp/home").unwrap_or_else(|e| panic!("{e}"));
         let mut b = sb.encode();
         assert_eq!(Superblock::decode(&b).ok(), Some(sb));

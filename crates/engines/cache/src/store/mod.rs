@@ -82,7 +82,8 @@ enum Undo {
 struct TxState {
     unit: Option<Unit>,
     files: Vec<Ino>,
-    undo: Vec<Undo>,
+    /// Namespace changes with their intent records.
+    undo: Vec<(Undo, Option<u64>)>,
 }
 
 /// Everything behind the store's one lock.
@@ -100,6 +101,7 @@ struct Tables {
     txs: HashMap<u64, TxState>,
     atomic_units: HashMap<Ino, Unit>,
     trash_seq: u64,
+    intent_seq: u64,
 }
 
 /// The cache engine's store over PM region `R` and home directory `H`.

@@ -1,8 +1,10 @@
 //! Making and opening a store: the pool, the home directory walk, recovery, adoption of
 //! home files the cache does not know and removal of records whose home file is gone.
 
+use super::tx::remove_path;
 use super::{CacheStore, Names, Tables, MARKER_NAME, TRASH_NAME};
 use crate::cache::Cache;
+use crate::format::intent::{Intent, IntentKind};
 use crate::home::{host_err, HomeFiles};
 use crate::{CacheConfig, Flusher};
 use hostfs::{FileKind, HostFs, OpenOptions, RealHostFs};
@@ -67,9 +69,11 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         let files = HomeFiles::new(host.clone());
         let sb = crate::format::Superblock::read_from(&region)?;
         check_marker(&*host, sb.store_id())?;
-        let (names, found) = walk(&*host, &files)?;
-        let (cache, _report) = Cache::open(region, files, config.clone())?;
+        walk(&*host, &files)?;
+        let (cache, report) = Cache::open(region, files, config.clone())?;
+        replay_intents(&cache, &*host, &report.incomplete)?;
         empty_trash(&*host)?;
+        let (names, found) = walk(&*host, cache.backing())?;
         Self::assemble(cache, host, names, found, config)
     }
 
@@ -111,6 +115,7 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
                 txs: HashMap::new(),
                 atomic_units: HashMap::new(),
                 trash_seq: 0,
+                intent_seq: 0,
             }),
             flusher: Mutex::new(flusher),
             closed: AtomicBool::new(false),
@@ -207,14 +212,72 @@ fn walk<H: HostFs>(host: &H, files: &HomeFiles<H>) -> Result<(Names, HashMap<u64
                         let f = host
                             .open(&path, &OpenOptions::read_write())
                             .map_err(host_err)?;
-                        let len = host.file_stat(&f).map_err(host_err)?.len;
                         files.register(e.ino, f);
-                        found.insert(e.ino, len);
                     }
+                    found.insert(e.ino, files.stat(e.ino)?.len);
                 }
                 _ => {}
             }
         }
     }
     Ok((names, found))
+}
+
+/// Undo the namespace intents of transactions that did not commit (newest first), finish
+/// those of transactions that did, and free every intent.
+fn replay_intents<R: Region, H: HostFs>(
+    cache: &Cache<R, HomeFiles<H>>,
+    host: &H,
+    incomplete: &[u64],
+) -> Result<()> {
+    let mut live = cache.live_intents()?;
+    live.sort_by_key(|(_, _, it)| std::cmp::Reverse(it.seq));
+    for (slot, stamp, it) in live {
+        let a = Path::new(OsStr::from_bytes(&it.a));
+        let b = Path::new(OsStr::from_bytes(&it.b));
+        if incomplete.contains(&stamp) {
+            undo_intent(host, &it, a, b)?;
+        } else if it.kind == IntentKind::Removed {
+            remove_path(host, b)?;
+        }
+        cache.free_intent(slot);
+    }
+    Ok(())
+}
+
+fn exists<H: HostFs>(host: &H, p: &Path) -> Result<bool> {
+    match host.stat(p) {
+        Ok(_) => Ok(true),
+        Err(e) if e.is_not_found() => Ok(false),
+        Err(e) => Err(host_err(e)),
+    }
+}
+
+/// Move `from` back to `to` when the move happened and was not undone yet (idempotent).
+fn move_back<H: HostFs>(host: &H, from: &Path, to: &Path) -> Result<()> {
+    if exists(host, from)? && !exists(host, to)? {
+        host.rename(from, to).map_err(host_err)?;
+        // persist: the name is back in both directories.
+        host.sync_dir(from.parent().unwrap_or(Path::new("")))
+            .map_err(host_err)?;
+        host.sync_dir(to.parent().unwrap_or(Path::new("")))
+            .map_err(host_err)?;
+    }
+    Ok(())
+}
+
+/// Undo one namespace change of a transaction that did not commit (idempotent).
+fn undo_intent<H: HostFs>(host: &H, it: &Intent, a: &Path, b: &Path) -> Result<()> {
+    match it.kind {
+        IntentKind::Created | IntentKind::CreatedDir | IntentKind::Linked => remove_path(host, a),
+        IntentKind::Removed | IntentKind::Moved => move_back(host, b, a),
+        IntentKind::Attr => {
+            if exists(host, a)? {
+                host.set_perm(a, it.perm).map_err(host_err)?;
+                host.set_times(a, Some(it.atime), Some(it.mtime))
+                    .map_err(host_err)?;
+            }
+            Ok(())
+        }
+    }
 }

@@ -2,6 +2,7 @@
 //! inside a transaction recorded for its abort.
 
 use super::{CacheStore, Tables, Undo, MARKER_NAME, TRASH_NAME};
+use crate::format::intent::{Intent, IntentKind};
 use crate::home::host_err;
 use hostfs::{HostFs, OpenOptions};
 use pmem::Region;
@@ -22,6 +23,23 @@ fn kind_of(k: hostfs::FileKind) -> FileKind {
 
 fn parent_of(p: &Path) -> &Path {
     p.parent().unwrap_or(Path::new(""))
+}
+
+pub(super) fn bytes_of(p: &Path) -> Vec<u8> {
+    p.as_os_str().as_bytes().to_vec()
+}
+
+/// An intent of kind `kind` on paths `a` and `b`.
+pub(super) fn intent(kind: IntentKind, a: &Path, b: &Path) -> Intent {
+    Intent {
+        kind,
+        seq: 0,
+        a: bytes_of(a),
+        b: bytes_of(b),
+        perm: 0,
+        atime: 0,
+        mtime: 0,
+    }
 }
 
 impl<R: Region, H: HostFs> CacheStore<R, H> {
@@ -68,6 +86,40 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
             }
         }
         Ok(m)
+    }
+
+    /// Inside a transaction: persist the intent of a namespace change before it is made
+    /// (the transaction's unit begins here if it has not yet). Returns the record.
+    pub(super) fn intend(
+        &self,
+        t: &mut Tables,
+        tx: Option<TxId>,
+        mut it: Intent,
+    ) -> Result<Option<u64>> {
+        let Some(TxId(id)) = tx else { return Ok(None) };
+        let state = t.txs.get_mut(&id).ok_or(Error::NoSuchTransaction(id))?;
+        if state.unit.is_none() {
+            state.unit = Some(self.cache.begin()?);
+        }
+        let stamp = state.unit.as_ref().map_or(0, |u| u.stamp());
+        t.intent_seq += 1;
+        it.seq = t.intent_seq;
+        Ok(Some(self.cache.log_intent(stamp, &it)?))
+    }
+
+    /// A change whose intent was logged failed: the intent goes.
+    pub(super) fn unintend(&self, slot: Option<u64>) {
+        if let Some(slot) = slot {
+            self.cache.free_intent(slot);
+        }
+    }
+
+    fn push_undo(t: &mut Tables, tx: Option<TxId>, undo: Undo, slot: Option<u64>) {
+        if let Some(TxId(id)) = tx {
+            if let Some(state) = t.txs.get_mut(&id) {
+                state.undo.push((undo, slot));
+            }
+        }
     }
 
     pub(super) fn tx_open(t: &Tables, tx: Option<TxId>) -> Result<()> {
@@ -140,38 +192,53 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
             return Err(Error::Exists(p.display().to_string()));
         }
         Self::check_owner(&t, &[parent], tx)?;
-        let ino = if dir {
-            self.host.mkdir(&p, perm & 0o7777).map_err(host_err)?;
-            let st = self.host.stat(&p).map_err(host_err)?;
-            self.sync_dir(&dp)?;
-            t.names.ino_of(st.ino)
+        let kind = if dir {
+            IntentKind::CreatedDir
         } else {
-            let opts = OpenOptions {
-                perm: perm & 0o7777,
-                ..OpenOptions::create_new()
-            };
-            let f = self.host.open(&p, &opts).map_err(host_err)?;
-            let st = self.host.file_stat(&f).map_err(host_err)?;
-            self.sync_dir(&dp)?;
-            self.cache.backing().register(st.ino, f);
-            let key = self.cache.create_file(st.ino, 0)?;
-            let ino = t.names.ino_of(st.ino);
-            t.keys.insert(ino, key);
-            ino
+            IntentKind::Created
+        };
+        let slot = self.intend(&mut t, tx, intent(kind, &p, Path::new("")))?;
+        let ino = match self.make_node(&mut t, &dp, &p, perm, dir) {
+            Ok(ino) => ino,
+            Err(e) => {
+                self.unintend(slot);
+                return Err(e);
+            }
         };
         t.names.add(ino, parent, name);
         if let Some(TxId(id)) = tx {
             t.created_by.insert(ino, id);
-            if let Some(state) = t.txs.get_mut(&id) {
-                state.undo.push(Undo::Created {
-                    parent,
-                    name: name.to_vec(),
-                    ino,
-                    dir,
-                });
-            }
+            let undo = Undo::Created {
+                parent,
+                name: name.to_vec(),
+                ino,
+                dir,
+            };
+            Self::push_undo(&mut t, tx, undo, slot);
         }
         self.meta(&t, ino)
+    }
+
+    /// Create the file or directory `p` in `dp`, durable; a file is cached from now on.
+    fn make_node(&self, t: &mut Tables, dp: &Path, p: &Path, perm: u32, dir: bool) -> Result<Ino> {
+        if dir {
+            self.host.mkdir(p, perm & 0o7777).map_err(host_err)?;
+            let st = self.host.stat(p).map_err(host_err)?;
+            self.sync_dir(dp)?;
+            return Ok(t.names.ino_of(st.ino));
+        }
+        let opts = OpenOptions {
+            perm: perm & 0o7777,
+            ..OpenOptions::create_new()
+        };
+        let f = self.host.open(p, &opts).map_err(host_err)?;
+        let st = self.host.file_stat(&f).map_err(host_err)?;
+        self.sync_dir(dp)?;
+        self.cache.backing().register(st.ino, f);
+        let key = self.cache.create_file(st.ino, 0)?;
+        let ino = t.names.ino_of(st.ino);
+        t.keys.insert(ino, key);
+        Ok(ino)
     }
 
     /// A file lost its last name: delete it now, or at its last release.
@@ -188,19 +255,30 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
     }
 
     /// Move a name into the trash (a transaction's removal, undone by its abort).
-    fn to_trash(&self, t: &mut Tables, p: &Path) -> Result<Vec<u8>> {
+    fn to_trash(
+        &self,
+        t: &mut Tables,
+        tx: Option<TxId>,
+        p: &Path,
+    ) -> Result<(Vec<u8>, Option<u64>)> {
         let trash = Path::new(TRASH_NAME);
         if self.stat_opt(trash)?.is_none() {
             self.host.mkdir(trash, 0o700).map_err(host_err)?;
             self.sync_dir(Path::new(""))?;
         }
         t.trash_seq += 1;
-        let name = format!("{}-{}", std::process::id(), t.trash_seq).into_bytes();
+        let name = format!("{}-{}", crate::now_tag(), t.trash_seq).into_bytes();
         let to = trash.join(OsStr::from_bytes(&name));
-        self.host.rename(p, &to).map_err(host_err)?;
-        self.sync_dir(parent_of(p))?;
-        self.sync_dir(trash)?;
-        Ok(name)
+        let slot = self.intend(t, tx, intent(IntentKind::Removed, p, &to))?;
+        let moved = self.host.rename(p, &to).map_err(host_err).and_then(|()| {
+            self.sync_dir(parent_of(p))?;
+            self.sync_dir(trash)
+        });
+        if let Err(e) = moved {
+            self.unintend(slot);
+            return Err(e);
+        }
+        Ok((name, slot))
     }
 
     pub(super) fn do_remove(
@@ -229,17 +307,16 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
             _ => {}
         }
         Self::check_owner(&t, &[ino, parent], tx)?;
-        if let Some(TxId(id)) = tx {
-            let trash = self.to_trash(&mut t, &p)?;
+        if tx.is_some() {
+            let (trash, slot) = self.to_trash(&mut t, tx, &p)?;
             t.names.remove(ino, parent, name);
-            if let Some(state) = t.txs.get_mut(&id) {
-                state.undo.push(Undo::Removed {
-                    parent,
-                    name: name.to_vec(),
-                    ino,
-                    trash,
-                });
-            }
+            let undo = Undo::Removed {
+                parent,
+                name: name.to_vec(),
+                ino,
+                trash,
+            };
+            Self::push_undo(&mut t, tx, undo, slot);
             return Ok(());
         }
         if dir {
@@ -302,43 +379,46 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         let mut inos = vec![ino, parent, new_parent];
         inos.extend(dst_ino);
         Self::check_owner(&t, &inos, tx)?;
-        if let Some(TxId(id)) = tx {
+        if tx.is_some() {
             if let Some(d) = dst_ino {
-                let trash = self.to_trash(&mut t, &to)?;
+                let (trash, slot) = self.to_trash(&mut t, tx, &to)?;
                 t.names.remove(d, new_parent, new_name);
-                if let Some(s) = t.txs.get_mut(&id) {
-                    s.undo.push(Undo::Removed {
-                        parent: new_parent,
-                        name: new_name.to_vec(),
-                        ino: d,
-                        trash,
-                    });
-                }
+                let undo = Undo::Removed {
+                    parent: new_parent,
+                    name: new_name.to_vec(),
+                    ino: d,
+                    trash,
+                };
+                Self::push_undo(&mut t, tx, undo, slot);
             }
         }
-        self.host.rename(&from, &to).map_err(host_err)?;
-        self.sync_dir(&from_dir)?;
-        if to_dir != from_dir {
-            self.sync_dir(&to_dir)?;
+        let slot = self.intend(&mut t, tx, intent(IntentKind::Moved, &from, &to))?;
+        let moved = self
+            .host
+            .rename(&from, &to)
+            .map_err(host_err)
+            .and_then(|()| {
+                self.sync_dir(&from_dir)?;
+                if to_dir != from_dir {
+                    self.sync_dir(&to_dir)?;
+                }
+                Ok(())
+            });
+        if let Err(e) = moved {
+            self.unintend(slot);
+            return Err(e);
         }
         t.names.rename(ino, parent, name, new_parent, new_name);
-        match tx {
-            Some(TxId(id)) => {
-                if let Some(s) = t.txs.get_mut(&id) {
-                    let undo = Undo::Moved {
-                        from: (parent, name.to_vec()),
-                        to: (new_parent, new_name.to_vec()),
-                        ino,
-                    };
-                    s.undo.push(undo);
-                }
-            }
-            None => {
-                if let Some(d) = dst_ino {
-                    if !t.names.remove(d, new_parent, new_name) && !src_dir {
-                        self.drop_file(&mut t, d)?;
-                    }
-                }
+        if tx.is_some() {
+            let undo = Undo::Moved {
+                from: (parent, name.to_vec()),
+                to: (new_parent, new_name.to_vec()),
+                ino,
+            };
+            Self::push_undo(&mut t, tx, undo, slot);
+        } else if let Some(d) = dst_ino {
+            if !t.names.remove(d, new_parent, new_name) && !src_dir {
+                self.drop_file(&mut t, d)?;
             }
         }
         Ok(())
@@ -364,18 +444,23 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
             return Err(Error::Exists(to.display().to_string()));
         }
         Self::check_owner(&t, &[ino, new_parent], tx)?;
-        self.host.link(&src, &to).map_err(host_err)?;
-        self.sync_dir(&dp)?;
-        t.names.add(ino, new_parent, new_name);
-        if let Some(TxId(id)) = tx {
-            if let Some(s) = t.txs.get_mut(&id) {
-                s.undo.push(Undo::Linked {
-                    parent: new_parent,
-                    name: new_name.to_vec(),
-                    ino,
-                });
-            }
+        let slot = self.intend(&mut t, tx, intent(IntentKind::Linked, &to, Path::new("")))?;
+        let linked = self
+            .host
+            .link(&src, &to)
+            .map_err(host_err)
+            .and_then(|()| self.sync_dir(&dp));
+        if let Err(e) = linked {
+            self.unintend(slot);
+            return Err(e);
         }
+        t.names.add(ino, new_parent, new_name);
+        let undo = Undo::Linked {
+            parent: new_parent,
+            name: new_name.to_vec(),
+            ino,
+        };
+        Self::push_undo(&mut t, tx, undo, slot);
         self.meta(&t, ino)
     }
 
@@ -390,17 +475,21 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         let p = t.names.path(ino)?;
         let before = self.meta(&t, ino)?;
         Self::check_owner(&t, &[ino], tx)?;
-        if let Some(TxId(id)) = tx {
-            if let Some(s) = t.txs.get_mut(&id) {
-                let (perm, atime, mtime) = (before.perm, before.atime, before.mtime);
-                s.undo.push(Undo::Attr {
-                    ino,
-                    perm,
-                    atime,
-                    mtime,
-                });
-            }
-        }
+        let (perm, atime, mtime) = (before.perm, before.atime, before.mtime);
+        let mut it = intent(IntentKind::Attr, &p, Path::new(""));
+        (it.perm, it.atime, it.mtime) = (perm, atime, mtime);
+        let slot = self.intend(&mut t, tx, it)?;
+        Self::push_undo(
+            &mut t,
+            tx,
+            Undo::Attr {
+                ino,
+                perm,
+                atime,
+                mtime,
+            },
+            slot,
+        );
         if let Some(perm) = attr.perm {
             self.host.set_perm(&p, perm & 0o7777).map_err(host_err)?;
         }

@@ -49,6 +49,9 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         Path::new(TRASH_NAME).join(OsStr::from_bytes(name))
     }
 
+    /// Commit: the unit (data and the commit point), then finish the namespace changes
+    /// (trash emptied) and free their intents. A crash after the commit point finishes them
+    /// at recovery.
     fn commit_tx(&self, tx: u64) -> Result<()> {
         let mut t = self.t.lock();
         let state = t.txs.remove(&tx).ok_or(Error::NoSuchTransaction(tx))?;
@@ -56,33 +59,31 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         if let Some(unit) = state.unit {
             self.cache.commit(unit)?;
         }
-        for undo in &state.undo {
+        for (undo, slot) in &state.undo {
             if let Undo::Removed { ino, trash, .. } = undo {
-                let p = Self::trash_path(trash);
-                let is_dir = self.host.stat(&p).map(|s| s.kind == hostfs::FileKind::Dir);
-                match is_dir {
-                    Ok(true) => self.host.rmdir(&p).map_err(host_err)?,
-                    Ok(false) => self.host.unlink(&p).map_err(host_err)?,
-                    Err(_) => continue,
-                }
-                self.sync_dir(Path::new(TRASH_NAME))?;
+                remove_path(&*self.host, &Self::trash_path(trash))?;
                 if t.keys.contains_key(ino) && !t.names.contains(*ino) {
                     self.drop_file(&mut t, *ino)?;
                 }
             }
+            self.unintend(*slot);
         }
         Ok(())
     }
 
+    /// Abort: the namespace changes undone in reverse (each intent freed after its undo),
+    /// then the unit (its word cleared last: a crash before leaves it open, and recovery
+    /// undoes the remaining intents).
     fn abort_tx(&self, tx: u64) -> Result<()> {
         let mut t = self.t.lock();
         let state = t.txs.remove(&tx).ok_or(Error::NoSuchTransaction(tx))?;
         Self::unbind(&mut t, tx, &state);
+        for (undo, slot) in state.undo.iter().rev() {
+            self.undo(&mut t, undo)?;
+            self.unintend(*slot);
+        }
         if let Some(unit) = state.unit {
             self.cache.abort(unit)?;
-        }
-        for undo in state.undo.iter().rev() {
-            self.undo(&mut t, undo)?;
         }
         Ok(())
     }
@@ -152,6 +153,23 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         }
         Ok(())
     }
+}
+
+/// Remove a file or an (empty) directory, durably; nothing when it is gone already.
+pub(super) fn remove_path<H: HostFs>(host: &H, p: &Path) -> Result<()> {
+    let is_dir = match host.stat(p) {
+        Ok(st) => st.kind == hostfs::FileKind::Dir,
+        Err(e) if e.is_not_found() => return Ok(()),
+        Err(e) => return Err(host_err(e)),
+    };
+    if is_dir {
+        host.rmdir(p).map_err(host_err)?;
+    } else {
+        host.unlink(p).map_err(host_err)?;
+    }
+    // persist: the removal is durable.
+    host.sync_dir(p.parent().unwrap_or(Path::new("")))
+        .map_err(host_err)
 }
 
 impl<R: Region, H: HostFs> Store for CacheStore<R, H> {
