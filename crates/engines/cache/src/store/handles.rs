@@ -110,9 +110,8 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
                 }
             }
             Route::Atomic(key, ino) => {
-                if !t.atomic_units.contains_key(&ino) {
-                    let unit = self.cache.begin()?;
-                    t.atomic_units.insert(ino, unit);
+                if let std::collections::hash_map::Entry::Vacant(e) = t.atomic_units.entry(ino) {
+                    e.insert(self.cache.begin()?);
                 }
                 match t.atomic_units.get_mut(&ino) {
                     Some(unit) => f(unit, key),

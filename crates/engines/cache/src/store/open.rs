@@ -94,8 +94,8 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         }
         for (&id, &len) in &found {
             let ino = names.ino_of(id);
-            if !keys.contains_key(&ino) {
-                keys.insert(ino, cache.create_file(id, len)?);
+            if let std::collections::hash_map::Entry::Vacant(e) = keys.entry(ino) {
+                e.insert(cache.create_file(id, len)?);
             }
         }
         let cache = Arc::new(cache);
