@@ -83,6 +83,18 @@ impl<R: Region, B: Backing> Cache<R, B> {
 
     /// Open a formatted pool and run recovery.
     pub fn open(region: R, backing: B, config: CacheConfig) -> Result<(Self, RecoveryReport)> {
+        let (cache, report) = Self::open_deferred(region, backing, config)?;
+        cache.close_recovered_units();
+        Ok((cache, report))
+    }
+
+    /// Open and recover, leaving the unit words of rolled-back transactions open: the caller
+    /// undoes their namespace intents, then calls [`close_recovered_units`](Self::close_recovered_units).
+    pub fn open_deferred(
+        region: R,
+        backing: B,
+        config: CacheConfig,
+    ) -> Result<(Self, RecoveryReport)> {
         let sb = Superblock::read_from(&region)?;
         let cache = Self::assemble(region, sb, backing, config);
         let report = cache.recover()?;

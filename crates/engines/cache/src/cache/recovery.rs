@@ -60,11 +60,6 @@ impl<R: Region, B: Backing> Cache<R, B> {
         report.incomplete_writes = incomplete.len() as u64;
         report.incomplete = incomplete.iter().copied().collect();
         self.roll_back(&tags, &records, &incomplete, &mut report);
-        for (at, _) in &open_units {
-            self.region.store_u64(*at, 0);
-            // persist: the transaction is rolled back and closed.
-            self.region.persist(*at, 8);
-        }
         let tags = self.all_tags()?;
         self.settle_slots(&tags, &mut report)?;
         let tags = self.all_tags()?;
@@ -72,6 +67,18 @@ impl<R: Region, B: Backing> Cache<R, B> {
         self.rebuild(&records, &mut report)?;
         self.rebuild_free_intents();
         Ok(report)
+    }
+
+    /// Close the unit words of the transactions recovery rolled back — after the store undid
+    /// their namespace intents (until then a crash recovers them again as incomplete).
+    pub fn close_recovered_units(&self) {
+        for (at, _) in self.open_unit_words() {
+            self.region.store_u64(at, 0);
+            // persist: the transaction is rolled back and closed.
+            self.region.persist(at, 8);
+        }
+        let g = self.geometry();
+        *self.free_units.lock() = (0..g.units_max()).rev().collect();
     }
 
     /// Unit words of transactions open at the crash: (offset, stamp).

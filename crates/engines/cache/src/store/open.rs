@@ -70,8 +70,9 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         let sb = crate::format::Superblock::read_from(&region)?;
         check_marker(&*host, sb.store_id())?;
         walk(&*host, &files)?;
-        let (cache, report) = Cache::open(region, files, config.clone())?;
+        let (cache, report) = Cache::open_deferred(region, files, config.clone())?;
         replay_intents(&cache, &*host, &report.incomplete)?;
+        cache.close_recovered_units();
         empty_trash(&*host)?;
         let (names, found) = walk(&*host, cache.backing())?;
         Self::assemble(cache, host, names, found, config)
