@@ -33,8 +33,8 @@ pub struct Unit {
     word: u64,
     state: UnitState,
     chunks: Vec<(u64, Option<u64>)>,
-    /// Files whose length the unit changed: (key, length before the unit).
-    files: Vec<(u64, u64)>,
+    /// Files the unit changed: (key, length before the unit, largest length it reached).
+    files: Vec<(u64, u64, u64)>,
 }
 
 impl Unit {
@@ -74,8 +74,8 @@ impl<R: Region, B: Backing> Cache<R, B> {
     }
 
     fn note_file(&self, unit: &mut Unit, key: u64, old: u64) {
-        if !unit.files.iter().any(|(k, _)| *k == key) {
-            unit.files.push((key, old));
+        if !unit.files.iter().any(|(k, _, _)| *k == key) {
+            unit.files.push((key, old, old));
         }
     }
 
@@ -104,7 +104,17 @@ impl<R: Region, B: Backing> Cache<R, B> {
         let result = self.write_locked(&f, key, off, data, unit.stamp, Mode::Unit, cur, &mut done);
         // Chunks written before a failure belong to the unit: its abort removes them.
         self.remember(unit, done);
+        Self::reached(unit, key, self.record(&f).size);
         result
+    }
+
+    /// The file `key` now has length `len`: the largest length the unit reached grows.
+    fn reached(unit: &mut Unit, key: u64, len: u64) {
+        for (k, _, max) in unit.files.iter_mut() {
+            if *k == key {
+                *max = (*max).max(len);
+            }
+        }
     }
 
     fn remember(&self, unit: &mut Unit, done: Vec<Written>) {
@@ -116,8 +126,8 @@ impl<R: Region, B: Backing> Cache<R, B> {
     }
 
     /// Zero `[cur, new)` where stale bytes may lie: the rest of `cur`'s chunk, and, after a
-    /// shrink by this unit, everything up to the length before it (old chunks and home bytes
-    /// stay until the commit).
+    /// shrink by this unit, everything up to the largest length the file had (before or in
+    /// the unit: old chunks, the unit's own chunks and home bytes stay until the commit).
     fn zero_gap_in(
         &self,
         unit: &mut Unit,
@@ -129,7 +139,15 @@ impl<R: Region, B: Backing> Cache<R, B> {
         let rec = self.record(f);
         let mut stale_end = cur.div_ceil(CHUNK_SIZE) * CHUNK_SIZE;
         if rec.size_stamp == unit.stamp {
-            stale_end = stale_end.max(rec.prev_size.div_ceil(CHUNK_SIZE) * CHUNK_SIZE);
+            let reach = unit
+                .files
+                .iter()
+                .filter(|(k, _, _)| *k == key)
+                .map(|(_, before, max)| (*before).max(*max))
+                .max()
+                .unwrap_or(0);
+            let reach = reach.max(rec.prev_size);
+            stale_end = stale_end.max(reach.div_ceil(CHUNK_SIZE) * CHUNK_SIZE);
         }
         let mut pos = cur;
         let stop = new.min(stale_end);
@@ -141,6 +159,7 @@ impl<R: Region, B: Backing> Cache<R, B> {
             let result =
                 self.write_locked(f, key, pos, &zeros, unit.stamp, Mode::Unit, size, &mut done);
             self.remember(unit, done);
+            Self::reached(unit, key, self.record(f).size);
             result?;
             pos = hi;
         }
@@ -171,6 +190,7 @@ impl<R: Region, B: Backing> Cache<R, B> {
         // persist: the new length, undone by abort or recovery while the unit is open.
         self.region.persist(rec_at + record::SIZE, 8);
         self.files.lock().resized(now, len);
+        Self::reached(unit, key, now.max(len));
         Ok(())
     }
 
@@ -208,9 +228,9 @@ impl<R: Region, B: Backing> Cache<R, B> {
                 );
             }
         }
-        for (key, before) in &unit.files {
+        for (key, before, max) in &unit.files {
             if self.file(*key).is_ok() {
-                self.settle_length(*key, *before)?;
+                self.settle_length(*key, (*before).max(*max))?;
             }
         }
         unit.state = UnitState::Committed;
@@ -219,8 +239,8 @@ impl<R: Region, B: Backing> Cache<R, B> {
     }
 
     /// After a committed length change: the home file no longer than the length, no chunk
-    /// past it.
-    fn settle_length(&self, key: u64, before: u64) -> Result<()> {
+    /// past it (up to `reach`, the largest length the file had during the unit).
+    fn settle_length(&self, key: u64, reach: u64) -> Result<()> {
         let f = self.file(key)?;
         let _op = f.op.lock();
         let size = self.record(&f).size;
@@ -231,7 +251,7 @@ impl<R: Region, B: Backing> Cache<R, B> {
                 self.backing.sync(f.id)?;
             }
         }
-        self.invalidate_from(key, size.div_ceil(CHUNK_SIZE), before.max(size))
+        self.invalidate_from(key, size.div_ceil(CHUNK_SIZE), reach.max(size))
     }
 
     /// Abort: none of the unit's writes or length changes remain.
@@ -254,7 +274,7 @@ impl<R: Region, B: Backing> Cache<R, B> {
                 );
             }
         }
-        for (key, before) in &unit.files {
+        for (key, before, _) in &unit.files {
             // A file the transaction created is already gone (its create was undone).
             let Ok(f) = self.file(*key) else { continue };
             let rec_at = self.geometry().record_at(f.record);
