@@ -25,11 +25,11 @@ use crash::torture::KillTarget;
 use crash::CrashTarget;
 use hostfs::{HostCrashPoint, SimConfig, SimHostFs};
 use pmem::{CrashConfig, Region, RegionStats, SimRegion};
-use std::time::Duration;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use store::{Error, Result, Store};
 
 /// Bytes of the trailer page after the log pool (the host model's id at its start).
@@ -254,7 +254,12 @@ impl CrashTarget for CacheTarget {
         let id = register(&host.fs, true);
         self.bind(&region, id);
         let pool = self.pool(region, host.clone(), id);
-        Ok(Box::new(CacheStore::create_on(pool, host, &self.config, b"sim")?))
+        Ok(Box::new(CacheStore::create_on(
+            pool,
+            host,
+            &self.config,
+            b"sim",
+        )?))
     }
     fn recover(&self, region: Arc<SimRegion>) -> Result<Box<dyn Store>> {
         let host = cut_host(self.crashed_host(&region)?);
@@ -297,7 +302,12 @@ impl KillTarget for CacheTarget {
         let home = path.join("home");
         std::fs::create_dir_all(&home).map_err(|e| io(&home, "create directory", e))?;
         let pool = path.join("cache.pool");
-        Ok(Box::new(crate::HostCacheStore::create(&home, &pool, 8 << 20, &self.config)?))
+        Ok(Box::new(crate::HostCacheStore::create(
+            &home,
+            &pool,
+            8 << 20,
+            &self.config,
+        )?))
     }
     fn open_pool(&self, path: &Path) -> Result<Box<dyn Store>> {
         Ok(Box::new(crate::HostCacheStore::open(

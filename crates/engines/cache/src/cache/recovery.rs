@@ -72,21 +72,37 @@ impl<R: Region, B: Backing> Cache<R, B> {
     /// Close the unit words of the transactions recovery rolled back — after the store undid
     /// their namespace intents (until then a crash recovers them again as incomplete).
     pub fn close_recovered_units(&self) {
-        for (at, _) in self.open_unit_words() {
+        for (at, _) in self.used_unit_words() {
+            self.region.store_u64(at + 8, 0);
             self.region.store_u64(at, 0);
-            // persist: the transaction is rolled back and closed.
-            self.region.persist(at, 8);
+            // persist: the transaction is rolled back (or its group committed) and closed.
+            self.region.persist(at, 16);
         }
         let g = self.geometry();
         *self.free_units.lock() = (0..g.units_max()).rev().collect();
     }
 
-    /// Unit words of transactions open at the crash: (offset, stamp).
-    fn open_unit_words(&self) -> Vec<(u64, u64)> {
+    /// Unit records in use: (offset, stamp).
+    fn used_unit_words(&self) -> Vec<(u64, u64)> {
         (0..self.geometry().units_max())
             .map(|i| self.geometry().unit_at(i))
             .map(|at| (at, self.region.load_u64(at)))
             .filter(|(_, stamp)| *stamp != 0)
+            .collect()
+    }
+
+    /// Units of transactions open at the crash: (offset, stamp). A unit linked to a group
+    /// (a syncv in progress) is open while the group's record is; once the group's record is
+    /// clear, the group committed and so did the unit.
+    fn open_unit_words(&self) -> Vec<(u64, u64)> {
+        let g = self.geometry();
+        self.used_unit_words()
+            .into_iter()
+            .filter(|(at, _)| {
+                let link = self.region.load_u64(at + 8);
+                link == 0
+                    || (link <= g.units_max() && self.region.load_u64(g.unit_at(link - 1)) != 0)
+            })
             .collect()
     }
 

@@ -195,7 +195,7 @@ impl<R: Region, B: Backing> Cache<R, B> {
     }
 
     /// Commit: every write and length change of the unit is durable and visible at once.
-    pub fn commit(&self, mut unit: Unit) -> Result<()> {
+    pub fn commit(&self, unit: Unit) -> Result<()> {
         assert_eq!(
             unit.state,
             UnitState::Open,
@@ -210,6 +210,48 @@ impl<R: Region, B: Backing> Cache<R, B> {
         self.region.store_u64(at, 0);
         // persist: the commit point — the unit's chunks and lengths are now the file's.
         self.region.persist(at, 8);
+        self.finish_commit(unit)
+    }
+
+    /// Commit several units at once (syncv): each is linked to a group record, then clearing
+    /// the group record is the one commit point of all of them.
+    pub fn commit_group(&self, units: Vec<Unit>) -> Result<()> {
+        if units.len() < 2 {
+            return units.into_iter().try_for_each(|u| self.commit(u));
+        }
+        let group = self.begin()?;
+        let g = self.geometry();
+        for unit in &units {
+            assert_eq!(
+                unit.state,
+                UnitState::Open,
+                "cache: group commit of a finished unit"
+            );
+            let at = g.unit_at(unit.word);
+            self.region.store_u64(at + 8, group.word + 1);
+            self.region.flush(at + 8, 8);
+        }
+        // persist: every unit is linked to the group before the group commits.
+        self.region.fence();
+        let gat = g.unit_at(group.word);
+        self.region.store_u64(gat, 0);
+        // persist: the commit point of every unit of the group.
+        self.region.persist(gat, 8);
+        self.open_units.lock().remove(&group.stamp);
+        for unit in units {
+            let at = g.unit_at(unit.word);
+            self.region.store_u64(at, 0);
+            self.region.store_u64(at + 8, 0);
+            // persist: the unit's record is free (its group committed).
+            self.region.persist(at, 16);
+            self.finish_commit(unit)?;
+        }
+        self.free_units.lock().push(group.word);
+        Ok(())
+    }
+
+    /// After a unit's commit point: its old copies invalid, its lengths settled.
+    fn finish_commit(&self, mut unit: Unit) -> Result<()> {
         self.open_units.lock().remove(&unit.stamp);
         self.free_units.lock().push(unit.word);
         for (chunk, old) in &unit.chunks {

@@ -4,6 +4,10 @@ use super::intent::INTENT_LEN;
 use super::{CHUNK_SIZE, RECORD_LEN, TAG_LEN};
 use store::{Error, Result};
 
+/// Bytes of one unit record: the open transaction's stamp, and the group it is linked to
+/// (index + 1; 0 = none) while a group commit (syncv) is in progress.
+pub const UNIT_LEN: u64 = 16;
+
 /// Bytes of the superblock area.
 pub const SUPERBLOCK_LEN: u64 = 4096;
 
@@ -48,7 +52,10 @@ impl Geometry {
     /// The most slots a pool of `pool_len` bytes holds with these limits (0 when none fits).
     pub fn slots_for(pool_len: u64, files_max: u64, units_max: u64, intents_max: u64) -> u64 {
         let fixed = align(
-            SUPERBLOCK_LEN + units_max * 8 + intents_max * INTENT_LEN + files_max * RECORD_LEN,
+            SUPERBLOCK_LEN
+                + units_max * UNIT_LEN
+                + intents_max * INTENT_LEN
+                + files_max * RECORD_LEN,
             CHUNK_SIZE,
         );
         let per_slot = 2 * (CHUNK_SIZE + TAG_LEN);
@@ -75,7 +82,7 @@ impl Geometry {
         self.intents_max
     }
     pub fn intents_off(&self) -> u64 {
-        align(self.units_off() + self.units_max * 8, INTENT_LEN)
+        align(self.units_off() + self.units_max * UNIT_LEN, INTENT_LEN)
     }
     pub fn records_off(&self) -> u64 {
         self.intents_off() + self.intents_max * INTENT_LEN
@@ -96,7 +103,7 @@ impl Geometry {
     }
     pub fn unit_at(&self, i: u64) -> u64 {
         assert!(i < self.units_max, "cache: unit word {i} out of range");
-        self.units_off() + i * 8
+        self.units_off() + i * UNIT_LEN
     }
     pub fn record_at(&self, i: u64) -> u64 {
         assert!(i < self.files_max, "cache: record {i} out of range");

@@ -224,15 +224,14 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         for fh in fhs {
             inos.push(Self::handle(&t, *fh)?.ino);
         }
-        for ino in inos {
-            if let Some(unit) = t.atomic_units.remove(&ino) {
-                if commit {
-                    self.cache.commit(unit)?;
-                } else {
-                    self.cache.abort(unit)?;
-                }
-            }
+        let units: Vec<_> = inos
+            .iter()
+            .filter_map(|ino| t.atomic_units.remove(ino))
+            .collect();
+        if commit {
+            // One commit point for every file (a group commit).
+            return self.cache.commit_group(units);
         }
-        Ok(())
+        units.into_iter().try_for_each(|u| self.cache.abort(u))
     }
 }
