@@ -22,16 +22,19 @@
 
 pub mod access;
 mod entries;
+mod entries_cache;
 pub mod lock;
 mod options;
 
 pub use access::Access;
 pub use entries::{pool_config_for, MmioEngine, PoolEngine, MMIO, POOL};
+pub use entries_cache::{CacheEngine, CACHE};
 pub use lock::StoreLock;
 pub use options::{parse_duration, parse_size, OptionKind, OptionSpec, OptionUse, Options};
 
 /// Engine configuration types, for front ends that take typed configurations.
 pub mod config {
+    pub use cache::CacheConfig;
     pub use mmio::{MmioConfig, PolicyMode};
     pub use pool::{Mode as PoolMode, PoolConfig};
 }
@@ -80,7 +83,7 @@ pub trait Engine: Send + Sync {
 }
 
 /// Every engine of this build, in the order [`probe`] tries them.
-pub static ENGINES: &[&dyn Engine] = &[&POOL, &MMIO];
+pub static ENGINES: &[&dyn Engine] = &[&POOL, &MMIO, &CACHE];
 
 /// The names of every engine, comma-separated (for messages and help texts).
 pub fn names() -> String {

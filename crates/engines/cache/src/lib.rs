@@ -30,7 +30,7 @@ pub use backing::{Backing, MemBacking};
 pub use cache::{Cache, RecoveryReport, Unit, UnitState};
 pub use flusher::Flusher;
 pub use slot::WriteCase;
-pub use store::{CacheStore, HostCacheStore};
+pub use store::{recorded_home, CacheStore, HostCacheStore};
 
 use std::time::Duration;
 

@@ -13,7 +13,7 @@ mod open;
 mod ops;
 mod tx;
 
-pub use open::HostCacheStore;
+pub use open::{recorded_home, HostCacheStore};
 
 use crate::cache::Cache;
 use crate::home::HomeFiles;

@@ -41,6 +41,17 @@ impl HostCacheStore {
         Self::create_on(region, host, config, home.as_os_str().as_bytes())
     }
 
+    /// Open the store whose pool file is `pool`, in the home directory its superblock records.
+    pub fn open_recorded(pool: &Path, config: &CacheConfig) -> Result<Self> {
+        let home = recorded_home(pool)?.ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "{}: the pool records no home directory",
+                pool.display()
+            ))
+        })?;
+        Self::open(&home, pool, config)
+    }
+
     /// Open an existing store, running recovery.
     pub fn open(home: &Path, pool: &Path, config: &CacheConfig) -> Result<Self> {
         let host = RealHostFs::open(home).map_err(|e| match host_err(e) {
@@ -50,6 +61,27 @@ impl HostCacheStore {
         let region = MappedRegion::open(pool).map_err(pm_err)?;
         Self::open_on(region, host, config)
     }
+}
+
+/// The home directory recorded in the superblock of the pool file `pool` (read only).
+pub fn recorded_home(pool: &Path) -> Result<Option<PathBuf>> {
+    use std::io::Read;
+    let mut head = vec![0u8; 4096];
+    let mut f = std::fs::File::open(pool).map_err(|e| Error::Io {
+        path: pool.display().to_string(),
+        op: "open",
+        source: e,
+    })?;
+    let n = f.read(&mut head).map_err(|e| Error::Io {
+        path: pool.display().to_string(),
+        op: "read",
+        source: e,
+    })?;
+    let sb = crate::format::Superblock::decode(&head[..n])?;
+    if sb.home().is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(PathBuf::from(OsStr::from_bytes(sb.home()))))
 }
 
 impl<R: Region, H: HostFs> CacheStore<R, H> {
