@@ -147,6 +147,11 @@ impl<R: Region, B: Backing> Cache<R, B> {
             .filter(|c| dirty.contains(c))
             .collect();
         drop(dirty);
-        self.flush_chunks(chunks)
+        let n = self.flush_chunks(chunks)?;
+        if self.dirty.lock().is_empty() {
+            // Nothing is left to write home: no earlier failure is pending any more.
+            *self.flush_error.lock() = None;
+        }
+        Ok(n)
     }
 }
