@@ -49,9 +49,11 @@ fn new_dirs() -> PathBuf {
 const POOL: u64 = 160 << 20;
 const POOL_SMALL: u64 = 4 << 20;
 
+/// Room for the 100,000 files of `many_files_100k`.
 fn config() -> CacheConfig {
     CacheConfig {
         flush_period: Some(std::time::Duration::from_millis(10)),
+        files_max: 120_000,
         ..CacheConfig::default()
     }
 }

@@ -55,6 +55,10 @@ impl Names {
         }
         true
     }
+    /// How many names `ino` has.
+    pub fn count(&self, ino: Ino) -> usize {
+        self.entries.get(&ino).map_or(0, Vec::len)
+    }
     pub fn contains(&self, ino: Ino) -> bool {
         ino == ROOT_INO || self.entries.contains_key(&ino)
     }

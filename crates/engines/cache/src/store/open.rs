@@ -123,6 +123,7 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
                 keys.insert(names.ino_of(id), key);
             } else {
                 cache.delete_file(key)?;
+                cache.backing().forget(id);
             }
         }
         for (&id, &len) in &found {
@@ -222,7 +223,7 @@ fn remove_tree<H: HostFs>(host: &H, dir: &Path) -> Result<()> {
     host.rmdir(dir).map_err(host_err)
 }
 
-/// Walk the home tree: names, and every regular file (opened and registered) with its length.
+/// Walk the home tree: names, and every regular file (registered by path) with its length.
 fn walk<H: HostFs>(host: &H, files: &HomeFiles<H>) -> Result<(Names, HashMap<u64, u64>)> {
     let root = host.stat(Path::new("")).map_err(host_err)?;
     let mut names = Names::new(root.ino);
@@ -241,13 +242,8 @@ fn walk<H: HostFs>(host: &H, files: &HomeFiles<H>) -> Result<(Names, HashMap<u64
             match e.kind {
                 FileKind::Dir => stack.push((ino, path)),
                 FileKind::File => {
-                    if !files.is_registered(e.ino) {
-                        let f = host
-                            .open(&path, &OpenOptions::read_write())
-                            .map_err(host_err)?;
-                        files.register(e.ino, f);
-                    }
-                    found.insert(e.ino, files.stat(e.ino)?.len);
+                    files.register(e.ino, &path, None);
+                    found.insert(e.ino, host.stat(&path).map_err(host_err)?.len);
                 }
                 _ => {}
             }

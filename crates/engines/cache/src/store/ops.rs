@@ -234,11 +234,33 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         let f = self.host.open(p, &opts).map_err(host_err)?;
         let st = self.host.file_stat(&f).map_err(host_err)?;
         self.sync_dir(dp)?;
-        self.cache.backing().register(st.ino, f);
+        self.cache.backing().register(st.ino, p, Some(f));
         let key = self.cache.create_file(st.ino, 0)?;
         let ino = t.names.ino_of(st.ino);
         t.keys.insert(ino, key);
         Ok(ino)
+    }
+
+    /// Before a cached file's name goes (unlink, replaced by a rename): when it is the last
+    /// one, keep a descriptor of the home file (the cache may still write it back).
+    pub(super) fn before_name_goes(&self, t: &Tables, ino: Ino) -> Result<()> {
+        if t.keys.contains_key(&ino) && t.names.count(ino) <= 1 {
+            self.cache
+                .backing()
+                .renamed_or_unlinked(t.names.host_of(ino), None)?;
+        }
+        Ok(())
+    }
+
+    /// After a cached file lost a name: the cache reaches it by one it still has.
+    pub(super) fn after_name_gone(&self, t: &Tables, ino: Ino) -> Result<()> {
+        if t.keys.contains_key(&ino) && t.names.count(ino) > 0 {
+            let p = t.names.path(ino)?;
+            self.cache
+                .backing()
+                .renamed_or_unlinked(t.names.host_of(ino), Some(&p))?;
+        }
+        Ok(())
     }
 
     /// A file lost its last name: delete it now, or at its last release.
@@ -278,6 +300,7 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
             self.unintend(slot);
             return Err(e);
         }
+        self.cache.backing().moved(p, &to);
         Ok((name, slot))
     }
 
@@ -322,12 +345,14 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         if dir {
             self.host.rmdir(&p).map_err(host_err)?;
         } else {
+            self.before_name_goes(&t, ino)?;
             self.host.unlink(&p).map_err(host_err)?;
         }
         self.sync_dir(&dp)?;
         if !t.names.remove(ino, parent, name) && !dir {
             self.drop_file(&mut t, ino)?;
         }
+        self.after_name_gone(&t, ino)?;
         Ok(())
     }
 
@@ -392,6 +417,9 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
                 Self::push_undo(&mut t, tx, undo, slot);
             }
         }
+        if let (None, Some(d)) = (tx, dst_ino) {
+            self.before_name_goes(&t, d)?;
+        }
         let slot = self.intend(&mut t, tx, intent(IntentKind::Moved, &from, &to))?;
         let moved = self
             .host
@@ -409,6 +437,7 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
             return Err(e);
         }
         t.names.rename(ino, parent, name, new_parent, new_name);
+        self.cache.backing().moved(&from, &to);
         if tx.is_some() {
             let undo = Undo::Moved {
                 from: (parent, name.to_vec()),
@@ -420,6 +449,7 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
             if !t.names.remove(d, new_parent, new_name) && !src_dir {
                 self.drop_file(&mut t, d)?;
             }
+            self.after_name_gone(&t, d)?;
         }
         Ok(())
     }

@@ -61,6 +61,7 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         }
         for (undo, slot) in &state.undo {
             if let Undo::Removed { ino, trash, .. } = undo {
+                self.before_name_goes(&t, *ino)?;
                 remove_path(&*self.host, &Self::trash_path(trash))?;
                 if t.keys.contains_key(ino) && !t.names.contains(*ino) {
                     self.drop_file(&mut t, *ino)?;
@@ -100,6 +101,7 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
                 if *dir {
                     self.host.rmdir(&p).map_err(host_err)?;
                 } else {
+                    self.before_name_goes(t, *ino)?;
                     self.host.unlink(&p).map_err(host_err)?;
                 }
                 self.sync_dir(p.parent().unwrap_or(Path::new("")))?;
@@ -121,6 +123,7 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
                 self.host
                     .rename(&Self::trash_path(trash), &to)
                     .map_err(host_err)?;
+                self.cache.backing().moved(&Self::trash_path(trash), &to);
                 self.sync_dir(to.parent().unwrap_or(Path::new("")))?;
                 t.names.add(*ino, *parent, name);
                 t.orphans.remove(ino);
@@ -128,6 +131,7 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
             Undo::Moved { from, to, ino } => {
                 let (a, b) = (t.names.child(to.0, &to.1)?, t.names.child(from.0, &from.1)?);
                 self.host.rename(&a, &b).map_err(host_err)?;
+                self.cache.backing().moved(&a, &b);
                 self.sync_dir(a.parent().unwrap_or(Path::new("")))?;
                 self.sync_dir(b.parent().unwrap_or(Path::new("")))?;
                 t.names.rename(*ino, to.0, &to.1, from.0, &from.1);
@@ -149,6 +153,7 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
                 self.host.unlink(&p).map_err(host_err)?;
                 self.sync_dir(p.parent().unwrap_or(Path::new("")))?;
                 t.names.remove(*ino, *parent, name);
+                self.after_name_gone(t, *ino)?;
             }
         }
         Ok(())
