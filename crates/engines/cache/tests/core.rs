@@ -275,7 +275,7 @@ fn an_open_transaction_pins_its_slots() {
     c.write_in(&mut t, a, C as u64, &[1; 10]).unwrap(); // a1 = slot of b0
     c.write(b, 0, &[2; 10]).unwrap(); // the free chunk of the slot: allowed
     assert!(
-        matches!(c.write(b, 0, &[3; 10]), Err(store::Error::Busy(_))),
+        matches!(c.write(b, 0, &[3; 10]), Err(store::Error::NoSpace(_))),
         "Case 3 would evict the transaction's chunk"
     );
     assert_eq!(

@@ -73,8 +73,10 @@ impl<R: Region, B: Backing> Cache<R, B> {
     /// their namespace intents (until then a crash recovers them again as incomplete).
     pub fn close_recovered_units(&self) {
         for (at, _) in self.used_unit_words() {
-            self.region.store_u64(at + 8, 0);
+            // The stamp first: a record with its link cleared but its stamp set would read
+            // as an open transaction of its own (a crash between the two stores).
             self.region.store_u64(at, 0);
+            self.region.store_u64(at + 8, 0);
             // persist: the transaction is rolled back (or its group committed) and closed.
             self.region.persist(at, 16);
         }

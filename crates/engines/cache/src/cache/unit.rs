@@ -2,7 +2,7 @@
 //!
 //! A transaction is a unit with its own stamp and a unit word in the pool holding that stamp
 //! while it is open (the commit record). Its chunks carry the stamp, keep their old copies
-//! valid (C(1,0)) and pin their slots: another writer of those slots gets EBUSY, the flusher
+//! valid (C(1,0)) and pin their slots: another writer of those slots gets ENOSPC, the flusher
 //! and Case 3 leave them alone. Its length changes record `prev_size`/`size_stamp`.
 //!
 //! Commit: clear the unit word (the commit point), then invalidate the old copies, then the

@@ -226,8 +226,9 @@ impl<R: Region, B: Backing> Cache<R, B> {
         for chunk in plan.victim.iter().chain(plan.mine.iter()) {
             let t = self.tag(*chunk)?;
             if t.stamp != stamp && self.is_open(t.stamp) {
-                // Evicting or superseding an open transaction's chunk would break it.
-                return Err(Error::Busy(format!(
+                // Evicting or superseding an open transaction's chunk would break it: the cache
+                // has no room for this write until that transaction ends.
+                return Err(Error::NoSpace(format!(
                     "cache slot {slot} is held by an open transaction"
                 )));
             }
