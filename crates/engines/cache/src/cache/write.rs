@@ -15,6 +15,7 @@ use crate::backing::Backing;
 use crate::counters::Counters;
 use crate::format::record;
 use crate::format::{Status, Tag, CHUNK_SIZE};
+use crate::slot::pair::Plan;
 use crate::slot::WriteCase;
 use pmem::Region;
 use store::{Error, Result};
@@ -221,36 +222,7 @@ impl<R: Region, B: Backing> Cache<R, B> {
             at + data.len() as u64 <= CHUNK_SIZE,
             "cache: piece crosses a chunk"
         );
-        let slot = self.slot_of(key, index);
-        let plan = self.pair(slot)?.plan(key, index, stamp);
-        for chunk in plan.victim.iter().chain(plan.mine.iter()) {
-            let t = self.tag(*chunk)?;
-            if t.stamp != stamp && self.is_open(t.stamp) {
-                // Evicting or superseding an open transaction's chunk would break it: the cache
-                // has no room for this write until that transaction ends.
-                return Err(Error::NoSpace(format!(
-                    "cache slot {slot} is held by an open transaction"
-                )));
-            }
-        }
-        if let Some(victim) = plan.victim {
-            if self.tag(victim)?.stamp == stamp {
-                return Err(Error::NoSpace(format!(
-                    "two chunks of one transaction collide in cache slot {slot}"
-                )));
-            }
-            self.evict(victim)?;
-        }
-        if let Some(other) = plan.clear_new {
-            let t = self.tag(other)?;
-            self.set_status(
-                other,
-                &Tag {
-                    status: t.status.without(Status::NEW),
-                    ..t
-                },
-            );
-        }
+        let plan = self.make_room(key, index, stamp)?;
         let chunk_off = self.geometry().chunk_at(plan.target);
         if plan.case == WriteCase::InPlace {
             self.region.write(chunk_off + at, data);
@@ -291,15 +263,7 @@ impl<R: Region, B: Backing> Cache<R, B> {
         let superseded = match plan.mine {
             Some(mine) if keep_old => Some(mine),
             Some(mine) => {
-                // Case 2-1, step 5: the old copy is invalid.
-                let t = self.tag(mine)?;
-                self.set_status(
-                    mine,
-                    &Tag {
-                        status: Status::default(),
-                        ..t
-                    },
-                );
+                self.drop_old_copy(mine)?;
                 None
             }
             None => None,
@@ -308,6 +272,44 @@ impl<R: Region, B: Backing> Cache<R, B> {
             chunk: plan.target,
             superseded,
         })
+    }
+
+    /// Steps 1 and 2 of Algorithm 1 for a write of chunk `index` of `key` by `stamp`: the
+    /// case, the victim flushed home and freed (Case 3), the other chunk's N cleared (Case 2).
+    /// A chunk of another open transaction is never evicted nor superseded (ENOSPC).
+    fn make_room(&self, key: u64, index: u64, stamp: u64) -> Result<Plan> {
+        let slot = self.slot_of(key, index);
+        let plan = self.pair(slot)?.plan(key, index, stamp);
+        for chunk in plan.victim.iter().chain(plan.mine.iter()) {
+            let t = self.tag(*chunk)?;
+            if t.stamp != stamp && self.is_open(t.stamp) {
+                return Err(Error::NoSpace(format!(
+                    "cache slot {slot} is held by an open transaction"
+                )));
+            }
+        }
+        if let Some(victim) = plan.victim {
+            if self.tag(victim)?.stamp == stamp {
+                return Err(Error::NoSpace(format!(
+                    "two chunks of one transaction collide in cache slot {slot}"
+                )));
+            }
+            self.evict(victim)?;
+        }
+        if let Some(other) = plan.clear_new {
+            let t = self.tag(other)?;
+            let status = t.status.without(Status::NEW);
+            self.set_status(other, &Tag { status, ..t });
+        }
+        Ok(plan)
+    }
+
+    /// Step 5 of Case 2-1 for a single-chunk write: the old copy is invalid.
+    fn drop_old_copy(&self, mine: u64) -> Result<()> {
+        let t = self.tag(mine)?;
+        let status = Status::default();
+        self.set_status(mine, &Tag { status, ..t });
+        Ok(())
     }
 
     /// The home block of chunk `index` (zeros past the home file's end).

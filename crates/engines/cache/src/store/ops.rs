@@ -356,6 +356,61 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         Ok(())
     }
 
+    /// Inside a transaction: move the name (`parent`, `name`) of `ino` at `p` into the trash,
+    /// undone by the transaction's abort.
+    fn trash_in_tx(
+        &self,
+        t: &mut Tables,
+        tx: Option<TxId>,
+        ino: Ino,
+        (parent, name): (Ino, &[u8]),
+        p: &Path,
+    ) -> Result<()> {
+        let (trash, slot) = self.to_trash(t, tx, p)?;
+        t.names.remove(ino, parent, name);
+        let undo = Undo::Removed {
+            parent,
+            name: name.to_vec(),
+            ino,
+            trash,
+        };
+        Self::push_undo(t, tx, undo, slot);
+        Ok(())
+    }
+
+    /// The source and the replaced target of a rename, checked as rename(2) does; `None`
+    /// when both names are one file (nothing to do).
+    fn rename_targets(
+        &self,
+        from: &Path,
+        to: &Path,
+    ) -> Result<Option<(hostfs::Stat, Option<hostfs::Stat>)>> {
+        let src = self.host.stat(from).map_err(host_err)?;
+        let dst = self.stat_opt(to)?;
+        let src_dir = src.kind == hostfs::FileKind::Dir;
+        if let Some(d) = &dst {
+            if d.ino == src.ino {
+                return Ok(None);
+            }
+            let dst_dir = d.kind == hostfs::FileKind::Dir;
+            if src_dir && !dst_dir {
+                return Err(Error::NotDir(to.display().to_string()));
+            }
+            if !src_dir && dst_dir {
+                return Err(Error::IsDir(to.display().to_string()));
+            }
+            if dst_dir && !self.host.read_dir(to).map_err(host_err)?.is_empty() {
+                return Err(Error::NotEmpty(to.display().to_string()));
+            }
+        }
+        if src_dir && to.starts_with(from) {
+            return Err(Error::InvalidArgument(
+                "a directory moved into itself".into(),
+            ));
+        }
+        Ok(Some((src, dst)))
+    }
+
     #[allow(clippy::too_many_arguments)]
     pub(super) fn do_rename(
         &self,
@@ -376,46 +431,17 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         if Self::hidden(parent, name) || Self::hidden(new_parent, new_name) {
             return Err(Error::InvalidArgument("reserved name".into()));
         }
-        let src = self.host.stat(&from).map_err(host_err)?;
+        let Some((src, dst)) = self.rename_targets(&from, &to)? else {
+            return Ok(());
+        };
         let ino = t.names.ino_of(src.ino);
-        let dst = self.stat_opt(&to)?;
         let src_dir = src.kind == hostfs::FileKind::Dir;
-        if let Some(d) = &dst {
-            if d.ino == src.ino {
-                return Ok(());
-            }
-            let dst_dir = d.kind == hostfs::FileKind::Dir;
-            if src_dir && !dst_dir {
-                return Err(Error::NotDir(to.display().to_string()));
-            }
-            if !src_dir && dst_dir {
-                return Err(Error::IsDir(to.display().to_string()));
-            }
-            if dst_dir && !self.host.read_dir(&to).map_err(host_err)?.is_empty() {
-                return Err(Error::NotEmpty(to.display().to_string()));
-            }
-        }
-        if src_dir && to.starts_with(&from) {
-            return Err(Error::InvalidArgument(
-                "a directory moved into itself".into(),
-            ));
-        }
         let dst_ino = dst.map(|d| t.names.ino_of(d.ino));
         let mut inos = vec![ino, parent, new_parent];
         inos.extend(dst_ino);
         Self::check_owner(&t, &inos, tx)?;
-        if tx.is_some() {
-            if let Some(d) = dst_ino {
-                let (trash, slot) = self.to_trash(&mut t, tx, &to)?;
-                t.names.remove(d, new_parent, new_name);
-                let undo = Undo::Removed {
-                    parent: new_parent,
-                    name: new_name.to_vec(),
-                    ino: d,
-                    trash,
-                };
-                Self::push_undo(&mut t, tx, undo, slot);
-            }
+        if let (Some(_), Some(d)) = (tx, dst_ino) {
+            self.trash_in_tx(&mut t, tx, d, (new_parent, new_name), &to)?;
         }
         if let (None, Some(d)) = (tx, dst_ino) {
             self.before_name_goes(&t, d)?;
