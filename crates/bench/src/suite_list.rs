@@ -17,4 +17,5 @@ pub const SUITES: &[(&str, &str)] = &[
     ("fuse", "fio on an atomfs FUSE mount vs ext4 on a RAM disk (and tmpfs): fsync'd 4 KiB writes, sequential I/O"),
     ("mmio", "Libnvmmio Figs. 6-9: FIO jobs on one file, mmio vs pread/pwrite+fdatasync (tmpfs, ext4) and fcfs"),
     ("engines", "one workload mix on every registered engine vs ext4 files with fsync, and which engine for which workload"),
+    ("cache", "First Responder: synchronous 4 KiB random writes through the cache engine's API vs ext4 pwrite+fdatasync, and the flush-period sensitivity"),
 ];

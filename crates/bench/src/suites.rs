@@ -2,6 +2,7 @@
 //! results.json, the ratio table and the plots. The pool engine's suites (FCFS seed §VI)
 //! live in `suites/pool.rs`.
 
+pub mod cache;
 pub mod every_engine;
 pub mod fuse;
 pub mod mmio;
@@ -209,6 +210,9 @@ fn measure(
     }
     if suite == every_engine::SUITE {
         return every_engine::run(opts, cfg, notes);
+    }
+    if suite == cache::SUITE {
+        return cache::run(opts, notes);
     }
     let (figs, disks) = match suite {
         "sqlite" => return sqlite::run(opts, notes),

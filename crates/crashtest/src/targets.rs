@@ -40,6 +40,14 @@ const ENTRIES: &[Entry] = &[
                 .map(|t| Arc::new(t) as Arc<dyn Target>)
         },
     },
+    Entry {
+        family: "cache",
+        modes: cache::crash_target::MODES,
+        names: cache::crash_target::NAMES,
+        by_name: |name| {
+            cache::crash_target::CacheTarget::by_name(name).map(|t| Arc::new(t) as Arc<dyn Target>)
+        },
+    },
 ];
 
 /// The target called `name` (an engine, with its mode or policy).

@@ -23,12 +23,14 @@
 pub mod access;
 mod entries;
 mod entries_journal;
+mod entries_cache;
 pub mod lock;
 mod options;
 
 pub use access::Access;
 pub use entries::{pool_config_for, MmioEngine, PoolEngine, MMIO, POOL};
 pub use entries_journal::{JournalEngine, JOURNAL};
+pub use entries_cache::{CacheEngine, CACHE};
 pub use lock::StoreLock;
 pub use options::{parse_duration, parse_size, OptionKind, OptionSpec, OptionUse, Options};
 
@@ -37,6 +39,7 @@ pub mod config {
     pub use journal::{
         JournalConfig, StoreConfig as JournalStoreConfig, Variant as JournalVariant,
     };
+    pub use cache::CacheConfig;
     pub use mmio::{MmioConfig, PolicyMode};
     pub use pool::{Mode as PoolMode, PoolConfig};
 }
@@ -85,7 +88,7 @@ pub trait Engine: Send + Sync {
 }
 
 /// Every engine of this build, in the order [`probe`] tries them.
-pub static ENGINES: &[&dyn Engine] = &[&POOL, &MMIO, &JOURNAL];
+pub static ENGINES: &[&dyn Engine] = &[&POOL, &MMIO, &JOURNAL, &CACHE];
 
 /// The names of every engine, comma-separated (for messages and help texts).
 pub fn names() -> String {

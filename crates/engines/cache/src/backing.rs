@@ -1,0 +1,174 @@
+//! The home files behind the cache, as the cache sees them: by file identity.
+//!
+//! A store implements it over `hostfs` (the jailed home directory, or the crash model); the
+//! tests use [`MemBacking`], which keeps a durable and a live image per file like the crash
+//! model does.
+
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use store::{Error, Result};
+
+/// Home files by identity (the `id` of their file record).
+pub trait Backing: Send + Sync + 'static {
+    /// Read at `off`; returns the bytes read (fewer at the end of the file).
+    fn read(&self, id: u64, off: u64, buf: &mut [u8]) -> Result<usize>;
+    /// Write at `off` (growing the file). Durable after [`sync`](Self::sync).
+    fn write(&self, id: u64, off: u64, data: &[u8]) -> Result<()>;
+    /// Change the length. Durable after [`sync`](Self::sync).
+    fn set_len(&self, id: u64, len: u64) -> Result<()>;
+    /// The current length.
+    fn len(&self, id: u64) -> Result<u64>;
+    /// fdatasync.
+    fn sync(&self, id: u64) -> Result<()>;
+}
+
+/// One in-memory home file.
+#[derive(Clone, Debug, Default)]
+struct MemFile {
+    live: Vec<u8>,
+    durable: Vec<u8>,
+}
+
+/// In-memory home files with a durable image per file (unsynced writes are lost by
+/// [`MemBacking::crash`]); `fail_writes` makes every write and sync fail with EIO.
+#[derive(Debug, Default)]
+pub struct MemBacking {
+    files: Mutex<HashMap<u64, MemFile>>,
+    fail_writes: std::sync::atomic::AtomicBool,
+}
+
+fn eio(what: &str) -> Error {
+    Error::Io {
+        path: format!("mem home {what}"),
+        op: "write",
+        source: std::io::Error::from_raw_os_error(libc_eio()),
+    }
+}
+
+const fn libc_eio() -> i32 {
+    5
+}
+
+impl MemBacking {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// A backing holding exactly the durable images of `self` (a crash of the home FS).
+    pub fn crash(&self) -> MemBacking {
+        let files = self
+            .files
+            .lock()
+            .iter()
+            .map(|(id, f)| {
+                let durable = f.durable.clone();
+                (
+                    *id,
+                    MemFile {
+                        live: durable.clone(),
+                        durable,
+                    },
+                )
+            })
+            .collect();
+        MemBacking {
+            files: Mutex::new(files),
+            fail_writes: Default::default(),
+        }
+    }
+    /// Create (or replace) file `id` with durable contents `data`.
+    pub fn put(&self, id: u64, data: &[u8]) {
+        self.files.lock().insert(
+            id,
+            MemFile {
+                live: data.to_vec(),
+                durable: data.to_vec(),
+            },
+        );
+    }
+    /// The live contents of `id`.
+    pub fn contents(&self, id: u64) -> Option<Vec<u8>> {
+        self.files.lock().get(&id).map(|f| f.live.clone())
+    }
+    /// Make writes and syncs fail (EIO) or succeed again.
+    pub fn set_fail_writes(&self, fail: bool) {
+        self.fail_writes
+            .store(fail, std::sync::atomic::Ordering::SeqCst);
+    }
+    fn failing(&self) -> bool {
+        self.fail_writes.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Backing for MemBacking {
+    fn read(&self, id: u64, off: u64, buf: &mut [u8]) -> Result<usize> {
+        let files = self.files.lock();
+        // A file never written is an empty home file.
+        let Some(f) = files.get(&id) else {
+            return Ok(0);
+        };
+        let start = (off as usize).min(f.live.len());
+        let n = (f.live.len() - start).min(buf.len());
+        buf[..n].copy_from_slice(&f.live[start..start + n]);
+        Ok(n)
+    }
+    fn write(&self, id: u64, off: u64, data: &[u8]) -> Result<()> {
+        if self.failing() {
+            return Err(eio("write"));
+        }
+        let mut files = self.files.lock();
+        let f = files.entry(id).or_default();
+        let end = off as usize + data.len();
+        if f.live.len() < end {
+            f.live.resize(end, 0);
+        }
+        f.live[off as usize..end].copy_from_slice(data);
+        Ok(())
+    }
+    fn set_len(&self, id: u64, len: u64) -> Result<()> {
+        if self.failing() {
+            return Err(eio("set_len"));
+        }
+        self.files
+            .lock()
+            .entry(id)
+            .or_default()
+            .live
+            .resize(len as usize, 0);
+        Ok(())
+    }
+    fn len(&self, id: u64) -> Result<u64> {
+        Ok(self
+            .files
+            .lock()
+            .get(&id)
+            .map_or(0, |f| f.live.len() as u64))
+    }
+    fn sync(&self, id: u64) -> Result<()> {
+        if self.failing() {
+            return Err(eio("sync"));
+        }
+        if let Some(f) = self.files.lock().get_mut(&id) {
+            f.durable = f.live.clone();
+        }
+        Ok(())
+    }
+}
+
+/// Shared home files (the crash tests keep a handle to snapshot them).
+impl<T: Backing> Backing for std::sync::Arc<T> {
+    fn read(&self, id: u64, off: u64, buf: &mut [u8]) -> Result<usize> {
+        (**self).read(id, off, buf)
+    }
+    fn write(&self, id: u64, off: u64, data: &[u8]) -> Result<()> {
+        (**self).write(id, off, data)
+    }
+    fn set_len(&self, id: u64, len: u64) -> Result<()> {
+        (**self).set_len(id, len)
+    }
+    fn len(&self, id: u64) -> Result<u64> {
+        (**self).len(id)
+    }
+    fn sync(&self, id: u64) -> Result<()> {
+        (**self).sync(id)
+    }
+}

@@ -1,0 +1,186 @@
+//! [`HomeFiles`]: the [`Backing`] of a real store — the home files through `hostfs` (the
+//! jailed home directory, or the crash model in tests), by inode number. The store registers
+//! each file's open handle when it first caches it; a file unlinked while cached keeps its
+//! handle until the cache forgets it.
+
+use crate::backing::Backing;
+use hostfs::{HostFs, HostFsError, OpenOptions};
+use parking_lot::Mutex;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use store::{Error, Result};
+
+/// Home files by inode number: each file's path (kept current by the store across renames),
+/// and a bounded set of open descriptors (`open_max`), reopened by path when needed. A file
+/// unlinked while the cache still holds it keeps its descriptor (pinned) until forgotten.
+pub struct HomeFiles<H: HostFs> {
+    fs: Arc<H>,
+    state: Mutex<Descriptors<H>>,
+}
+
+struct Descriptors<H: HostFs> {
+    paths: HashMap<u64, PathBuf>,
+    open: HashMap<u64, Arc<H::File>>,
+    pinned: HashSet<u64>,
+    open_max: usize,
+}
+
+/// Descriptors kept open at most (besides pinned ones).
+pub const OPEN_MAX: usize = 1024;
+
+/// A hostfs error as a Store error (the errno kept).
+pub fn host_err(e: HostFsError) -> Error {
+    let what = e.to_string();
+    match e.errno() {
+        libc::ENOENT => Error::NotFound(what),
+        libc::EEXIST => Error::Exists(what),
+        libc::ENOTDIR => Error::NotDir(what),
+        libc::EISDIR => Error::IsDir(what),
+        libc::ENOTEMPTY => Error::NotEmpty(what),
+        libc::ENOSPC => Error::NoSpace(what),
+        libc::EFBIG => Error::FileTooLarge(what),
+        errno => Error::Io {
+            path: what,
+            op: "home",
+            source: std::io::Error::from_raw_os_error(errno),
+        },
+    }
+}
+
+impl<H: HostFs> HomeFiles<H> {
+    pub fn new(fs: Arc<H>) -> Self {
+        HomeFiles {
+            fs,
+            state: Mutex::new(Descriptors {
+                paths: HashMap::new(),
+                open: HashMap::new(),
+                pinned: HashSet::new(),
+                open_max: OPEN_MAX,
+            }),
+        }
+    }
+    pub fn fs(&self) -> &Arc<H> {
+        &self.fs
+    }
+    /// The home file `id` lives at `path` (and is open as `file`, when given).
+    pub fn register(&self, id: u64, path: &Path, file: Option<H::File>) {
+        let mut st = self.state.lock();
+        st.paths.insert(id, path.to_path_buf());
+        if let Some(file) = file {
+            st.open.insert(id, Arc::new(file));
+            Self::trim(&mut st, id);
+        }
+    }
+    pub fn is_registered(&self, id: u64) -> bool {
+        self.state.lock().paths.contains_key(&id)
+    }
+    /// A name moved: every registered path at or under `from` is now under `to`.
+    pub fn moved(&self, from: &Path, to: &Path) {
+        let mut st = self.state.lock();
+        for path in st.paths.values_mut() {
+            if let Ok(rest) = path.strip_prefix(from) {
+                *path = if rest.as_os_str().is_empty() {
+                    to.to_path_buf()
+                } else {
+                    to.join(rest)
+                };
+            }
+        }
+    }
+    /// The file lost the name it was registered by: `path` is another of its names, or
+    /// `None` (unlinked while the cache holds it: its descriptor is kept).
+    pub fn renamed_or_unlinked(&self, id: u64, path: Option<&Path>) -> Result<()> {
+        match path {
+            Some(p) => {
+                self.state.lock().paths.insert(id, p.to_path_buf());
+                Ok(())
+            }
+            None => {
+                let file = self.file(id)?;
+                let mut st = self.state.lock();
+                st.open.insert(id, file);
+                st.pinned.insert(id);
+                st.paths.remove(&id);
+                Ok(())
+            }
+        }
+    }
+    pub fn forget(&self, id: u64) {
+        let mut st = self.state.lock();
+        st.paths.remove(&id);
+        st.open.remove(&id);
+        st.pinned.remove(&id);
+    }
+
+    /// Close descriptors beyond the bound (never `keep`, never a pinned one).
+    fn trim(st: &mut Descriptors<H>, keep: u64) {
+        while st.open.len() > st.open_max + st.pinned.len() {
+            let victim = st
+                .open
+                .keys()
+                .copied()
+                .find(|id| *id != keep && !st.pinned.contains(id));
+            match victim {
+                Some(id) => {
+                    st.open.remove(&id);
+                }
+                None => break,
+            }
+        }
+    }
+
+    fn file(&self, id: u64) -> Result<Arc<H::File>> {
+        let path = {
+            let st = self.state.lock();
+            if let Some(f) = st.open.get(&id) {
+                return Ok(f.clone());
+            }
+            st.paths
+                .get(&id)
+                .cloned()
+                .ok_or_else(|| Error::NotFound(format!("home file with inode {id} is not known")))?
+        };
+        let file = Arc::new(
+            self.fs
+                .open(&path, &OpenOptions::read_write())
+                .map_err(host_err)?,
+        );
+        let mut st = self.state.lock();
+        st.open.insert(id, file.clone());
+        Self::trim(&mut st, id);
+        Ok(file)
+    }
+}
+
+impl<H: HostFs> Backing for HomeFiles<H> {
+    fn read(&self, id: u64, off: u64, buf: &mut [u8]) -> Result<usize> {
+        let f = self.file(id)?;
+        self.fs.read_full_at(&f, off, buf).map_err(host_err)
+    }
+    fn write(&self, id: u64, off: u64, data: &[u8]) -> Result<()> {
+        let f = self.file(id)?;
+        self.fs.write_all_at(&f, off, data).map_err(host_err)
+    }
+    fn set_len(&self, id: u64, len: u64) -> Result<()> {
+        let f = self.file(id)?;
+        self.fs.set_len(&f, len).map_err(host_err)
+    }
+    fn len(&self, id: u64) -> Result<u64> {
+        let f = self.file(id)?;
+        self.fs.file_stat(&f).map(|s| s.len).map_err(host_err)
+    }
+    fn sync(&self, id: u64) -> Result<()> {
+        let f = self.file(id)?;
+        // persist: the home file's data and length are durable (fdatasync).
+        self.fs.sync_data(&f).map_err(host_err)
+    }
+}
+
+impl<H: HostFs> HomeFiles<H> {
+    /// Attributes of the open home file `id` (works for an unlinked, still open file).
+    pub fn stat(&self, id: u64) -> Result<hostfs::Stat> {
+        let f = self.file(id)?;
+        self.fs.file_stat(&f).map_err(host_err)
+    }
+}

@@ -1,0 +1,116 @@
+//! [`CacheStore`]: the `Store` of the cache engine — the user's files are plain files in the
+//! home directory (through `hostfs`), their data goes through the [`Cache`] in PM.
+//!
+//! Namespace operations are done on the home directory and made durable there (`sync_dir`)
+//! before they return. Inside a transaction they are done at the call and undone by an abort
+//! (a removed name is kept in the trash directory until the commit). File data: every write
+//! is durable in PM when it returns; a transaction's or an O_ATOMIC file's writes are one
+//! cache unit, committed at once.
+
+mod handles;
+mod names;
+mod open;
+mod ops;
+mod tx;
+
+pub use open::{recorded_home, HostCacheStore};
+
+use crate::cache::Cache;
+use crate::home::HomeFiles;
+use crate::{Flusher, Unit};
+use hostfs::HostFs;
+use names::Names;
+use parking_lot::Mutex;
+use pmem::Region;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
+use store::{Ino, OpenFlags};
+
+/// Name of the trash directory in the home directory (names removed by open transactions).
+pub const TRASH_NAME: &str = ".atomfs-cache-trash";
+/// Name of the marker file in the home directory (the store id).
+pub const MARKER_NAME: &str = ".atomfs-cache";
+
+/// An open handle.
+#[derive(Clone, Copy, Debug)]
+struct Handle {
+    ino: Ino,
+    flags: OpenFlags,
+    atomic: bool,
+}
+
+/// A namespace change of an open transaction, undone by its abort.
+#[derive(Clone, Debug)]
+enum Undo {
+    /// A file or directory it created.
+    Created {
+        parent: Ino,
+        name: Vec<u8>,
+        ino: Ino,
+        dir: bool,
+    },
+    /// A name it removed (kept in the trash as `trash`).
+    Removed {
+        parent: Ino,
+        name: Vec<u8>,
+        ino: Ino,
+        trash: Vec<u8>,
+    },
+    /// A name it moved.
+    Moved {
+        from: (Ino, Vec<u8>),
+        to: (Ino, Vec<u8>),
+        ino: Ino,
+    },
+    /// A link it added.
+    Linked {
+        parent: Ino,
+        name: Vec<u8>,
+        ino: Ino,
+    },
+    /// Attributes it changed (their values before).
+    Attr {
+        ino: Ino,
+        perm: u32,
+        atime: u64,
+        mtime: u64,
+    },
+}
+
+/// An open transaction.
+struct TxState {
+    unit: Option<Unit>,
+    files: Vec<Ino>,
+    /// Namespace changes with their intent records.
+    undo: Vec<(Undo, Option<u64>)>,
+}
+
+/// Everything behind the store's one lock.
+struct Tables {
+    names: Names,
+    keys: HashMap<Ino, u64>,
+    handles: HashMap<u64, Handle>,
+    open_count: HashMap<Ino, u32>,
+    /// Files unlinked while open: deleted from the cache at their last release.
+    orphans: HashSet<Ino>,
+    /// Files whose creating transaction aborted: NotFound to every call but release.
+    gone: HashSet<Ino>,
+    bound: HashMap<Ino, u64>,
+    created_by: HashMap<Ino, u64>,
+    txs: HashMap<u64, TxState>,
+    atomic_units: HashMap<Ino, Unit>,
+    trash_seq: u64,
+    intent_seq: u64,
+}
+
+/// The cache engine's store over PM region `R` and home directory `H`.
+pub struct CacheStore<R: Region, H: HostFs> {
+    cache: Arc<Cache<R, HomeFiles<H>>>,
+    host: Arc<H>,
+    t: Mutex<Tables>,
+    flusher: Mutex<Option<Flusher>>,
+    closed: AtomicBool,
+    next_fh: AtomicU64,
+    next_tx: AtomicU64,
+}
