@@ -22,24 +22,24 @@
 
 pub mod access;
 mod entries;
-mod entries_journal;
 mod entries_cache;
+mod entries_journal;
 pub mod lock;
 mod options;
 
 pub use access::Access;
 pub use entries::{pool_config_for, MmioEngine, PoolEngine, MMIO, POOL};
-pub use entries_journal::{JournalEngine, JOURNAL};
 pub use entries_cache::{CacheEngine, CACHE};
+pub use entries_journal::{JournalEngine, JOURNAL};
 pub use lock::StoreLock;
 pub use options::{parse_duration, parse_size, OptionKind, OptionSpec, OptionUse, Options};
 
 /// Engine configuration types, for front ends that take typed configurations.
 pub mod config {
+    pub use cache::CacheConfig;
     pub use journal::{
         JournalConfig, StoreConfig as JournalStoreConfig, Variant as JournalVariant,
     };
-    pub use cache::CacheConfig;
     pub use mmio::{MmioConfig, PolicyMode};
     pub use pool::{Mode as PoolMode, PoolConfig};
 }
