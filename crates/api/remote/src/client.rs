@@ -422,6 +422,10 @@ impl Store for RemoteStore {
         self.call(&req(STATS), |d| d.counters()).unwrap_or_default()
     }
 
+    fn limits(&self) -> Result<Vec<store::Limit>> {
+        self.call(&req(LIMITS), |d| d.limits())
+    }
+
     fn fsck(&self) -> Result<FsckReport> {
         self.call(&req(FSCK), |d| d.fsck())
     }

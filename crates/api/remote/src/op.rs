@@ -54,4 +54,5 @@ ops! {
     STATS = 29,
     FSCK = 30,
     BYE = 31,
+    LIMITS = 32,
 }

@@ -693,6 +693,10 @@ impl Session {
                 d.finish()?;
                 out.fsck(&st.fsck()?);
             }
+            LIMITS => {
+                d.finish()?;
+                out.limits(&st.limits()?);
+            }
             BYE => {
                 d.finish()?;
                 self.end();

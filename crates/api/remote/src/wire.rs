@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use parking_lot::Mutex;
 use store::{
-    DirEntry, Error, FileKind, FsckProblem, FsckReport, Metadata, Result, SetAttr, StatFs,
+    DirEntry, Error, FileKind, FsckProblem, FsckReport, Limit, Metadata, Result, SetAttr, StatFs,
 };
 
 /// Longest byte string a frame may carry (a read or write inline, a directory listing).
@@ -109,6 +109,13 @@ impl Enc {
             self.str(&p.what).str(&p.location);
         }
         self.counters(&r.checked)
+    }
+    pub(crate) fn limits(&mut self, v: &[Limit]) -> &mut Self {
+        self.u32(v.len() as u32);
+        for l in v {
+            self.str(&l.name).u64(l.max).opt_u64(l.used).str(l.error);
+        }
+        self
     }
     /// An error: its variant, its fields, its message (what the client shows).
     pub(crate) fn error(&mut self, e: &Error) -> &mut Self {
@@ -317,6 +324,19 @@ impl<'a> Dec<'a> {
             problems,
             checked: self.counters()?,
         })
+    }
+    pub(crate) fn limits(&mut self) -> Result<Vec<Limit>> {
+        let n = self.count(17)?;
+        (0..n)
+            .map(|_| {
+                Ok(Limit {
+                    name: self.string()?,
+                    max: self.u64()?,
+                    used: self.opt_u64()?,
+                    error: intern(self.string()?),
+                })
+            })
+            .collect()
     }
     pub(crate) fn error(&mut self) -> Result<Error> {
         use Error::*;

@@ -148,6 +148,11 @@ pub trait Store: Send + Sync {
     fn statfs(&self) -> Result<StatFs>;
     /// Engine statistics as named counters (log occupancy, checkpoints, bytes written...).
     fn stats(&self) -> Vec<(String, u64)>;
+    /// Every bounded resource, with its maximum and its use (`atomfs info`). The default:
+    /// the file name length, inodes and blocks from [`Store::statfs`]; engines add theirs.
+    fn limits(&self) -> Result<Vec<Limit>> {
+        Ok(common_limits(&self.statfs()?))
+    }
     /// Check the store's on-media structures. Never modifies anything.
     fn fsck(&self) -> Result<FsckReport>;
     /// Checkpoint everything and close. Later calls fail with [`Error::Closed`].

@@ -152,3 +152,46 @@ impl FsckReport {
         });
     }
 }
+
+/// One bounded resource of a store (`Store::limits`, shown by `atomfs info`): what it is, its
+/// maximum, what is in use now where the engine counts it, and the error a call gets past it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Limit {
+    /// What is bounded ("open files", "file name bytes", ...).
+    pub name: String,
+    pub max: u64,
+    /// In use now; `None` for a limit that applies per call (a name's length).
+    pub used: Option<u64>,
+    /// The error past it, as its errno name ("ENAMETOOLONG", "EMFILE", "ENOSPC").
+    pub error: &'static str,
+}
+
+impl Limit {
+    pub fn new(name: &str, max: u64, used: Option<u64>, error: &'static str) -> Limit {
+        Limit {
+            name: name.to_string(),
+            max,
+            used,
+            error,
+        }
+    }
+}
+
+/// The limits every store has, from its capacity: file name length, inodes and blocks.
+pub fn common_limits(s: &StatFs) -> Vec<Limit> {
+    vec![
+        Limit::new("file name bytes", s.name_max, None, "ENAMETOOLONG"),
+        Limit::new(
+            "inodes",
+            s.inodes_total,
+            Some(s.inodes_total.saturating_sub(s.inodes_free)),
+            "ENOSPC",
+        ),
+        Limit::new(
+            "data blocks",
+            s.blocks_total,
+            Some(s.blocks_total.saturating_sub(s.blocks_free)),
+            "ENOSPC",
+        ),
+    ]
+}

@@ -197,7 +197,25 @@ pub fn describe(store: &dyn Store) -> Result<Value, Error> {
             "name_max": s.name_max,
         },
         "counters": counters(store.stats()),
+        "limits": limits(store)?,
     }))
+}
+
+/// Every bounded resource of the store: its maximum, its use, the error past it.
+fn limits(store: &dyn Store) -> Result<Value, Error> {
+    Ok(Value::Object(
+        store
+            .limits()?
+            .into_iter()
+            .map(|l| {
+                let shown = match l.used {
+                    Some(used) => json!({"used": used, "max": l.max, "error": l.error}),
+                    None => json!({"max": l.max, "error": l.error}),
+                };
+                (l.name, shown)
+            })
+            .collect(),
+    ))
 }
 
 /// Text form of a fsck report.

@@ -636,6 +636,51 @@ impl<R: Region> Store for PoolStore<R> {
         crate::recovery::inspect::counters(&self.core, self.txs.lock().open.len() as u64)
     }
 
+    fn limits(&self) -> Result<Vec<store::Limit>> {
+        use store::Limit;
+        let mut all = store::common_limits(&self.statfs()?);
+        let (core, cfg) = (&self.core, &self.core.cfg);
+        let stat = |name: &str| {
+            self.stats()
+                .into_iter()
+                .find_map(|(k, v)| (k == name).then_some(v))
+        };
+        all.push(Limit::new(
+            "open files",
+            cfg.open_files_max as u64,
+            Some(self.handles.read().len() as u64),
+            "EMFILE",
+        ));
+        all.push(Limit::new(
+            "open transactions",
+            cfg.open_transactions_max as u64,
+            Some(self.txs.lock().open.len() as u64),
+            "EMFILE",
+        ));
+        // What one transaction (or several at once) may change: its namespace and inode
+        // records take metadata log entries, its new block versions data log entries; the
+        // write that does not fit fails, and the transaction can be aborted cleanly.
+        all.push(Limit::new(
+            "metadata log entries (inodes, names, ranges per transaction)",
+            core.meta_slots.total(),
+            stat("metadata_log_used"),
+            "ENOSPC",
+        ));
+        all.push(Limit::new(
+            "data log entries (blocks rewritten per transaction)",
+            core.data_slots.total(),
+            stat("data_log_used"),
+            "ENOSPC",
+        ));
+        all.push(Limit::new(
+            "pending versions (checkpoint backlog: past it, writes checkpoint first)",
+            cfg.pending_versions_max as u64,
+            stat("pending_versions"),
+            "none",
+        ));
+        Ok(all)
+    }
+
     fn fsck(&self) -> Result<FsckReport> {
         self.core.check_open()?;
         // Background checkpointing waits (it takes no other lock while holding `pause`).
