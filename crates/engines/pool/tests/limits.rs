@@ -9,7 +9,7 @@ use store::{Error, Limit, OpenFlags, Store, ROOT_INO};
 
 fn pool(name: &str, cfg: pool::PoolConfig) -> (Arc<dyn Store>, test_support::Scratch) {
     let dir = test_support::scratch(&format!("pool-limits-{name}"));
-    let store = pool::create(&dir.join("p.pool"), 16 << 20, &cfg).unwrap();
+    let store = pool::create(dir.join("p.pool"), 16 << 20, &cfg).unwrap();
     (store, dir)
 }
 
