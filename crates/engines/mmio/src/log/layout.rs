@@ -177,7 +177,7 @@ impl Superblock {
         let tx_off = file_meta_off + files_max as u64 * FILE_META_LEN;
         let index_off = tx_off + tx_records_max as u64 * TX_RECORD_LEN;
         let intent_off = index_off + index_entries_max as u64 * INDEX_ENTRY_LEN;
-        let index_end = intent_off + intents_max as u64 * crate::intent::INTENT_LEN;
+        let index_end = intent_off + intents_max as u64 * crate::log::intent::INTENT_LEN;
         let log_off = index_end.div_ceil(log_entry_max) * log_entry_max;
         let log_len = pool_len.saturating_sub(log_off) / log_entry_max * log_entry_max;
         if log_len == 0 {
@@ -288,11 +288,11 @@ impl Superblock {
         self.tx_off + idx as u64 * TX_RECORD_LEN
     }
     pub fn intent_at(&self, idx: u32) -> u64 {
-        self.intent_off + idx as u64 * crate::intent::INTENT_LEN
+        self.intent_off + idx as u64 * crate::log::intent::INTENT_LEN
     }
     /// End of the metadata areas (everything zeroed at format).
     pub fn metadata_end(&self) -> u64 {
-        self.intent_off + self.intents_max as u64 * crate::intent::INTENT_LEN
+        self.intent_off + self.intents_max as u64 * crate::log::intent::INTENT_LEN
     }
     /// Largest log entry order (entry size = BLOCK_SIZE << order).
     pub fn order_max(&self) -> u8 {

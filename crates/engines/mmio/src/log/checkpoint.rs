@@ -13,7 +13,7 @@ use crate::engine::{EntryState, Shared};
 use crate::file::{copy_durable, FileState, MmioFile};
 use crate::host::FileMedia;
 use crate::io_err;
-use crate::layout::BLOCK_SIZE;
+use crate::log::layout::BLOCK_SIZE;
 use parking_lot::RwLockWriteGuard;
 use pmem::Region;
 use std::path::Path;
@@ -21,9 +21,9 @@ use std::sync::atomic::Ordering;
 use store::Result;
 
 /// Entries one checkpoint batch takes at most.
-pub const CHECKPOINT_BATCH_ENTRIES: usize = 64;
+pub(crate) const CHECKPOINT_BATCH_ENTRIES: usize = 64;
 /// Bytes one batch copies home at most (bounds how long it holds its entries' locks).
-pub const CHECKPOINT_BATCH_BYTES: u64 = 1 << 20;
+pub(crate) const CHECKPOINT_BATCH_BYTES: u64 = 1 << 20;
 
 /// Snapshots one background checkpoint takes at most when its drain stops at an entry its
 /// snapshot does not reach (the file grew meanwhile); what is left waits for the next call.
@@ -32,12 +32,12 @@ const SNAPSHOTS_MAX: usize = 4;
 /// The home side of a checkpoint: the mapping (the file's current one, or a snapshot of it
 /// taken by the background thread), the host length, the path (for errors).
 pub(crate) struct Home<'a, Map> {
-    pub map: Option<&'a Map>,
-    pub host_len: u64,
-    pub path: &'a Path,
+    pub(crate) map: Option<&'a Map>,
+    pub(crate) host_len: u64,
+    pub(crate) path: &'a Path,
     /// `map` and `host_len` are the file's current ones (its lock is held), not a snapshot
     /// that commits may have outdated since it was taken.
-    pub current: bool,
+    pub(crate) current: bool,
 }
 
 impl<Map: Region> Home<'_, Map> {
@@ -106,7 +106,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
     /// background thread, `checkpoint_all`). The mapping and host length are a snapshot,
     /// which commits going on meanwhile may outdate: an entry the snapshot does not wholly
     /// reach (the file grew since) stops the drain, which goes on with a fresh snapshot.
-    pub fn checkpoint_committed(&self, s: &Shared<R, M>) -> Result<usize> {
+    pub(crate) fn checkpoint_committed(&self, s: &Shared<R, M>) -> Result<usize> {
         let mut total = 0;
         for _ in 0..SNAPSHOTS_MAX {
             let (map, host_len, path) = {
@@ -132,7 +132,11 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
 
     /// Checkpoint every committed entry, the file's lock held by the caller (shared or
     /// exclusive).
-    pub fn checkpoint_locked(&self, s: &Shared<R, M>, st: &FileState<M::Map>) -> Result<usize> {
+    pub(crate) fn checkpoint_locked(
+        &self,
+        s: &Shared<R, M>,
+        st: &FileState<M::Map>,
+    ) -> Result<usize> {
         let home = Home {
             map: st.map.as_deref(),
             host_len: st.host_len,

@@ -1,12 +1,12 @@
 //! Commit, abort and close of one file (Libnvmmio §3.6 SYNC, and what the seed leaves out:
 //! sizes, aborts). A commit is one persisted 8-byte store of the file's epoch (or, for several
-//! files, of a transaction record's state word, in `store_impl.rs`).
+//! files, of a transaction record's state word, in `transaction/commit.rs`).
 
 use crate::engine::Shared;
 use crate::file::{FileState, MmioFile};
 use crate::host::FileMedia;
 use crate::io_err;
-use crate::layout::{self, fm, Policy, NO_EPOCH};
+use crate::log::layout::{self, fm, Policy, NO_EPOCH};
 use crate::PolicyMode;
 use pmem::Region;
 use std::sync::atomic::Ordering;
@@ -14,7 +14,7 @@ use store::Result;
 
 impl<R: Region, M: FileMedia> MmioFile<R, M> {
     /// Step 1 of a commit (file lock exclusive): make every write of the epoch durable.
-    pub fn prepare_commit(&self, s: &Shared<R, M>, st: &FileState<M::Map>) -> Result<()> {
+    pub(crate) fn prepare_commit(&self, s: &Shared<R, M>, st: &FileState<M::Map>) -> Result<()> {
         // persist: redo log bytes and entries this thread stored for the epoch (a call that
         // commits right after its write leaves them unfenced) are durable before the commit
         // point. Writes of other threads fenced their own (`MmioFile::settle`).
@@ -40,13 +40,13 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         Ok(())
     }
 
-    pub fn needs_commit(&self) -> bool {
+    pub(crate) fn needs_commit(&self) -> bool {
         self.uncommitted.load(Ordering::Acquire)
     }
 
     /// Step 3 of a commit, after the epoch word(s) are durable: fold the size, apply a
     /// truncation to the host file, decide the next epoch's policy.
-    pub fn finish_commit(
+    pub(crate) fn finish_commit(
         &self,
         s: &Shared<R, M>,
         st: &mut FileState<M::Map>,
@@ -125,7 +125,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
     }
 
     /// Commit this file alone: one persisted 8-byte store of its epoch.
-    pub fn commit(&self, s: &Shared<R, M>) -> Result<()> {
+    pub(crate) fn commit(&self, s: &Shared<R, M>) -> Result<()> {
         let mut st = self.state.write();
         if !self.needs_commit() || self.closed.load(Ordering::Acquire) {
             return Ok(());
@@ -140,7 +140,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
     }
 
     /// Drop every uncommitted change (file lock exclusive).
-    pub fn abort_locked(&self, s: &Shared<R, M>, st: &mut FileState<M::Map>) -> Result<()> {
+    pub(crate) fn abort_locked(&self, s: &Shared<R, M>, st: &mut FileState<M::Map>) -> Result<()> {
         {
             let _one = self.ckpt.lock();
             let mut taken = self.take_uncommitted(s);
@@ -148,7 +148,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
                 for (_, g) in &taken {
                     if !g.policy_redo {
                         // Undo: the old bytes back home.
-                        crate::checkpoint::copy_chunk_home(s, map, st.host_len, g);
+                        crate::log::checkpoint::copy_chunk_home(s, map, st.host_len, g);
                     }
                 }
                 // persist: the restored old bytes are home before their entries are freed.
@@ -179,13 +179,13 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         Ok(())
     }
 
-    pub fn abort(&self, s: &Shared<R, M>) -> Result<()> {
+    pub(crate) fn abort(&self, s: &Shared<R, M>) -> Result<()> {
         let mut st = self.state.write();
         self.abort_locked(s, &mut st)
     }
 
     /// Checkpoint everything, drop uncommitted changes, free the metadata slot.
-    pub fn close(&self, s: &Shared<R, M>) -> Result<()> {
+    pub(crate) fn close(&self, s: &Shared<R, M>) -> Result<()> {
         let mut st = self.state.write();
         if self.closed.swap(true, Ordering::AcqRel) {
             return Ok(());

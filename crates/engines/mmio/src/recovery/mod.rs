@@ -7,7 +7,7 @@
 //! old bytes; an entry is freed only after the home bytes it protects are durable).
 
 use crate::host::FileMedia;
-use crate::layout::{self, fm, IndexEntry, Superblock, NO_EPOCH, TX_RECORD_LEN};
+use crate::log::layout::{self, fm, IndexEntry, Superblock, NO_EPOCH, TX_RECORD_LEN};
 use crate::{io_err, MmioError, MmioResult, Policy};
 use pmem::Region;
 use std::collections::{BTreeMap, HashMap};
@@ -26,7 +26,7 @@ pub struct RecoveryReport {
     pub intents_finished: u64,
 }
 
-pub fn recover<R: Region, M: FileMedia>(
+pub(crate) fn recover<R: Region, M: FileMedia>(
     pool: &R,
     sb: &Superblock,
     media: &M,
@@ -131,24 +131,24 @@ fn recover_intents<R: Region, M: FileMedia>(
     let mut all = Vec::new();
     for idx in 0..sb.intents_max {
         let at = sb.intent_at(idx);
-        let mut b = vec![0u8; crate::intent::INTENT_LEN as usize];
+        let mut b = vec![0u8; crate::log::intent::INTENT_LEN as usize];
         pool.read(at, &mut b);
-        if let Some(rec) = crate::intent::IntentRecord::decode(&b, at)? {
+        if let Some(rec) = crate::log::intent::IntentRecord::decode(&b, at)? {
             all.push((idx, rec));
         }
     }
     all.sort_by_key(|(_, r)| std::cmp::Reverse(r.seq));
     for (idx, rec) in &all {
-        for p in crate::intent::paths(&rec.intent) {
-            crate::intent::check_no_symlink(media, p, sb.intent_at(*idx))?;
+        for p in crate::log::intent::paths(&rec.intent) {
+            crate::log::intent::check_no_symlink(media, p, sb.intent_at(*idx))?;
         }
     }
     for (idx, rec) in &all {
         if committed.contains(&rec.txid) {
             continue;
         }
-        crate::intent::undo(media, &rec.intent)?;
-        crate::intent::clear(pool, sb.intent_at(*idx));
+        crate::log::intent::undo(media, &rec.intent)?;
+        crate::log::intent::clear(pool, sb.intent_at(*idx));
         // persist: an undone intent is freed before the next older one is undone: replaying
         // a newer undo after an older one restored its path would undo the restoration
         // (a `Created` undo removing the name a `Renamed` undo brought back).
@@ -157,12 +157,12 @@ fn recover_intents<R: Region, M: FileMedia>(
     }
     for (_, rec) in all.iter().rev() {
         if committed.contains(&rec.txid) {
-            crate::intent::finish(media, &rec.intent)?;
+            crate::log::intent::finish(media, &rec.intent)?;
             report.intents_finished += 1;
         }
     }
     for (idx, _) in &all {
-        crate::intent::clear(pool, sb.intent_at(*idx));
+        crate::log::intent::clear(pool, sb.intent_at(*idx));
     }
     // persist: the intents are settled on the host (each host call is durable) and free.
     pool.fence();
