@@ -3,6 +3,7 @@
 
 use crate::file::radix::Buddy;
 use crate::file::MmioFile;
+use crate::free_slots::FreeSlots;
 use crate::host::FileMedia;
 use crate::log::layout::{self, ie, IndexEntry, Policy, Superblock};
 use crate::MmioConfig;
@@ -79,11 +80,11 @@ pub(crate) struct Shared<R: Region, M: FileMedia> {
     pub(crate) media: M,
     pub(crate) config: MmioConfig,
     pub(crate) entries: Vec<RwLock<EntryState>>,
-    pub(crate) free_entries: Mutex<Vec<u32>>,
+    pub(crate) free_entries: Mutex<FreeSlots>,
     pub(crate) log_space: Mutex<Buddy>,
-    pub(crate) free_file_slots: Mutex<Vec<u32>>,
-    pub(crate) free_tx_records: Mutex<Vec<u32>>,
-    pub(crate) free_intents: Mutex<Vec<u32>>,
+    pub(crate) free_file_slots: Mutex<FreeSlots>,
+    pub(crate) free_tx_records: Mutex<FreeSlots>,
+    pub(crate) free_intents: Mutex<FreeSlots>,
     pub(crate) intent_seq: std::sync::atomic::AtomicU64,
     /// Files with a metadata slot, by slot (for the checkpoint thread).
     pub(crate) files: Mutex<HashMap<u32, Weak<MmioFile<R, M>>>>,
@@ -105,10 +106,10 @@ impl<R: Region, M: FileMedia> Shared<R, M> {
                 layout::BLOCK_SIZE,
                 sb.order_max(),
             )),
-            free_entries: Mutex::new((0..sb.index_entries_max).rev().collect()),
-            free_file_slots: Mutex::new((0..sb.files_max).rev().collect()),
-            free_tx_records: Mutex::new((0..sb.tx_records_max).rev().collect()),
-            free_intents: Mutex::new((0..sb.intents_max).rev().collect()),
+            free_entries: Mutex::new(FreeSlots::all_free(sb.index_entries_max)),
+            free_file_slots: Mutex::new(FreeSlots::all_free(sb.files_max)),
+            free_tx_records: Mutex::new(FreeSlots::all_free(sb.tx_records_max)),
+            free_intents: Mutex::new(FreeSlots::all_free(sb.intents_max)),
             intent_seq: std::sync::atomic::AtomicU64::new(1),
             files: Mutex::new(HashMap::new()),
             counters: Counters::default(),
@@ -153,7 +154,13 @@ impl<R: Region, M: FileMedia> Shared<R, M> {
     /// whatever its data).
     pub(crate) fn publish_entry(&self, idx: u32, e: &IndexEntry, ordered: bool) {
         let at = self.sb.index_at(idx);
-        self.pool.write(at + 8, &e.encode_body());
+        let body = e.encode_checked(&self.sb);
+        assert_eq!(
+            self.pool.load_u64(at + ie::EPOCH),
+            0,
+            "index entry {idx} published over a live one"
+        );
+        self.pool.write(at + 8, &body);
         if ordered {
             // persist: the entry's body and the logged old bytes are durable before the epoch
             // word makes the entry valid (recovery copies a valid undo entry's bytes home).

@@ -24,6 +24,7 @@ mod crash_cut;
 pub mod crash_target;
 mod engine;
 mod file;
+mod free_slots;
 mod host;
 mod lifecycle;
 pub mod log;

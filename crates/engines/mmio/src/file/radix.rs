@@ -115,12 +115,15 @@ impl RadixTree {
 
     /// Index `id` in an empty bucket (as `insert_range` of one block); false if taken.
     pub(crate) fn claim(slot: &AtomicU64, id: u32) -> bool {
+        assert!(id < u32::MAX);
         slot.compare_exchange(0, id as u64 + 1, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
     }
 
     /// Index `id` at every block of `[first, first + count)` if all are empty; all or nothing.
     pub(crate) fn insert_range(&self, first: u64, count: u64, id: u32) -> bool {
+        // Log entries are a power of two blocks, aligned to their size; ids fit a bucket.
+        assert!(count.is_power_of_two() && first.is_multiple_of(count) && id < u32::MAX);
         for (i, block) in (first..first + count).enumerate() {
             let ok = self
                 .bucket(block, true)
@@ -258,13 +261,24 @@ impl Buddy {
             self.push(idx + (1u32 << o), o);
         }
         self.free_bytes -= self.block << order;
+        assert_eq!(self.free_order[idx as usize], 0);
         Some(self.base + idx as u64 * self.block)
     }
 
     /// Give back the entry of `order` at pool offset `at` (merging it with free buddies).
     pub(crate) fn release(&mut self, at: u64, mut order: u8) {
-        self.free_bytes += self.block << order;
-        let mut idx = ((at - self.base) / self.block) as u32;
+        let size = self.block << order;
+        let off = at.wrapping_sub(self.base);
+        assert!(
+            at >= self.base && order <= self.order_max && off.is_multiple_of(size),
+            "log entry {at:#x} of order {order}: not one this allocator hands out"
+        );
+        let mut idx = (off / self.block) as u32;
+        assert!(
+            (idx as usize) < self.free_order.len() && self.free_order[idx as usize] == 0,
+            "log entry {at:#x} released twice"
+        );
+        self.free_bytes += size;
         while order < self.order_max {
             // Chunks are aligned to their size relative to `base` (a multiple of the largest
             // entry), so the buddy's index differs in one bit.
@@ -300,17 +314,40 @@ mod tests {
     #[test]
     fn tree_insert_get_remove_and_grow() {
         let t = RadixTree::new();
-        assert!(t.insert_range(3, 4, 7));
+        assert!(t.insert_range(4, 4, 7));
         assert_eq!(t.get(5), Some(7));
-        assert!(!t.insert_range(6, 2, 8), "block 6 is taken");
-        assert_eq!(t.get(7), None, "failed insert rolled back");
+        assert!(!t.insert_range(0, 8, 8), "blocks 4..8 are taken");
+        assert_eq!(t.get(0), None, "failed insert rolled back");
         assert_eq!(t.get(600), None, "beyond the skip-pointer root");
         t.cover(1 << 20);
         assert_eq!(t.get(5), Some(7), "old root kept under the new one");
         assert!(t.insert_range(1 << 19, 1, 9));
         assert_eq!(t.get(1 << 19), Some(9));
-        t.remove_range(3, 4, 7);
+        t.remove_range(4, 4, 7);
         assert!(t.range_empty(0, 512));
+    }
+
+    #[test]
+    #[should_panic(expected = "released twice")]
+    fn buddy_double_release_trips() {
+        let mut b = Buddy::new(1 << 20, 1 << 20, 4096, 3);
+        let a = b.alloc(0).unwrap();
+        let _keep_the_buddy_busy = b.alloc(0).unwrap();
+        b.release(a, 0);
+        b.release(a, 0);
+    }
+
+    #[test]
+    #[should_panic(expected = "not one this allocator hands out")]
+    fn buddy_release_of_a_misaligned_entry_trips() {
+        let mut b = Buddy::new(1 << 20, 1 << 20, 4096, 3);
+        b.release((1 << 20) + 4096, 1);
+    }
+
+    #[test]
+    #[should_panic]
+    fn tree_insert_of_an_unaligned_range_trips() {
+        RadixTree::new().insert_range(3, 4, 7);
     }
 
     #[test]

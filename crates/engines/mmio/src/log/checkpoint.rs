@@ -78,6 +78,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
                 .check_map(map)
                 .map_err(|err| io_err(st.path.as_deref().unwrap_or("?".as_ref()), "msync", err))?;
         }
+        self.assert_checkpointable(e, e.policy_redo);
         s.clear_entry(id);
         // persist: the entry is free.
         s.pool.fence();
@@ -85,8 +86,30 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         Ok(())
     }
 
-    /// Drop a freed entry from the DRAM index and give its resources back.
+    /// A checkpoint may free entry `e` (its lock held): it is this file's, live, committed
+    /// (its epoch is older than the file's), and a redo entry's bytes were copied home
+    /// (`copied_home`) and made durable before this is asked. Freeing anything else would
+    /// lose bytes recovery needs.
+    fn assert_checkpointable(&self, e: &EntryState, copied_home: bool) {
+        let epoch = self.epoch.load(Ordering::Acquire);
+        assert!(
+            e.live && e.file_slot == self.slot,
+            "checkpoint of a foreign entry"
+        );
+        assert!(
+            e.epoch < epoch,
+            "checkpoint of an uncommitted entry (epoch {} of {epoch})",
+            e.epoch
+        );
+        assert!(
+            !e.policy_redo || copied_home,
+            "a redo entry freed before its bytes are home"
+        );
+    }
+
+    /// Drop a freed entry from the DRAM index and give its resources back (its lock held).
     pub(crate) fn forget(&self, s: &Shared<R, M>, id: u32, e: &mut EntryState) {
+        assert!(e.live && e.file_slot == self.slot, "entry {id} freed twice");
         let blocks = e.size() / BLOCK_SIZE;
         self.tree.remove_range(e.file_off / BLOCK_SIZE, blocks, id);
         e.live = false;
@@ -228,7 +251,8 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
                 }
             }
         }
-        for (id, _, _) in &batch {
+        for (id, _, g) in &batch {
+            self.assert_checkpointable(g, home.map.is_some());
             s.clear_entry(*id);
         }
         // persist: the checkpointed entries are free.

@@ -52,6 +52,14 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         st: &mut FileState<M::Map>,
         new_epoch: u64,
     ) -> Result<()> {
+        let old_epoch = self.epoch.load(Ordering::Acquire);
+        assert_eq!(
+            new_epoch,
+            old_epoch + 1,
+            "file slot {}: epoch {old_epoch} committed as {new_epoch}",
+            self.slot
+        );
+        self.assert_epoch_word(s, new_epoch);
         self.epoch.store(new_epoch, Ordering::Release);
         self.uncommitted.store(false, Ordering::Release);
         self.epoch_bytes.store(0, Ordering::Relaxed);
@@ -59,6 +67,9 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         let mut force_checkpoint = false;
         if st.size_pending {
             let at = s.sb.file_meta_at(self.slot);
+            // The pending size is the one of the epoch just committed, as stored.
+            assert_eq!(s.pool.load_u64(at + fm::PENDING_EPOCH), old_epoch);
+            assert_eq!(s.pool.load_u64(at + fm::PENDING_SIZE), st.visible_size);
             s.pool.store_u64(at + fm::COMMITTED_SIZE, st.visible_size);
             s.pool.persist(at + fm::COMMITTED_SIZE, 8);
             s.pool.store_u64(at + fm::PENDING_EPOCH, NO_EPOCH);
@@ -89,10 +100,46 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
             s.counters.policy_switches.fetch_add(1, Ordering::Relaxed);
         }
         self.cut_host_file(s, st)?;
+        self.assert_settled(s, st);
         if self.live_count.load(Ordering::Acquire) > 0 {
             s.signal_work();
         }
         Ok(())
+    }
+
+    /// The file's epoch word in the log pool holds `epoch` (a commit bumps it by one, from the
+    /// value this file last committed: nothing else writes it).
+    fn assert_epoch_word(&self, s: &Shared<R, M>, epoch: u64) {
+        let stored = s.pool.load_u64(s.sb.file_meta_at(self.slot) + fm::EPOCH);
+        assert_eq!(
+            stored, epoch,
+            "file slot {}: epoch word {stored}, expected {epoch}",
+            self.slot
+        );
+        assert!(
+            epoch < NO_EPOCH - 1,
+            "file slot {}: epoch overflow",
+            self.slot
+        );
+    }
+
+    /// After a commit or an abort (file lock exclusive): no size is pending, in DRAM or in
+    /// the log pool, and the host file is no longer than the committed size.
+    fn assert_settled(&self, s: &Shared<R, M>, st: &FileState<M::Map>) {
+        let at = s.sb.file_meta_at(self.slot);
+        let slot = self.slot;
+        assert!(!st.size_pending && st.visible_size == st.committed_size);
+        let pending_epoch = s.pool.load_u64(at + fm::PENDING_EPOCH);
+        assert_eq!(
+            pending_epoch, NO_EPOCH,
+            "file slot {slot}: PENDING_EPOCH word"
+        );
+        let committed = s.pool.load_u64(at + fm::COMMITTED_SIZE);
+        assert_eq!(
+            committed, st.committed_size,
+            "file slot {slot}: COMMITTED_SIZE word"
+        );
+        assert!(st.host_len <= st.committed_size);
     }
 
     /// Shrink the host file to the committed size (a committed truncation, or growth of an
@@ -133,6 +180,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         self.prepare_commit(s, &st)?;
         let e = self.epoch.load(Ordering::Acquire);
         let at = s.sb.file_meta_at(self.slot) + fm::EPOCH;
+        self.assert_epoch_word(s, e);
         s.pool.store_u64(at, e + 1);
         // persist: COMMIT POINT of the file's epoch: its entries become committed.
         s.pool.persist(at, 8);
@@ -173,6 +221,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
             st.visible_size = st.committed_size;
         }
         self.cut_host_file(s, st)?;
+        self.assert_settled(s, st);
         self.uncommitted.store(false, Ordering::Release);
         self.epoch_bytes.store(0, Ordering::Relaxed);
         s.counters.aborts.fetch_add(1, Ordering::Relaxed);

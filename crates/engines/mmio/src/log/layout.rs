@@ -398,6 +398,38 @@ impl IndexEntry {
         out
     }
 
+    /// [`encode_body`](Self::encode_body), checked before it is stored: the entry is one a
+    /// writer may publish (a valid epoch, a slot, a log entry inside the log area and aligned
+    /// to its size, a chunk inside the entry), and its bytes decode back to it.
+    pub fn encode_checked(&self, sb: &Superblock) -> [u8; 56] {
+        let size = BLOCK_SIZE << self.order;
+        assert!(
+            self.epoch != 0 && self.epoch != NO_EPOCH,
+            "index entry epoch {}",
+            self.epoch
+        );
+        assert!(self.file_slot < sb.files_max && self.order <= sb.order_max());
+        assert!(
+            self.log_off >= sb.log_off
+                && self.log_off + size <= sb.log_off + sb.log_len
+                && (self.log_off - sb.log_off).is_multiple_of(size),
+            "log entry at {:#x} of {size} bytes outside the log area or misaligned",
+            self.log_off
+        );
+        assert!(self.file_off.is_multiple_of(size));
+        assert!(self.delta_off as u64 + self.delta_len as u64 <= size);
+        let body = self.encode_body();
+        let mut whole = [0u8; 64];
+        whole[..8].copy_from_slice(&self.epoch.to_le_bytes());
+        whole[8..].copy_from_slice(&body);
+        let back = IndexEntry::decode(&whole, 0);
+        assert!(
+            matches!(back, Ok(Some(ref d)) if d == self),
+            "index entry does not decode to itself: {self:?}"
+        );
+        body
+    }
+
     fn checksum(b: &[u8; 64], epoch: u64) -> u32 {
         let c = crc32c::crc32c(&b[8..32]);
         crc32c::crc32c_append(c, &epoch.to_le_bytes())
@@ -435,8 +467,26 @@ pub struct TxFile {
     pub target_epoch: u64,
 }
 
+/// Bytes 8..256 of a transaction record listing `files` (at most [`TX_FILES_MAX`]), checked
+/// before it is stored: the whole record, once committed, decodes back to `(txid, files)`.
 pub fn encode_tx_body(txid: u64, files: &[TxFile]) -> Vec<u8> {
-    // Bytes 8..256 of the record.
+    assert!(
+        files.len() <= TX_FILES_MAX,
+        "{} files in one record",
+        files.len()
+    );
+    let b = encode_tx_body_unchecked(txid, files);
+    let mut whole = TX_COMMITTED.to_le_bytes().to_vec();
+    whole.extend_from_slice(&b);
+    let back = decode_tx(&whole, 0);
+    assert!(
+        matches!(back, Ok(Some((t, ref f))) if t == txid && f == files),
+        "transaction record does not decode to itself"
+    );
+    b
+}
+
+fn encode_tx_body_unchecked(txid: u64, files: &[TxFile]) -> Vec<u8> {
     let mut b = vec![0u8; (TX_RECORD_LEN - 8) as usize];
     put_u32(&mut b, 0, files.len() as u32);
     put_u64(&mut b, 8, txid);
@@ -468,4 +518,80 @@ pub fn decode_tx(b: &[u8], at: u64) -> MmioResult<Option<(u64, Vec<TxFile>)>> {
         })
         .collect();
     Ok(Some((get_u64(b, 16), files)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sb() -> Superblock {
+        Superblock::plan(1, 1 << 20, 4, 16, 2, 16 << 10, 4).expect("plan")
+    }
+
+    fn entry(sb: &Superblock) -> IndexEntry {
+        IndexEntry {
+            epoch: 3,
+            file_slot: 1,
+            policy: Policy::Redo,
+            order: 1,
+            file_off: 8192,
+            log_off: sb.log_off + 8192,
+            delta_off: 100,
+            delta_len: 200,
+        }
+    }
+
+    #[test]
+    fn a_valid_entry_encodes_and_decodes_to_itself() {
+        let sb = sb();
+        let e = entry(&sb);
+        let mut whole = [0u8; 64];
+        whole[..8].copy_from_slice(&e.epoch.to_le_bytes());
+        whole[8..].copy_from_slice(&e.encode_checked(&sb));
+        assert_eq!(IndexEntry::decode(&whole, 0).ok().flatten(), Some(e));
+    }
+
+    #[test]
+    #[should_panic(expected = "outside the log area or misaligned")]
+    fn an_entry_outside_the_log_area_is_never_encoded() {
+        let sb = sb();
+        let e = IndexEntry {
+            log_off: sb.log_off + sb.log_len,
+            ..entry(&sb)
+        };
+        e.encode_checked(&sb);
+    }
+
+    #[test]
+    #[should_panic(expected = "index entry epoch")]
+    fn an_entry_with_the_free_epoch_is_never_encoded() {
+        let sb = sb();
+        IndexEntry {
+            epoch: 0,
+            ..entry(&sb)
+        }
+        .encode_checked(&sb);
+    }
+
+    #[test]
+    fn a_transaction_record_decodes_to_what_was_encoded() {
+        let files = [TxFile {
+            slot: 2,
+            target_epoch: 9,
+        }; TX_FILES_MAX];
+        let mut whole = TX_COMMITTED.to_le_bytes().to_vec();
+        whole.extend_from_slice(&encode_tx_body(5, &files));
+        let (txid, back) = decode_tx(&whole, 0).ok().flatten().expect("committed");
+        assert_eq!((txid, back.as_slice()), (5, &files[..]));
+    }
+
+    #[test]
+    #[should_panic(expected = "files in one record")]
+    fn a_transaction_record_never_lists_more_files_than_it_holds() {
+        let files = [TxFile {
+            slot: 0,
+            target_epoch: 1,
+        }; TX_FILES_MAX + 1];
+        encode_tx_body(1, &files);
+    }
 }

@@ -34,7 +34,9 @@ pub(crate) fn recover<R: Region, M: FileMedia>(
     let mut report = RecoveryReport::default();
     let committed = apply_tx_records(pool, sb, &mut report)?;
     recover_intents(pool, sb, media, &committed, &mut report)?;
+    assert_intents_free(pool, sb);
     clear_tx_records(pool, sb);
+    assert_tx_records_free(pool, sb);
     let by_slot = scan_entries(pool, sb)?;
     let mut paths: Option<HashMap<u64, PathBuf>> = None;
     for slot in 0..sb.files_max {
@@ -70,7 +72,56 @@ pub(crate) fn recover<R: Region, M: FileMedia>(
         let path = paths.as_ref().and_then(|p| p.get(&meta.media_id)).cloned();
         recover_file(pool, sb, media, slot, &meta, entries, path, &mut report)?;
     }
+    assert_log_empty(pool, sb);
+    assert_eq!(
+        report.entries_redone + report.entries_undone + report.entries_discarded,
+        by_slot.values().map(|v| v.len() as u64).sum::<u64>(),
+        "every index entry found is redone, undone or discarded, once"
+    );
     Ok(report)
+}
+
+// Phase invariants of recovery (each phase's result, checked before the next relies on it;
+// reads of the metadata areas only, once per open).
+
+/// After the intents phase: every intent record is free (undone or finished).
+fn assert_intents_free<R: Region>(pool: &R, sb: &Superblock) {
+    for idx in 0..sb.intents_max {
+        assert_eq!(
+            pool.load_u64(sb.intent_at(idx)),
+            0,
+            "intent {idx} survived recovery"
+        );
+    }
+}
+
+/// After the transaction records phase: every record is free (its epochs are applied).
+fn assert_tx_records_free<R: Region>(pool: &R, sb: &Superblock) {
+    for i in 0..sb.tx_records_max {
+        assert_eq!(
+            pool.load_u64(sb.tx_at(i)),
+            0,
+            "transaction record {i} survived recovery"
+        );
+    }
+}
+
+/// At the end: no index entry is valid and no per-file slot is in use, so the DRAM
+/// allocators may start with everything free.
+fn assert_log_empty<R: Region>(pool: &R, sb: &Superblock) {
+    for idx in 0..sb.index_entries_max {
+        assert_eq!(
+            pool.load_u64(sb.index_at(idx)),
+            0,
+            "index entry {idx} survived recovery"
+        );
+    }
+    for slot in 0..sb.files_max {
+        assert!(
+            !layout::read_file_meta(pool, sb, slot).in_use,
+            "file slot {slot} in use"
+        );
+    }
 }
 
 /// Raise the epochs of every committed transaction record; returns their txids.

@@ -55,6 +55,22 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
             })
             .collect();
         let at = s.sb.tx_at(record);
+        assert_eq!(
+            s.pool.load_u64(at),
+            0,
+            "transaction record {record} is in use"
+        );
+        for tf in &list {
+            let stored = s
+                .pool
+                .load_u64(s.sb.file_meta_at(tf.slot) + layout::fm::EPOCH);
+            assert_eq!(
+                stored + 1,
+                tf.target_epoch,
+                "file slot {}: epoch word",
+                tf.slot
+            );
+        }
         s.pool.write(
             at + 8,
             &layout::encode_tx_body(tx.map_or(0, |(id, _)| id), &list),

@@ -231,3 +231,45 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
         Ok((files, intents))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::TxPhase;
+    use crate::{HostMedia, MmioConfig, MmioStore};
+    use hostfs::{SimConfig, SimHostFs};
+    use pmem::SimRegion;
+    use std::sync::Arc;
+    use store::{Error, TxId};
+
+    type SimStore = MmioStore<Arc<SimRegion>, HostMedia<SimHostFs>>;
+
+    fn store() -> SimStore {
+        let cfg = MmioConfig::test_min();
+        let media = HostMedia::on(SimHostFs::new(SimConfig::default()));
+        let region = Arc::new(SimRegion::new(cfg.log_pool_len));
+        MmioStore::create_on(region, media, &cfg).expect("create")
+    }
+
+    #[test]
+    fn an_ending_transaction_takes_no_second_commit_or_abort_and_no_new_files() {
+        let s = store();
+        let tx = s.begin_tx(&[]).expect("begin");
+        if let Some(state) = s.tables.lock().txs.get_mut(&tx.0) {
+            state.phase = TxPhase::Ending;
+        }
+        assert!(matches!(s.commit_tx(tx), Err(Error::NoSuchTransaction(_))));
+        assert!(matches!(s.abort_tx(tx), Err(Error::NoSuchTransaction(_))));
+        let mkdir = s.make_dir(store::ROOT_INO, b"d", 0o755, Some(tx));
+        assert!(matches!(mkdir, Err(Error::NoSuchTransaction(_))));
+        s.end_tx(tx).expect("end");
+        assert!(s.tables.lock().txs.is_empty());
+    }
+
+    #[test]
+    #[should_panic(expected = "ends twice")]
+    fn ending_an_open_transaction_without_its_commit_or_abort_trips() {
+        let s = store();
+        let tx = s.begin_tx(&[]).expect("begin");
+        let _ = s.end_tx(TxId(tx.0));
+    }
+}
