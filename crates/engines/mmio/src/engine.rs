@@ -155,11 +155,6 @@ impl<R: Region, M: FileMedia> Shared<R, M> {
     pub(crate) fn publish_entry(&self, idx: u32, e: &IndexEntry, ordered: bool) {
         let at = self.sb.index_at(idx);
         let body = e.encode_checked(&self.sb);
-        assert_eq!(
-            self.pool.load_u64(at + ie::EPOCH),
-            0,
-            "index entry {idx} published over a live one"
-        );
         self.pool.write(at + 8, &body);
         if ordered {
             // persist: the entry's body and the logged old bytes are durable before the epoch

@@ -68,17 +68,6 @@ fn a_multi_file_commit_checks_every_epoch_word() {
 }
 
 #[test]
-#[should_panic(expected = "published over a live one")]
-fn a_new_log_entry_never_overwrites_a_valid_index_entry() {
-    let (sim, s) = sim_store(&cfg());
-    let fh = open_rw(&s, "/f", false);
-    s.write(fh, 0, &[1u8; 4096]).unwrap();
-    // Index slot 0 is the first one handed out: make it look valid.
-    sim.region.store_u64(superblock(&sim).index_at(0), 7);
-    s.write(fh, 0, b"x").unwrap();
-}
-
-#[test]
 #[should_panic(expected = "transaction record 0 is in use")]
 fn a_transaction_record_is_free_before_it_is_written() {
     let (sim, s) = sim_store(&cfg());
@@ -101,12 +90,14 @@ fn an_intent_record_is_free_before_it_is_written() {
 }
 
 #[test]
-#[should_panic(expected = "COMMITTED_SIZE")]
-fn a_commit_checks_the_committed_size_word() {
+#[should_panic(expected = "PENDING_SIZE word")]
+fn a_commit_checks_the_pending_size_it_folds() {
     let (sim, s) = sim_store(&cfg());
     let fh = open_rw(&s, "/f", false);
     s.write(fh, 0, b"0123456789").unwrap();
-    let at = superblock(&sim).file_meta_at(0) + fm::COMMITTED_SIZE;
+    let tx = s.tx_begin(&[fh]).unwrap();
+    s.set_len(fh, 4).unwrap();
+    let at = superblock(&sim).file_meta_at(0) + fm::PENDING_SIZE;
     sim.region.store_u64(at, 3);
-    s.write(fh, 0, b"x").unwrap();
+    let _ = s.tx_commit(tx);
 }

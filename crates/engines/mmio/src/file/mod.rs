@@ -547,6 +547,8 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
             return Ok(None);
         };
         let mut e = s.entries[id as usize].write();
+        // The slot came off the free list: no live entry may sit in it.
+        assert!(!e.live, "index entry {id} reserved while live");
         let redo = self.redo.load(Ordering::Acquire);
         let rel = p - base;
         let n = piece.len().min((size - rel) as usize);

@@ -59,17 +59,21 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
             "file slot {}: epoch {old_epoch} committed as {new_epoch}",
             self.slot
         );
-        self.assert_epoch_word(s, new_epoch);
         self.epoch.store(new_epoch, Ordering::Release);
         self.uncommitted.store(false, Ordering::Release);
         self.epoch_bytes.store(0, Ordering::Relaxed);
         s.counters.commits.fetch_add(1, Ordering::Relaxed);
         let mut force_checkpoint = false;
+        let size_words = st.size_pending;
         if st.size_pending {
             let at = s.sb.file_meta_at(self.slot);
             // The pending size is the one of the epoch just committed, as stored.
+            let (slot, pending) = (self.slot, s.pool.load_u64(at + fm::PENDING_SIZE));
             assert_eq!(s.pool.load_u64(at + fm::PENDING_EPOCH), old_epoch);
-            assert_eq!(s.pool.load_u64(at + fm::PENDING_SIZE), st.visible_size);
+            assert_eq!(
+                pending, st.visible_size,
+                "file slot {slot}: PENDING_SIZE word"
+            );
             s.pool.store_u64(at + fm::COMMITTED_SIZE, st.visible_size);
             s.pool.persist(at + fm::COMMITTED_SIZE, 8);
             s.pool.store_u64(at + fm::PENDING_EPOCH, NO_EPOCH);
@@ -100,7 +104,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
             s.counters.policy_switches.fetch_add(1, Ordering::Relaxed);
         }
         self.cut_host_file(s, st)?;
-        self.assert_settled(s, st);
+        self.assert_settled(s, st, size_words);
         if self.live_count.load(Ordering::Acquire) > 0 {
             s.signal_work();
         }
@@ -123,12 +127,17 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         );
     }
 
-    /// After a commit or an abort (file lock exclusive): no size is pending, in DRAM or in
-    /// the log pool, and the host file is no longer than the committed size.
-    fn assert_settled(&self, s: &Shared<R, M>, st: &FileState<M::Map>) {
+    /// After a commit or an abort (file lock exclusive): no size is pending and the host file
+    /// is no longer than the committed size; when this commit or abort wrote the size words
+    /// (`size_words`), they are read back: nothing pending, the committed size the DRAM one.
+    fn assert_settled(&self, s: &Shared<R, M>, st: &FileState<M::Map>, size_words: bool) {
+        assert!(!st.size_pending && st.visible_size == st.committed_size);
+        assert!(st.host_len <= st.committed_size);
+        if !size_words {
+            return;
+        }
         let at = s.sb.file_meta_at(self.slot);
         let slot = self.slot;
-        assert!(!st.size_pending && st.visible_size == st.committed_size);
         let pending_epoch = s.pool.load_u64(at + fm::PENDING_EPOCH);
         assert_eq!(
             pending_epoch, NO_EPOCH,
@@ -139,7 +148,6 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
             committed, st.committed_size,
             "file slot {slot}: COMMITTED_SIZE word"
         );
-        assert!(st.host_len <= st.committed_size);
     }
 
     /// Shrink the host file to the committed size (a committed truncation, or growth of an
@@ -213,6 +221,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         }
         self.dirty_home.lock().clear();
         self.home_dirty.store(false, Ordering::Release);
+        let size_words = st.size_pending;
         if st.size_pending {
             let at = s.sb.file_meta_at(self.slot) + fm::PENDING_EPOCH;
             s.pool.store_u64(at, NO_EPOCH);
@@ -221,7 +230,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
             st.visible_size = st.committed_size;
         }
         self.cut_host_file(s, st)?;
-        self.assert_settled(s, st);
+        self.assert_settled(s, st, size_words);
         self.uncommitted.store(false, Ordering::Release);
         self.epoch_bytes.store(0, Ordering::Relaxed);
         s.counters.aborts.fetch_add(1, Ordering::Relaxed);

@@ -384,7 +384,16 @@ pub fn pack_delta(off: u32, len: u32) -> u64 {
 impl IndexEntry {
     /// Encode everything but the epoch word (bytes 8..64); the checksum covers the epoch.
     pub fn encode_body(&self) -> [u8; 56] {
+        let b = self.encode_whole();
+        let mut out = [0u8; 56];
+        out.copy_from_slice(&b[8..64]);
+        out
+    }
+
+    /// The whole 64-byte entry: the epoch word, then [`encode_body`](Self::encode_body).
+    fn encode_whole(&self) -> [u8; 64] {
         let mut b = [0u8; 64];
+        put_u64(&mut b, 0, self.epoch);
         put_u32(&mut b, 8, self.file_slot);
         b[12] = self.policy as u8;
         b[13] = self.order;
@@ -393,9 +402,7 @@ impl IndexEntry {
         put_u64(&mut b, 32, pack_delta(self.delta_off, self.delta_len));
         let crc = Self::checksum(&b, self.epoch);
         put_u32(&mut b, 40, crc);
-        let mut out = [0u8; 56];
-        out.copy_from_slice(&b[8..64]);
-        out
+        b
     }
 
     /// [`encode_body`](Self::encode_body), checked before it is stored: the entry is one a
@@ -418,15 +425,16 @@ impl IndexEntry {
         );
         assert!(self.file_off.is_multiple_of(size));
         assert!(self.delta_off as u64 + self.delta_len as u64 <= size);
-        let body = self.encode_body();
-        let mut whole = [0u8; 64];
-        whole[..8].copy_from_slice(&self.epoch.to_le_bytes());
-        whole[8..].copy_from_slice(&body);
-        let back = IndexEntry::decode(&whole, 0);
+        let whole = self.encode_whole();
+        // The fields read back as recovery reads them (the checksum was computed over these
+        // very bytes a moment ago: recomputing it would double the cost of this check).
+        let back = IndexEntry::fields(&whole, self.epoch);
         assert!(
-            matches!(back, Ok(Some(ref d)) if d == self),
+            back.as_ref() == Some(self),
             "index entry does not decode to itself: {self:?}"
         );
+        let mut body = [0u8; 56];
+        body.copy_from_slice(&whole[8..]);
         body
     }
 
@@ -444,10 +452,17 @@ impl IndexEntry {
         if get_u32(b, 40) != Self::checksum(b, epoch) {
             return Err(MmioError::corrupt("index entry checksum mismatch", at));
         }
-        let policy = Policy::from_u8(b[12])
-            .ok_or_else(|| MmioError::corrupt("index entry with unknown policy", at))?;
+        Self::fields(b, epoch)
+            .map(Some)
+            .ok_or_else(|| MmioError::corrupt("index entry with unknown policy", at))
+    }
+
+    /// The fields of an entry whose checksum is known to match.
+    #[inline]
+    fn fields(b: &[u8; 64], epoch: u64) -> Option<IndexEntry> {
+        let policy = Policy::from_u8(b[12])?;
         let delta = get_u64(b, 32);
-        Ok(Some(IndexEntry {
+        Some(IndexEntry {
             epoch,
             file_slot: get_u32(b, 8),
             policy,
@@ -456,7 +471,7 @@ impl IndexEntry {
             log_off: get_u64(b, 24),
             delta_off: delta as u32,
             delta_len: (delta >> 32) as u32,
-        }))
+        })
     }
 }
 
