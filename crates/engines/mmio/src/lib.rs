@@ -22,14 +22,13 @@
 mod crash_cut;
 #[cfg(feature = "crash-target")]
 pub mod crash_target;
-mod engine;
 mod file;
-mod free_slots;
 mod host;
 mod lifecycle;
 pub mod log;
 mod namespace;
 mod recovery;
+mod shared;
 mod store_api;
 mod transaction;
 

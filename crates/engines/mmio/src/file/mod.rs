@@ -17,9 +17,9 @@ pub(crate) mod handles;
 pub(crate) mod nvmmap;
 pub(crate) mod radix;
 
-use crate::engine::{EntryState, Shared};
 use crate::host::FileMedia;
 use crate::log::layout::{self, fm, IndexEntry, Policy, BLOCK_SIZE, NO_EPOCH};
+use crate::shared::{EntryState, Shared};
 use crate::{io_err, PolicyMode};
 use parking_lot::{Mutex, RwLock};
 use pmem::Region;

@@ -2,9 +2,9 @@
 //! `memcpy`-style failure-atomic writes made durable together by [`NvMap::sync`]
 //! (`nvmsync`), and the read-only consistency check behind `Store::fsck`.
 
-use crate::engine::Shared;
 use crate::host::FileMedia;
 use crate::log::layout::{self, IndexEntry};
+use crate::shared::Shared;
 use crate::MmioStore;
 use pmem::Region;
 use store::{Fh, FsckReport, Result, Store};

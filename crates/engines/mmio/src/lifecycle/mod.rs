@@ -8,12 +8,12 @@ mod report;
 
 pub use host_open::{recorded_home, HostMmioStore};
 
-use crate::engine::{checkpoint_loop, Shared};
 use crate::host::FileMedia;
 use crate::log::intent::TRASH_NAME;
 use crate::log::layout::{self, Superblock};
 use crate::namespace::tables::{IdMap, Tables};
 pub use crate::recovery::RecoveryReport;
+use crate::shared::{checkpoint_loop, Shared};
 use crate::{io_err, MmioConfig, MmioError};
 use parking_lot::Mutex;
 use pmem::Region;

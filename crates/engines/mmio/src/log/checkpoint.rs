@@ -2,18 +2,18 @@
 //! durable (msync on a non-DAX file system), then the entry is freed; a committed undo entry is
 //! just freed.
 //!
-//! Three callers: the background thread (`engine::checkpoint_loop`), which holds no file lock
+//! Three callers: the background thread (`shared::checkpoint_loop`), which holds no file lock
 //! while it copies, so that commits of the file go on; the synchronous checkpoint of one
 //! committed entry that a new write hits (`checkpoint_one`); and the synchronous checkpoints
 //! with the file's lock held (policy switch, committed truncation, full log, close). Entries
 //! are taken off the file's queue, oldest first, under the file's checkpoint mutex, in batches
 //! of a bounded size; each batch costs two fences (home data, then the freed entries).
 
-use crate::engine::{EntryState, Shared};
 use crate::file::{copy_durable, FileState, MmioFile};
 use crate::host::FileMedia;
 use crate::io_err;
 use crate::log::layout::BLOCK_SIZE;
+use crate::shared::{EntryState, Shared};
 use parking_lot::RwLockWriteGuard;
 use pmem::Region;
 use std::path::Path;

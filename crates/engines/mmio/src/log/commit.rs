@@ -2,11 +2,11 @@
 //! sizes, aborts). A commit is one persisted 8-byte store of the file's epoch (or, for several
 //! files, of a transaction record's state word, in `transaction/commit.rs`).
 
-use crate::engine::Shared;
 use crate::file::{FileState, MmioFile};
 use crate::host::FileMedia;
 use crate::io_err;
 use crate::log::layout::{self, fm, Policy, NO_EPOCH};
+use crate::shared::Shared;
 use crate::PolicyMode;
 use pmem::Region;
 use std::sync::atomic::Ordering;

@@ -1,12 +1,14 @@
 //! State shared by every file of a store: the log pool, its allocators, the DRAM half of the
 //! index entries (with their reader-writer locks), counters and the checkpoint thread.
 
+mod free_slots;
+
 use crate::file::radix::Buddy;
 use crate::file::MmioFile;
-use crate::free_slots::FreeSlots;
 use crate::host::FileMedia;
 use crate::log::layout::{self, ie, IndexEntry, Policy, Superblock};
 use crate::MmioConfig;
+use free_slots::FreeSlots;
 use parking_lot::{Condvar, Mutex, RwLock};
 use pmem::Region;
 use std::collections::HashMap;
