@@ -123,7 +123,7 @@ impl RadixTree {
     /// Index `id` at every block of `[first, first + count)` if all are empty; all or nothing.
     pub(crate) fn insert_range(&self, first: u64, count: u64, id: u32) -> bool {
         // Log entries are a power of two blocks, aligned to their size; ids fit a bucket.
-        assert!(count.is_power_of_two() && first.is_multiple_of(count) && id < u32::MAX);
+        assert!(count.is_power_of_two() && first & (count - 1) == 0 && id < u32::MAX);
         for (i, block) in (first..first + count).enumerate() {
             let ok = self
                 .bucket(block, true)
@@ -270,7 +270,7 @@ impl Buddy {
         let size = self.block << order;
         let off = at.wrapping_sub(self.base);
         assert!(
-            at >= self.base && order <= self.order_max && off.is_multiple_of(size),
+            at >= self.base && order <= self.order_max && off & (size - 1) == 0,
             "log entry {at:#x} of order {order}: not one this allocator hands out"
         );
         let mut idx = (off / self.block) as u32;
