@@ -42,7 +42,7 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
         Ok(rel_path(&parts))
     }
 
-    /// The path of `ino`; an inode not seen in this session (numbers are the host's and
+    /// The path of `ino`; an inode not seen since the store was opened (numbers are the host's and
     /// survive a reopen) is found by walking the directory tree, learning names on the way.
     pub(crate) fn path_for(&self, t: &mut Tables<R, M>, ino: Ino) -> Result<PathBuf> {
         if let Ok(p) = Self::path_of(t, ino) {
