@@ -5,6 +5,7 @@
 # flags).
 #
 #   scripts/fuzz.sh pool_open [SECONDS]   # AddressSanitizer (the default)
+#   scripts/fuzz.sh mmio_open [SECONDS]   # AddressSanitizer
 #   scripts/fuzz.sh pool_ops  [SECONDS]   # no sanitizer: it has no unsafe code of its own
 #   FUZZ_ARGS="-fork=1 -ignore_crashes=1" scripts/fuzz.sh pool_ops 600
 #
@@ -12,7 +13,7 @@
 # fuzz/artifacts/TARGET/). The log is fuzz/fuzz-TARGET.log.
 set -euo pipefail
 
-target="${1:?usage: scripts/fuzz.sh pool_open|pool_ops [SECONDS]}"
+target="${1:?usage: scripts/fuzz.sh pool_open|pool_ops|mmio_open [SECONDS]}"
 seconds="${2:-600}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root/fuzz"
@@ -20,7 +21,8 @@ cd "$root/fuzz"
 case "$target" in
     pool_open) sanitizer=address timeout=10 ;;
     pool_ops) sanitizer=none timeout=20 ;;
-    *) echo "fuzz.sh: unknown target '$target' (pool_open, pool_ops)" >&2; exit 2 ;;
+    mmio_open) sanitizer=address timeout=10 ;;
+    *) echo "fuzz.sh: unknown target '$target' (pool_open, pool_ops, mmio_open)" >&2; exit 2 ;;
 esac
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
@@ -41,6 +43,15 @@ if [ "$target" = pool_open ] && [ -z "$(ls -A "corpus/$target")" ]; then
     for k in 0 1 2 3 4 5; do
         printf "\\x$(printf %02x "$k")" >"corpus/$target/seed-$k"
         printf "\\x$(printf %02x $((k | 64)))" >"corpus/$target/seed-$k-resealed"
+    done
+fi
+# One seed per base log pool of mmio_open (byte 0 picks it), unmutated and with one re-sealed
+# mutation of an intent record.
+if [ "$target" = mmio_open ] && [ -z "$(ls -A "corpus/$target")" ]; then
+    for k in 0 1 2 3; do
+        printf "\\x$(printf %02x "$k")" >"corpus/$target/seed-$k"
+        printf "\\x$(printf %02x "$k")\\xa5\\x00\\x00\\x00\\x00\\x01\\x03\\x00\\x00\\x00\\x00\\x00\\x00" \
+            >"corpus/$target/seed-$k-intent"
     done
 fi
 

@@ -52,7 +52,7 @@ impl MmioTarget {
                 files_max: 32,
                 index_entries_max: 256,
                 intents_max: 64,
-                tx_files_max: crate::layout::TX_FILES_MAX,
+                tx_files_max: crate::log::layout::TX_FILES_MAX,
                 ..MmioConfig::test_min()
             },
         }

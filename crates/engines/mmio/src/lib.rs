@@ -4,7 +4,7 @@
 //! staged in per-block persistent logs in a log pool (any [`pmem::Region`]): log entries of
 //! 4 KB … 2 MB, doubling with the IO size, with differential logging of partial blocks;
 //! persistent index entries (offset, len, dest, policy, epoch) and per-file metadata (the
-//! file's epoch); a lock-free radix tree in DRAM ([`radix`]) with per-entry reader-writer locks.
+//! file's epoch); a lock-free radix tree in DRAM (`file/radix.rs`) with per-entry reader-writer locks.
 //! A sync commits a file by one persisted 8-byte store (its epoch); multi-file transactions
 //! commit a transaction record with one 8-byte store. Background threads checkpoint committed
 //! entries home. Hybrid logging: undo by default, redo when writes are at least 40 % of the
@@ -18,30 +18,27 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
-mod checkpoint;
-mod commit;
 #[cfg(feature = "crash-target")]
 mod crash_cut;
 #[cfg(feature = "crash-target")]
 pub mod crash_target;
-mod engine;
 mod file;
-pub mod host;
-mod host_media;
-pub mod intent;
-pub mod layout;
-mod nvmmap;
-pub mod radix;
+mod host;
+mod lifecycle;
+pub mod log;
+mod namespace;
 mod recovery;
-mod store_impl;
-mod window;
+mod shared;
+mod store_api;
+mod transaction;
 
+pub use file::nvmmap::NvMap;
+pub use host::media::HostMedia;
+pub use host::window::Window;
 pub use host::{FileMedia, MediaStat};
-pub use host_media::HostMedia;
-pub use layout::Policy;
-pub use nvmmap::NvMap;
-pub use store_impl::{recorded_home, HostMmioStore, MmioStore, RecoveryReport};
-pub use window::Window;
+pub use lifecycle::{recorded_home, HostMmioStore, MmioStore, RecoveryReport};
+use log::layout;
+pub use log::layout::Policy;
 
 use std::time::Duration;
 

@@ -13,8 +13,8 @@
 mod common;
 
 use common::*;
-use mmio::intent::{Intent, IntentRecord, INTENT_LEN};
-use mmio::layout::{self, Superblock};
+use mmio::log::intent::{Intent, IntentRecord, INTENT_LEN};
+use mmio::log::layout::{self, Superblock};
 use mmio::{MmioConfig, MmioStore};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;

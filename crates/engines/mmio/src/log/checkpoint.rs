@@ -2,18 +2,18 @@
 //! durable (msync on a non-DAX file system), then the entry is freed; a committed undo entry is
 //! just freed.
 //!
-//! Three callers: the background thread (`engine::checkpoint_loop`), which holds no file lock
+//! Three callers: the background thread (`shared::checkpoint_loop`), which holds no file lock
 //! while it copies, so that commits of the file go on; the synchronous checkpoint of one
 //! committed entry that a new write hits (`checkpoint_one`); and the synchronous checkpoints
 //! with the file's lock held (policy switch, committed truncation, full log, close). Entries
 //! are taken off the file's queue, oldest first, under the file's checkpoint mutex, in batches
 //! of a bounded size; each batch costs two fences (home data, then the freed entries).
 
-use crate::engine::{EntryState, Shared};
 use crate::file::{copy_durable, FileState, MmioFile};
 use crate::host::FileMedia;
 use crate::io_err;
-use crate::layout::BLOCK_SIZE;
+use crate::log::layout::BLOCK_SIZE;
+use crate::shared::{EntryState, Shared};
 use parking_lot::RwLockWriteGuard;
 use pmem::Region;
 use std::path::Path;
@@ -21,9 +21,9 @@ use std::sync::atomic::Ordering;
 use store::Result;
 
 /// Entries one checkpoint batch takes at most.
-pub const CHECKPOINT_BATCH_ENTRIES: usize = 64;
+pub(crate) const CHECKPOINT_BATCH_ENTRIES: usize = 64;
 /// Bytes one batch copies home at most (bounds how long it holds its entries' locks).
-pub const CHECKPOINT_BATCH_BYTES: u64 = 1 << 20;
+pub(crate) const CHECKPOINT_BATCH_BYTES: u64 = 1 << 20;
 
 /// Snapshots one background checkpoint takes at most when its drain stops at an entry its
 /// snapshot does not reach (the file grew meanwhile); what is left waits for the next call.
@@ -32,12 +32,12 @@ const SNAPSHOTS_MAX: usize = 4;
 /// The home side of a checkpoint: the mapping (the file's current one, or a snapshot of it
 /// taken by the background thread), the host length, the path (for errors).
 pub(crate) struct Home<'a, Map> {
-    pub map: Option<&'a Map>,
-    pub host_len: u64,
-    pub path: &'a Path,
+    pub(crate) map: Option<&'a Map>,
+    pub(crate) host_len: u64,
+    pub(crate) path: &'a Path,
     /// `map` and `host_len` are the file's current ones (its lock is held), not a snapshot
     /// that commits may have outdated since it was taken.
-    pub current: bool,
+    pub(crate) current: bool,
 }
 
 impl<Map: Region> Home<'_, Map> {
@@ -78,6 +78,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
                 .check_map(map)
                 .map_err(|err| io_err(st.path.as_deref().unwrap_or("?".as_ref()), "msync", err))?;
         }
+        self.assert_checkpointable(e, e.policy_redo);
         s.clear_entry(id);
         // persist: the entry is free.
         s.pool.fence();
@@ -85,8 +86,30 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         Ok(())
     }
 
-    /// Drop a freed entry from the DRAM index and give its resources back.
+    /// A checkpoint may free entry `e` (its lock held): it is this file's, live, committed
+    /// (its epoch is older than the file's), and a redo entry's bytes were copied home
+    /// (`copied_home`) and made durable before this is asked. Freeing anything else would
+    /// lose bytes recovery needs.
+    fn assert_checkpointable(&self, e: &EntryState, copied_home: bool) {
+        let epoch = self.epoch.load(Ordering::Acquire);
+        assert!(
+            e.live && e.file_slot == self.slot,
+            "checkpoint of a foreign entry"
+        );
+        assert!(
+            e.epoch < epoch,
+            "checkpoint of an uncommitted entry (epoch {} of {epoch})",
+            e.epoch
+        );
+        assert!(
+            !e.policy_redo || copied_home,
+            "a redo entry freed before its bytes are home"
+        );
+    }
+
+    /// Drop a freed entry from the DRAM index and give its resources back (its lock held).
     pub(crate) fn forget(&self, s: &Shared<R, M>, id: u32, e: &mut EntryState) {
+        assert!(e.live && e.file_slot == self.slot, "entry {id} freed twice");
         let blocks = e.size() / BLOCK_SIZE;
         self.tree.remove_range(e.file_off / BLOCK_SIZE, blocks, id);
         e.live = false;
@@ -106,7 +129,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
     /// background thread, `checkpoint_all`). The mapping and host length are a snapshot,
     /// which commits going on meanwhile may outdate: an entry the snapshot does not wholly
     /// reach (the file grew since) stops the drain, which goes on with a fresh snapshot.
-    pub fn checkpoint_committed(&self, s: &Shared<R, M>) -> Result<usize> {
+    pub(crate) fn checkpoint_committed(&self, s: &Shared<R, M>) -> Result<usize> {
         let mut total = 0;
         for _ in 0..SNAPSHOTS_MAX {
             let (map, host_len, path) = {
@@ -132,7 +155,11 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
 
     /// Checkpoint every committed entry, the file's lock held by the caller (shared or
     /// exclusive).
-    pub fn checkpoint_locked(&self, s: &Shared<R, M>, st: &FileState<M::Map>) -> Result<usize> {
+    pub(crate) fn checkpoint_locked(
+        &self,
+        s: &Shared<R, M>,
+        st: &FileState<M::Map>,
+    ) -> Result<usize> {
         let home = Home {
             map: st.map.as_deref(),
             host_len: st.host_len,
@@ -224,7 +251,8 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
                 }
             }
         }
-        for (id, _, _) in &batch {
+        for (id, _, g) in &batch {
+            self.assert_checkpointable(g, home.map.is_some());
             s.clear_entry(*id);
         }
         // persist: the checkpointed entries are free.

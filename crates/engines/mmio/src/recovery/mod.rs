@@ -7,7 +7,7 @@
 //! old bytes; an entry is freed only after the home bytes it protects are durable).
 
 use crate::host::FileMedia;
-use crate::layout::{self, fm, IndexEntry, Superblock, NO_EPOCH, TX_RECORD_LEN};
+use crate::log::layout::{self, fm, IndexEntry, Superblock, NO_EPOCH, TX_RECORD_LEN};
 use crate::{io_err, MmioError, MmioResult, Policy};
 use pmem::Region;
 use std::collections::{BTreeMap, HashMap};
@@ -26,7 +26,7 @@ pub struct RecoveryReport {
     pub intents_finished: u64,
 }
 
-pub fn recover<R: Region, M: FileMedia>(
+pub(crate) fn recover<R: Region, M: FileMedia>(
     pool: &R,
     sb: &Superblock,
     media: &M,
@@ -34,7 +34,9 @@ pub fn recover<R: Region, M: FileMedia>(
     let mut report = RecoveryReport::default();
     let committed = apply_tx_records(pool, sb, &mut report)?;
     recover_intents(pool, sb, media, &committed, &mut report)?;
+    assert_intents_free(pool, sb);
     clear_tx_records(pool, sb);
+    assert_tx_records_free(pool, sb);
     let by_slot = scan_entries(pool, sb)?;
     let mut paths: Option<HashMap<u64, PathBuf>> = None;
     for slot in 0..sb.files_max {
@@ -70,7 +72,56 @@ pub fn recover<R: Region, M: FileMedia>(
         let path = paths.as_ref().and_then(|p| p.get(&meta.media_id)).cloned();
         recover_file(pool, sb, media, slot, &meta, entries, path, &mut report)?;
     }
+    assert_log_empty(pool, sb);
+    assert_eq!(
+        report.entries_redone + report.entries_undone + report.entries_discarded,
+        by_slot.values().map(|v| v.len() as u64).sum::<u64>(),
+        "every index entry found is redone, undone or discarded, once"
+    );
     Ok(report)
+}
+
+// Phase invariants of recovery (each phase's result, checked before the next relies on it;
+// reads of the metadata areas only, once per open).
+
+/// After the intents phase: every intent record is free (undone or finished).
+fn assert_intents_free<R: Region>(pool: &R, sb: &Superblock) {
+    for idx in 0..sb.intents_max {
+        assert_eq!(
+            pool.load_u64(sb.intent_at(idx)),
+            0,
+            "intent {idx} survived recovery"
+        );
+    }
+}
+
+/// After the transaction records phase: every record is free (its epochs are applied).
+fn assert_tx_records_free<R: Region>(pool: &R, sb: &Superblock) {
+    for i in 0..sb.tx_records_max {
+        assert_eq!(
+            pool.load_u64(sb.tx_at(i)),
+            0,
+            "transaction record {i} survived recovery"
+        );
+    }
+}
+
+/// At the end: no index entry is valid and no per-file slot is in use, so the DRAM
+/// allocators may start with everything free.
+fn assert_log_empty<R: Region>(pool: &R, sb: &Superblock) {
+    for idx in 0..sb.index_entries_max {
+        assert_eq!(
+            pool.load_u64(sb.index_at(idx)),
+            0,
+            "index entry {idx} survived recovery"
+        );
+    }
+    for slot in 0..sb.files_max {
+        assert!(
+            !layout::read_file_meta(pool, sb, slot).in_use,
+            "file slot {slot} in use"
+        );
+    }
 }
 
 /// Raise the epochs of every committed transaction record; returns their txids.
@@ -131,24 +182,24 @@ fn recover_intents<R: Region, M: FileMedia>(
     let mut all = Vec::new();
     for idx in 0..sb.intents_max {
         let at = sb.intent_at(idx);
-        let mut b = vec![0u8; crate::intent::INTENT_LEN as usize];
+        let mut b = vec![0u8; crate::log::intent::INTENT_LEN as usize];
         pool.read(at, &mut b);
-        if let Some(rec) = crate::intent::IntentRecord::decode(&b, at)? {
+        if let Some(rec) = crate::log::intent::IntentRecord::decode(&b, at)? {
             all.push((idx, rec));
         }
     }
     all.sort_by_key(|(_, r)| std::cmp::Reverse(r.seq));
     for (idx, rec) in &all {
-        for p in crate::intent::paths(&rec.intent) {
-            crate::intent::check_no_symlink(media, p, sb.intent_at(*idx))?;
+        for p in crate::log::intent::paths(&rec.intent) {
+            crate::log::intent::check_no_symlink(media, p, sb.intent_at(*idx))?;
         }
     }
     for (idx, rec) in &all {
         if committed.contains(&rec.txid) {
             continue;
         }
-        crate::intent::undo(media, &rec.intent)?;
-        crate::intent::clear(pool, sb.intent_at(*idx));
+        crate::log::intent::undo(media, &rec.intent)?;
+        crate::log::intent::clear(pool, sb.intent_at(*idx));
         // persist: an undone intent is freed before the next older one is undone: replaying
         // a newer undo after an older one restored its path would undo the restoration
         // (a `Created` undo removing the name a `Renamed` undo brought back).
@@ -157,12 +208,12 @@ fn recover_intents<R: Region, M: FileMedia>(
     }
     for (_, rec) in all.iter().rev() {
         if committed.contains(&rec.txid) {
-            crate::intent::finish(media, &rec.intent)?;
+            crate::log::intent::finish(media, &rec.intent)?;
             report.intents_finished += 1;
         }
     }
     for (idx, _) in &all {
-        crate::intent::clear(pool, sb.intent_at(*idx));
+        crate::log::intent::clear(pool, sb.intent_at(*idx));
     }
     // persist: the intents are settled on the host (each host call is durable) and free.
     pool.fence();

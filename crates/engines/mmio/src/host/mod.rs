@@ -1,8 +1,11 @@
 //! [`FileMedia`]: the engine's view of its host files — namespace operations that are
 //! durable when they return, lengths, and whole-file mappings as a [`Region`]. Its one
-//! implementation is [`HostMedia`](crate::HostMedia) (src/host_media.rs), over any
+//! implementation is [`HostMedia`](crate::HostMedia) (src/host/media.rs), over any
 //! `hostfs::HostFs` store directory: the jailed real directory in a real store, the crash
 //! model (`hostfs::SimHostFs`) in the crash tests.
+
+pub(crate) mod media;
+pub(crate) mod window;
 
 use pmem::Region;
 use std::ffi::OsStr;

@@ -1,6 +1,6 @@
 //! One open file: its per-file metadata slot, its mapping, its radix tree, its queue of live
 //! log entries, and the write and read paths (Libnvmmio §3.2, §3.6). Commit and abort are in
-//! `commit.rs`, checkpointing in `checkpoint.rs`.
+//! `log/commit.rs`, checkpointing in `log/checkpoint.rs`, handles in `handles.rs`.
 //!
 //! Locking (as in the seed): reads and writes hold the file's lock shared and one entry's lock
 //! exclusively (write) or shared (read); commit, abort, growth and policy switches hold the
@@ -13,13 +13,17 @@
 //! non-temporal store is drained only by a fence of the thread that issued it, and the commit
 //! may run on another thread.
 
-use crate::engine::{EntryState, Shared};
+pub(crate) mod handles;
+pub(crate) mod nvmmap;
+pub(crate) mod radix;
+
 use crate::host::FileMedia;
-use crate::layout::{self, fm, IndexEntry, Policy, BLOCK_SIZE, NO_EPOCH};
-use crate::radix::RadixTree;
+use crate::log::layout::{self, fm, IndexEntry, Policy, BLOCK_SIZE, NO_EPOCH};
+use crate::shared::{EntryState, Shared};
 use crate::{io_err, PolicyMode};
 use parking_lot::{Mutex, RwLock};
 use pmem::Region;
+use radix::RadixTree;
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -28,24 +32,24 @@ use std::sync::Arc;
 use store::{Error, Ino, Result};
 
 /// Size and mapping state, under the file's reader-writer lock.
-pub struct FileState<Map> {
-    pub map: Option<Arc<Map>>,
-    pub host_len: u64,
+pub(crate) struct FileState<Map> {
+    pub(crate) map: Option<Arc<Map>>,
+    pub(crate) host_len: u64,
     /// Size as of the last commit (bytes at or past it are written home directly: a crash or
     /// abort cuts the file back to it).
-    pub committed_size: u64,
+    pub(crate) committed_size: u64,
     /// Size reads and writes see (pending size of the running epoch, or the committed one).
-    pub visible_size: u64,
-    pub size_pending: bool,
+    pub(crate) visible_size: u64,
+    pub(crate) size_pending: bool,
     /// Host path, `None` once unlinked.
-    pub path: Option<PathBuf>,
+    pub(crate) path: Option<PathBuf>,
 }
 
-pub struct MmioFile<R: Region, M: FileMedia> {
-    pub ino: Ino,
-    pub slot: u32,
-    pub state: RwLock<FileState<M::Map>>,
-    pub tree: RadixTree,
+pub(crate) struct MmioFile<R: Region, M: FileMedia> {
+    pub(crate) ino: Ino,
+    pub(crate) slot: u32,
+    pub(crate) state: RwLock<FileState<M::Map>>,
+    pub(crate) tree: RadixTree,
     /// The file's live entries in creation order, as (index, generation): committed ones
     /// first (epochs never decrease along the queue). Entries freed out of order (a synchronous
     /// checkpoint) stay in it until they reach an end; their generation (or `live`) tells them
@@ -58,17 +62,17 @@ pub struct MmioFile<R: Region, M: FileMedia> {
     /// Live redo entries. While 0, home holds every byte's newest value and reads copy
     /// straight from the mapping (as Libnvmmio's reads under undo logging).
     pub(crate) redo_live: AtomicU64,
-    pub epoch: AtomicU64,
-    pub redo: AtomicBool,
-    pub reads: AtomicU64,
-    pub writes: AtomicU64,
+    pub(crate) epoch: AtomicU64,
+    pub(crate) redo: AtomicBool,
+    pub(crate) reads: AtomicU64,
+    pub(crate) writes: AtomicU64,
     /// Bytes written (or grown) in the running epoch, against `epoch_bytes_max`.
-    pub epoch_bytes: AtomicU64,
-    pub dirty_home: Mutex<Vec<(u64, u64)>>,
-    pub uncommitted: AtomicBool,
+    pub(crate) epoch_bytes: AtomicU64,
+    pub(crate) dirty_home: Mutex<Vec<(u64, u64)>>,
+    pub(crate) uncommitted: AtomicBool,
     /// Home bytes were written since the last commit (the commit must fence the mapping).
-    pub home_dirty: AtomicBool,
-    pub closed: AtomicBool,
+    pub(crate) home_dirty: AtomicBool,
+    pub(crate) closed: AtomicBool,
     _pool: std::marker::PhantomData<fn() -> R>,
 }
 
@@ -149,9 +153,9 @@ pub(crate) fn copy_durable<A: Region + ?Sized, B: Region + ?Sized>(
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Unfenced {
     /// Redo log bytes, index entries or delta words in the log pool.
-    pub log: bool,
+    pub(crate) log: bool,
     /// Non-temporal stores to the home mapping.
-    pub home: bool,
+    pub(crate) home: bool,
 }
 
 impl<R: Region, M: FileMedia> MmioFile<R, M> {
@@ -169,7 +173,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
     }
 
     /// Open `path` (host length `len`, identity `media_id`) with a fresh metadata slot.
-    pub fn open(
+    pub(crate) fn open(
         s: &Shared<R, M>,
         ino: Ino,
         path: PathBuf,
@@ -249,12 +253,12 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         Ok(())
     }
 
-    pub fn size(&self) -> u64 {
+    pub(crate) fn size(&self) -> u64 {
         self.state.read().visible_size
     }
 
     /// Live log entries of the file (committed or not).
-    pub fn live_entries(&self) -> usize {
+    pub(crate) fn live_entries(&self) -> usize {
         self.live_count.load(Ordering::Acquire) as usize
     }
 
@@ -275,7 +279,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
 
     /// Write `data` at `off` (uncommitted until the next commit). `commit_follows`: the
     /// caller commits the file next on this same thread (a call outside a transaction).
-    pub fn write(
+    pub(crate) fn write(
         &self,
         s: &Shared<R, M>,
         off: u64,
@@ -330,7 +334,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
     }
 
     /// Truncate or extend (uncommitted until the next commit).
-    pub fn set_len(&self, s: &Shared<R, M>, len: u64) -> Result<()> {
+    pub(crate) fn set_len(&self, s: &Shared<R, M>, len: u64) -> Result<()> {
         self.check_open()?;
         self.uncommitted.store(true, Ordering::Release);
         let mut st = self.state.write();
@@ -543,6 +547,8 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
             return Ok(None);
         };
         let mut e = s.entries[id as usize].write();
+        // The slot came off the free list: no live entry may sit in it.
+        assert!(!e.live, "index entry {id} reserved while live");
         let redo = self.redo.load(Ordering::Acquire);
         let rel = p - base;
         let n = piece.len().min((size - rel) as usize);
@@ -658,7 +664,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
 
     // ----- reads -----
 
-    pub fn read(&self, s: &Shared<R, M>, off: u64, buf: &mut [u8]) -> Result<usize> {
+    pub(crate) fn read(&self, s: &Shared<R, M>, off: u64, buf: &mut [u8]) -> Result<usize> {
         let st = self.state.read();
         self.reads.fetch_add(1, Ordering::Relaxed);
         s.counters.reads.fetch_add(1, Ordering::Relaxed);

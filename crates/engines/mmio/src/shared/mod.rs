@@ -1,11 +1,14 @@
 //! State shared by every file of a store: the log pool, its allocators, the DRAM half of the
 //! index entries (with their reader-writer locks), counters and the checkpoint thread.
 
+mod free_slots;
+
+use crate::file::radix::Buddy;
 use crate::file::MmioFile;
 use crate::host::FileMedia;
-use crate::layout::{self, ie, IndexEntry, Policy, Superblock};
-use crate::radix::Buddy;
+use crate::log::layout::{self, ie, IndexEntry, Policy, Superblock};
 use crate::MmioConfig;
+use free_slots::FreeSlots;
 use parking_lot::{Condvar, Mutex, RwLock};
 use pmem::Region;
 use std::collections::HashMap;
@@ -14,33 +17,33 @@ use std::sync::Weak;
 
 /// DRAM state of one index entry (valid while `live`).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct EntryState {
-    pub live: bool,
+pub(crate) struct EntryState {
+    pub(crate) live: bool,
     /// Bumped every time the index slot is reused: tells a file's queue of its entries
     /// (`MmioFile::queue`) a live entry from a stale mention of a freed one.
-    pub generation: u32,
-    pub file_slot: u32,
-    pub policy_redo: bool,
-    pub order: u8,
-    pub epoch: u64,
-    pub file_off: u64,
-    pub log_off: u64,
-    pub delta_off: u32,
-    pub delta_len: u32,
+    pub(crate) generation: u32,
+    pub(crate) file_slot: u32,
+    pub(crate) policy_redo: bool,
+    pub(crate) order: u8,
+    pub(crate) epoch: u64,
+    pub(crate) file_off: u64,
+    pub(crate) log_off: u64,
+    pub(crate) delta_off: u32,
+    pub(crate) delta_len: u32,
 }
 
 impl EntryState {
-    pub fn size(&self) -> u64 {
+    pub(crate) fn size(&self) -> u64 {
         layout::BLOCK_SIZE << self.order
     }
-    pub fn policy(&self) -> Policy {
+    pub(crate) fn policy(&self) -> Policy {
         if self.policy_redo {
             Policy::Redo
         } else {
             Policy::Undo
         }
     }
-    pub fn covers(&self, slot: u32, off: u64) -> bool {
+    pub(crate) fn covers(&self, slot: u32, off: u64) -> bool {
         self.live
             && self.file_slot == slot
             && off >= self.file_off
@@ -51,50 +54,50 @@ impl EntryState {
 /// Named counters of the engine. The ones the checkpoint thread bumps sit on their own cache
 /// line, so that the foreground's counters do not bounce between the two cores.
 #[derive(Default)]
-pub struct Counters {
-    pub writes: AtomicU64,
-    pub reads: AtomicU64,
-    pub bytes_logged: AtomicU64,
-    pub bytes_direct: AtomicU64,
-    pub commits: AtomicU64,
-    pub tx_commits: AtomicU64,
-    pub entries_created: AtomicU64,
-    pub sync_checkpoints: AtomicU64,
-    pub policy_switches: AtomicU64,
-    pub aborts: AtomicU64,
-    pub background: BackgroundCounters,
+pub(crate) struct Counters {
+    pub(crate) writes: AtomicU64,
+    pub(crate) reads: AtomicU64,
+    pub(crate) bytes_logged: AtomicU64,
+    pub(crate) bytes_direct: AtomicU64,
+    pub(crate) commits: AtomicU64,
+    pub(crate) tx_commits: AtomicU64,
+    pub(crate) entries_created: AtomicU64,
+    pub(crate) sync_checkpoints: AtomicU64,
+    pub(crate) policy_switches: AtomicU64,
+    pub(crate) aborts: AtomicU64,
+    pub(crate) background: BackgroundCounters,
 }
 
 /// Counters of checkpointing (see [`Counters`]).
 #[derive(Default)]
 #[repr(align(128))]
-pub struct BackgroundCounters {
-    pub entries_checkpointed: AtomicU64,
-    pub background_checkpoints: AtomicU64,
+pub(crate) struct BackgroundCounters {
+    pub(crate) entries_checkpointed: AtomicU64,
+    pub(crate) background_checkpoints: AtomicU64,
 }
 
-pub struct Shared<R: Region, M: FileMedia> {
-    pub pool: R,
-    pub sb: Superblock,
-    pub media: M,
-    pub config: MmioConfig,
-    pub entries: Vec<RwLock<EntryState>>,
-    pub free_entries: Mutex<Vec<u32>>,
-    pub log_space: Mutex<Buddy>,
-    pub free_file_slots: Mutex<Vec<u32>>,
-    pub free_tx_records: Mutex<Vec<u32>>,
-    pub free_intents: Mutex<Vec<u32>>,
-    pub intent_seq: std::sync::atomic::AtomicU64,
+pub(crate) struct Shared<R: Region, M: FileMedia> {
+    pub(crate) pool: R,
+    pub(crate) sb: Superblock,
+    pub(crate) media: M,
+    pub(crate) config: MmioConfig,
+    pub(crate) entries: Vec<RwLock<EntryState>>,
+    pub(crate) free_entries: Mutex<FreeSlots>,
+    pub(crate) log_space: Mutex<Buddy>,
+    pub(crate) free_file_slots: Mutex<FreeSlots>,
+    pub(crate) free_tx_records: Mutex<FreeSlots>,
+    pub(crate) free_intents: Mutex<FreeSlots>,
+    pub(crate) intent_seq: std::sync::atomic::AtomicU64,
     /// Files with a metadata slot, by slot (for the checkpoint thread).
-    pub files: Mutex<HashMap<u32, Weak<MmioFile<R, M>>>>,
-    pub counters: Counters,
-    pub work: Mutex<bool>,
-    pub work_cv: Condvar,
-    pub stop: AtomicBool,
+    pub(crate) files: Mutex<HashMap<u32, Weak<MmioFile<R, M>>>>,
+    pub(crate) counters: Counters,
+    pub(crate) work: Mutex<bool>,
+    pub(crate) work_cv: Condvar,
+    pub(crate) stop: AtomicBool,
 }
 
 impl<R: Region, M: FileMedia> Shared<R, M> {
-    pub fn new(pool: R, sb: Superblock, media: M, config: MmioConfig) -> Self {
+    pub(crate) fn new(pool: R, sb: Superblock, media: M, config: MmioConfig) -> Self {
         let entries = (0..sb.index_entries_max)
             .map(|_| RwLock::new(EntryState::default()))
             .collect();
@@ -105,10 +108,10 @@ impl<R: Region, M: FileMedia> Shared<R, M> {
                 layout::BLOCK_SIZE,
                 sb.order_max(),
             )),
-            free_entries: Mutex::new((0..sb.index_entries_max).rev().collect()),
-            free_file_slots: Mutex::new((0..sb.files_max).rev().collect()),
-            free_tx_records: Mutex::new((0..sb.tx_records_max).rev().collect()),
-            free_intents: Mutex::new((0..sb.intents_max).rev().collect()),
+            free_entries: Mutex::new(FreeSlots::all_free(sb.index_entries_max)),
+            free_file_slots: Mutex::new(FreeSlots::all_free(sb.files_max)),
+            free_tx_records: Mutex::new(FreeSlots::all_free(sb.tx_records_max)),
+            free_intents: Mutex::new(FreeSlots::all_free(sb.intents_max)),
             intent_seq: std::sync::atomic::AtomicU64::new(1),
             files: Mutex::new(HashMap::new()),
             counters: Counters::default(),
@@ -124,7 +127,7 @@ impl<R: Region, M: FileMedia> Shared<R, M> {
     }
 
     /// Reserve an index slot and log space of `order`; `None` when the log pool is full.
-    pub fn reserve(&self, order: u8) -> Option<(u32, u64)> {
+    pub(crate) fn reserve(&self, order: u8) -> Option<(u32, u64)> {
         let idx = self.free_entries.lock().pop()?;
         match self.log_space.lock().alloc(order) {
             Some(off) => Some((idx, off)),
@@ -136,7 +139,7 @@ impl<R: Region, M: FileMedia> Shared<R, M> {
     }
 
     /// Give back a reservation (or a freed entry's resources).
-    pub fn unreserve(&self, idx: u32, log_off: u64, order: u8) {
+    pub(crate) fn unreserve(&self, idx: u32, log_off: u64, order: u8) {
         self.log_space.lock().release(log_off, order);
         self.free_entries.lock().push(idx);
     }
@@ -151,9 +154,10 @@ impl<R: Region, M: FileMedia> Shared<R, M> {
     /// only flushed; the commit's fence makes it and its data durable before the epoch bump,
     /// and until then recovery discards it anyway (an uncommitted redo entry is dropped,
     /// whatever its data).
-    pub fn publish_entry(&self, idx: u32, e: &IndexEntry, ordered: bool) {
+    pub(crate) fn publish_entry(&self, idx: u32, e: &IndexEntry, ordered: bool) {
         let at = self.sb.index_at(idx);
-        self.pool.write(at + 8, &e.encode_body());
+        let body = e.encode_checked(&self.sb);
+        self.pool.write(at + 8, &body);
         if ordered {
             // persist: the entry's body and the logged old bytes are durable before the epoch
             // word makes the entry valid (recovery copies a valid undo entry's bytes home).
@@ -169,7 +173,7 @@ impl<R: Region, M: FileMedia> Shared<R, M> {
     }
 
     /// Store a new delta word of a live entry (flushed, not fenced: callers fence).
-    pub fn set_delta(&self, idx: u32, off: u32, len: u32) {
+    pub(crate) fn set_delta(&self, idx: u32, off: u32, len: u32) {
         self.pool.store_u64(
             self.sb.index_at(idx) + ie::DELTA,
             layout::pack_delta(off, len),
@@ -178,14 +182,14 @@ impl<R: Region, M: FileMedia> Shared<R, M> {
     }
 
     /// Invalidate an index entry (flushed, not fenced: callers fence once for a batch).
-    pub fn clear_entry(&self, idx: u32) {
+    pub(crate) fn clear_entry(&self, idx: u32) {
         let at = self.sb.index_at(idx);
         self.pool.store_u64(at + ie::EPOCH, 0);
         self.pool.flush(at, 8);
     }
 
     /// Tell the checkpoint thread there are committed entries.
-    pub fn signal_work(&self) {
+    pub(crate) fn signal_work(&self) {
         if self.config.checkpoint_period.is_some() {
             *self.work.lock() = true;
             self.work_cv.notify_one();
@@ -196,7 +200,7 @@ impl<R: Region, M: FileMedia> Shared<R, M> {
 /// The background checkpoint loop: wait for committed entries, let them age one period (so
 /// that a burst of syncs is checkpointed together), checkpoint every file's committed entries
 /// (oldest first, in batches that never hold a file's lock: commits go on meanwhile), repeat.
-pub fn checkpoint_loop<R: Region, M: FileMedia>(shared: Weak<Shared<R, M>>) {
+pub(crate) fn checkpoint_loop<R: Region, M: FileMedia>(shared: Weak<Shared<R, M>>) {
     loop {
         let Some(s) = shared.upgrade() else { return };
         let Some(period) = s.config.checkpoint_period else {

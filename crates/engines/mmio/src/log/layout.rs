@@ -177,7 +177,7 @@ impl Superblock {
         let tx_off = file_meta_off + files_max as u64 * FILE_META_LEN;
         let index_off = tx_off + tx_records_max as u64 * TX_RECORD_LEN;
         let intent_off = index_off + index_entries_max as u64 * INDEX_ENTRY_LEN;
-        let index_end = intent_off + intents_max as u64 * crate::intent::INTENT_LEN;
+        let index_end = intent_off + intents_max as u64 * crate::log::intent::INTENT_LEN;
         let log_off = index_end.div_ceil(log_entry_max) * log_entry_max;
         let log_len = pool_len.saturating_sub(log_off) / log_entry_max * log_entry_max;
         if log_len == 0 {
@@ -288,11 +288,11 @@ impl Superblock {
         self.tx_off + idx as u64 * TX_RECORD_LEN
     }
     pub fn intent_at(&self, idx: u32) -> u64 {
-        self.intent_off + idx as u64 * crate::intent::INTENT_LEN
+        self.intent_off + idx as u64 * crate::log::intent::INTENT_LEN
     }
     /// End of the metadata areas (everything zeroed at format).
     pub fn metadata_end(&self) -> u64 {
-        self.intent_off + self.intents_max as u64 * crate::intent::INTENT_LEN
+        self.intent_off + self.intents_max as u64 * crate::log::intent::INTENT_LEN
     }
     /// Largest log entry order (entry size = BLOCK_SIZE << order).
     pub fn order_max(&self) -> u8 {
@@ -384,7 +384,16 @@ pub fn pack_delta(off: u32, len: u32) -> u64 {
 impl IndexEntry {
     /// Encode everything but the epoch word (bytes 8..64); the checksum covers the epoch.
     pub fn encode_body(&self) -> [u8; 56] {
+        let b = self.encode_whole();
+        let mut out = [0u8; 56];
+        out.copy_from_slice(&b[8..64]);
+        out
+    }
+
+    /// The whole 64-byte entry: the epoch word, then [`encode_body`](Self::encode_body).
+    fn encode_whole(&self) -> [u8; 64] {
         let mut b = [0u8; 64];
+        put_u64(&mut b, 0, self.epoch);
         put_u32(&mut b, 8, self.file_slot);
         b[12] = self.policy as u8;
         b[13] = self.order;
@@ -393,9 +402,43 @@ impl IndexEntry {
         put_u64(&mut b, 32, pack_delta(self.delta_off, self.delta_len));
         let crc = Self::checksum(&b, self.epoch);
         put_u32(&mut b, 40, crc);
-        let mut out = [0u8; 56];
-        out.copy_from_slice(&b[8..64]);
-        out
+        b
+    }
+
+    /// [`encode_body`](Self::encode_body), checked before it is stored: the entry is one a
+    /// writer may publish (a valid epoch, a slot, a log entry inside the log area and aligned
+    /// to its size, a chunk inside the entry), and its bytes decode back to it.
+    pub fn encode_checked(&self, sb: &Superblock) -> [u8; 56] {
+        let size = BLOCK_SIZE << self.order;
+        // Sizes are powers of two: alignment is a mask test (a division costs more than all
+        // the other checks together).
+        let misaligned = |x: u64| x & (size - 1) != 0;
+        assert!(
+            self.epoch != 0 && self.epoch != NO_EPOCH,
+            "index entry epoch {}",
+            self.epoch
+        );
+        assert!(self.file_slot < sb.files_max && self.order <= sb.order_max());
+        assert!(
+            self.log_off >= sb.log_off
+                && self.log_off + size <= sb.log_off + sb.log_len
+                && !misaligned(self.log_off - sb.log_off),
+            "log entry at {:#x} of {size} bytes outside the log area or misaligned",
+            self.log_off
+        );
+        assert!(!misaligned(self.file_off));
+        assert!(self.delta_off as u64 + self.delta_len as u64 <= size);
+        let whole = self.encode_whole();
+        // The fields read back as recovery reads them (the checksum was computed over these
+        // very bytes a moment ago: recomputing it would double the cost of this check).
+        let back = IndexEntry::fields(&whole, self.epoch);
+        assert!(
+            back.as_ref() == Some(self),
+            "index entry does not decode to itself: {self:?}"
+        );
+        let mut body = [0u8; 56];
+        body.copy_from_slice(&whole[8..]);
+        body
     }
 
     fn checksum(b: &[u8; 64], epoch: u64) -> u32 {
@@ -412,10 +455,17 @@ impl IndexEntry {
         if get_u32(b, 40) != Self::checksum(b, epoch) {
             return Err(MmioError::corrupt("index entry checksum mismatch", at));
         }
-        let policy = Policy::from_u8(b[12])
-            .ok_or_else(|| MmioError::corrupt("index entry with unknown policy", at))?;
+        Self::fields(b, epoch)
+            .map(Some)
+            .ok_or_else(|| MmioError::corrupt("index entry with unknown policy", at))
+    }
+
+    /// The fields of an entry whose checksum is known to match.
+    #[inline]
+    fn fields(b: &[u8; 64], epoch: u64) -> Option<IndexEntry> {
+        let policy = Policy::from_u8(b[12])?;
         let delta = get_u64(b, 32);
-        Ok(Some(IndexEntry {
+        Some(IndexEntry {
             epoch,
             file_slot: get_u32(b, 8),
             policy,
@@ -424,7 +474,7 @@ impl IndexEntry {
             log_off: get_u64(b, 24),
             delta_off: delta as u32,
             delta_len: (delta >> 32) as u32,
-        }))
+        })
     }
 }
 
@@ -435,8 +485,26 @@ pub struct TxFile {
     pub target_epoch: u64,
 }
 
+/// Bytes 8..256 of a transaction record listing `files` (at most [`TX_FILES_MAX`]), checked
+/// before it is stored: the whole record, once committed, decodes back to `(txid, files)`.
 pub fn encode_tx_body(txid: u64, files: &[TxFile]) -> Vec<u8> {
-    // Bytes 8..256 of the record.
+    assert!(
+        files.len() <= TX_FILES_MAX,
+        "{} files in one record",
+        files.len()
+    );
+    let b = encode_tx_body_unchecked(txid, files);
+    let mut whole = TX_COMMITTED.to_le_bytes().to_vec();
+    whole.extend_from_slice(&b);
+    let back = decode_tx(&whole, 0);
+    assert!(
+        matches!(back, Ok(Some((t, ref f))) if t == txid && f == files),
+        "transaction record does not decode to itself"
+    );
+    b
+}
+
+fn encode_tx_body_unchecked(txid: u64, files: &[TxFile]) -> Vec<u8> {
     let mut b = vec![0u8; (TX_RECORD_LEN - 8) as usize];
     put_u32(&mut b, 0, files.len() as u32);
     put_u64(&mut b, 8, txid);
@@ -468,4 +536,80 @@ pub fn decode_tx(b: &[u8], at: u64) -> MmioResult<Option<(u64, Vec<TxFile>)>> {
         })
         .collect();
     Ok(Some((get_u64(b, 16), files)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sb() -> Superblock {
+        Superblock::plan(1, 1 << 20, 4, 16, 2, 16 << 10, 4).expect("plan")
+    }
+
+    fn entry(sb: &Superblock) -> IndexEntry {
+        IndexEntry {
+            epoch: 3,
+            file_slot: 1,
+            policy: Policy::Redo,
+            order: 1,
+            file_off: 8192,
+            log_off: sb.log_off + 8192,
+            delta_off: 100,
+            delta_len: 200,
+        }
+    }
+
+    #[test]
+    fn a_valid_entry_encodes_and_decodes_to_itself() {
+        let sb = sb();
+        let e = entry(&sb);
+        let mut whole = [0u8; 64];
+        whole[..8].copy_from_slice(&e.epoch.to_le_bytes());
+        whole[8..].copy_from_slice(&e.encode_checked(&sb));
+        assert_eq!(IndexEntry::decode(&whole, 0).ok().flatten(), Some(e));
+    }
+
+    #[test]
+    #[should_panic(expected = "outside the log area or misaligned")]
+    fn an_entry_outside_the_log_area_is_never_encoded() {
+        let sb = sb();
+        let e = IndexEntry {
+            log_off: sb.log_off + sb.log_len,
+            ..entry(&sb)
+        };
+        e.encode_checked(&sb);
+    }
+
+    #[test]
+    #[should_panic(expected = "index entry epoch")]
+    fn an_entry_with_the_free_epoch_is_never_encoded() {
+        let sb = sb();
+        IndexEntry {
+            epoch: 0,
+            ..entry(&sb)
+        }
+        .encode_checked(&sb);
+    }
+
+    #[test]
+    fn a_transaction_record_decodes_to_what_was_encoded() {
+        let files = [TxFile {
+            slot: 2,
+            target_epoch: 9,
+        }; TX_FILES_MAX];
+        let mut whole = TX_COMMITTED.to_le_bytes().to_vec();
+        whole.extend_from_slice(&encode_tx_body(5, &files));
+        let (txid, back) = decode_tx(&whole, 0).ok().flatten().expect("committed");
+        assert_eq!((txid, back.as_slice()), (5, &files[..]));
+    }
+
+    #[test]
+    #[should_panic(expected = "files in one record")]
+    fn a_transaction_record_never_lists_more_files_than_it_holds() {
+        let files = [TxFile {
+            slot: 0,
+            target_epoch: 1,
+        }; TX_FILES_MAX + 1];
+        encode_tx_body(1, &files);
+    }
 }

@@ -9,10 +9,10 @@
 
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
-pub const FANOUT_BITS: u32 = 9;
+pub(crate) const FANOUT_BITS: u32 = 9;
 const FANOUT: usize = 1 << FANOUT_BITS;
 /// Levels needed for 48-bit file offsets with 4 KB blocks (36 bits of block number).
-pub const HEIGHT_MAX: u32 = 4;
+pub(crate) const HEIGHT_MAX: u32 = 4;
 
 struct Node {
     /// Leaf: entry id + 1 (0 = empty). Interior: `*mut Node` as u64 (0 = empty).
@@ -27,7 +27,7 @@ impl Node {
 }
 
 /// See the module documentation.
-pub struct RadixTree {
+pub(crate) struct RadixTree {
     root: AtomicPtr<Node>,
     height: AtomicU32,
 }
@@ -39,7 +39,7 @@ impl Default for RadixTree {
 }
 
 impl RadixTree {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         RadixTree {
             root: AtomicPtr::new(Node::new()),
             height: AtomicU32::new(1),
@@ -48,7 +48,7 @@ impl RadixTree {
 
     /// Make the tree cover block numbers below `blocks`. Caller holds the file's exclusive
     /// lock (no concurrent tree user).
-    pub fn cover(&self, blocks: u64) {
+    pub(crate) fn cover(&self, blocks: u64) {
         loop {
             let h = self.height.load(Ordering::Acquire);
             if h >= HEIGHT_MAX || blocks <= 1u64 << (FANOUT_BITS * h) {
@@ -96,31 +96,34 @@ impl RadixTree {
     }
 
     /// The entry id indexed at `block`.
-    pub fn get(&self, block: u64) -> Option<u32> {
+    pub(crate) fn get(&self, block: u64) -> Option<u32> {
         Self::id_in(self.bucket(block, false)?)
     }
 
     /// The leaf bucket of `block` (creating its interior nodes), so that a writer can look it
     /// up and then claim it ([`claim`](Self::claim)) with one walk of the tree. `None` beyond
     /// the covered blocks.
-    pub fn slot(&self, block: u64) -> Option<&AtomicU64> {
+    pub(crate) fn slot(&self, block: u64) -> Option<&AtomicU64> {
         self.bucket(block, true)
     }
 
     /// The entry id a bucket holds.
-    pub fn id_in(slot: &AtomicU64) -> Option<u32> {
+    pub(crate) fn id_in(slot: &AtomicU64) -> Option<u32> {
         let v = slot.load(Ordering::Acquire);
         (v != 0).then(|| (v - 1) as u32)
     }
 
     /// Index `id` in an empty bucket (as `insert_range` of one block); false if taken.
-    pub fn claim(slot: &AtomicU64, id: u32) -> bool {
+    pub(crate) fn claim(slot: &AtomicU64, id: u32) -> bool {
+        assert!(id < u32::MAX);
         slot.compare_exchange(0, id as u64 + 1, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
     }
 
     /// Index `id` at every block of `[first, first + count)` if all are empty; all or nothing.
-    pub fn insert_range(&self, first: u64, count: u64, id: u32) -> bool {
+    pub(crate) fn insert_range(&self, first: u64, count: u64, id: u32) -> bool {
+        // Log entries are a power of two blocks, aligned to their size; ids fit a bucket.
+        assert!(count.is_power_of_two() && first & (count - 1) == 0 && id < u32::MAX);
         for (i, block) in (first..first + count).enumerate() {
             let ok = self
                 .bucket(block, true)
@@ -138,12 +141,12 @@ impl RadixTree {
     }
 
     /// True when every block of `[first, first + count)` is empty (a hint: racy by nature).
-    pub fn range_empty(&self, first: u64, count: u64) -> bool {
+    pub(crate) fn range_empty(&self, first: u64, count: u64) -> bool {
         (first..first + count).all(|b| self.get(b).is_none())
     }
 
     /// Remove `id` from `[first, first + count)` (blocks holding another id are left alone).
-    pub fn remove_range(&self, first: u64, count: u64, id: u32) {
+    pub(crate) fn remove_range(&self, first: u64, count: u64, id: u32) {
         for block in first..first + count {
             if let Some(b) = self.bucket(block, false) {
                 let _ = b.compare_exchange(id as u64 + 1, 0, Ordering::AcqRel, Ordering::Acquire);
@@ -184,7 +187,7 @@ const NIL: u32 = u32::MAX;
 /// chunk's first block holds its links), so that allocating, freeing and merging with a buddy
 /// are O(1) and never allocate memory; lists are LIFO, so a freed entry is the next one used
 /// (its log pages are warm).
-pub struct Buddy {
+pub(crate) struct Buddy {
     base: u64,
     block: u64,
     order_max: u8,
@@ -199,7 +202,7 @@ pub struct Buddy {
 
 impl Buddy {
     /// `len` bytes from `base` (both multiples of the largest entry).
-    pub fn new(base: u64, len: u64, block: u64, order_max: u8) -> Self {
+    pub(crate) fn new(base: u64, len: u64, block: u64, order_max: u8) -> Self {
         let blocks = (len / block) as usize;
         let mut b = Buddy {
             base,
@@ -221,7 +224,7 @@ impl Buddy {
         b
     }
 
-    pub fn free_bytes(&self) -> u64 {
+    pub(crate) fn free_bytes(&self) -> u64 {
         self.free_bytes
     }
 
@@ -250,7 +253,7 @@ impl Buddy {
     }
 
     /// A free entry of `order` (pool offset), `None` when none is left.
-    pub fn alloc(&mut self, order: u8) -> Option<u64> {
+    pub(crate) fn alloc(&mut self, order: u8) -> Option<u64> {
         let from = (order..=self.order_max).find(|&o| self.heads[o as usize] != NIL)?;
         let idx = self.heads[from as usize];
         self.unlink(idx, from);
@@ -258,13 +261,24 @@ impl Buddy {
             self.push(idx + (1u32 << o), o);
         }
         self.free_bytes -= self.block << order;
+        assert_eq!(self.free_order[idx as usize], 0);
         Some(self.base + idx as u64 * self.block)
     }
 
     /// Give back the entry of `order` at pool offset `at` (merging it with free buddies).
-    pub fn release(&mut self, at: u64, mut order: u8) {
-        self.free_bytes += self.block << order;
-        let mut idx = ((at - self.base) / self.block) as u32;
+    pub(crate) fn release(&mut self, at: u64, mut order: u8) {
+        let size = self.block << order;
+        let off = at.wrapping_sub(self.base);
+        assert!(
+            at >= self.base && order <= self.order_max && off & (size - 1) == 0,
+            "log entry {at:#x} of order {order}: not one this allocator hands out"
+        );
+        let mut idx = (off / self.block) as u32;
+        assert!(
+            (idx as usize) < self.free_order.len() && self.free_order[idx as usize] == 0,
+            "log entry {at:#x} released twice"
+        );
+        self.free_bytes += size;
         while order < self.order_max {
             // Chunks are aligned to their size relative to `base` (a multiple of the largest
             // entry), so the buddy's index differs in one bit.
@@ -300,17 +314,40 @@ mod tests {
     #[test]
     fn tree_insert_get_remove_and_grow() {
         let t = RadixTree::new();
-        assert!(t.insert_range(3, 4, 7));
+        assert!(t.insert_range(4, 4, 7));
         assert_eq!(t.get(5), Some(7));
-        assert!(!t.insert_range(6, 2, 8), "block 6 is taken");
-        assert_eq!(t.get(7), None, "failed insert rolled back");
+        assert!(!t.insert_range(0, 8, 8), "blocks 4..8 are taken");
+        assert_eq!(t.get(0), None, "failed insert rolled back");
         assert_eq!(t.get(600), None, "beyond the skip-pointer root");
         t.cover(1 << 20);
         assert_eq!(t.get(5), Some(7), "old root kept under the new one");
         assert!(t.insert_range(1 << 19, 1, 9));
         assert_eq!(t.get(1 << 19), Some(9));
-        t.remove_range(3, 4, 7);
+        t.remove_range(4, 4, 7);
         assert!(t.range_empty(0, 512));
+    }
+
+    #[test]
+    #[should_panic(expected = "released twice")]
+    fn buddy_double_release_trips() {
+        let mut b = Buddy::new(1 << 20, 1 << 20, 4096, 3);
+        let a = b.alloc(0).unwrap();
+        let _keep_the_buddy_busy = b.alloc(0).unwrap();
+        b.release(a, 0);
+        b.release(a, 0);
+    }
+
+    #[test]
+    #[should_panic(expected = "not one this allocator hands out")]
+    fn buddy_release_of_a_misaligned_entry_trips() {
+        let mut b = Buddy::new(1 << 20, 1 << 20, 4096, 3);
+        b.release((1 << 20) + 4096, 1);
+    }
+
+    #[test]
+    #[should_panic]
+    fn tree_insert_of_an_unaligned_range_trips() {
+        RadixTree::new().insert_range(3, 4, 7);
     }
 
     #[test]

@@ -2,9 +2,9 @@
 //! `memcpy`-style failure-atomic writes made durable together by [`NvMap::sync`]
 //! (`nvmsync`), and the read-only consistency check behind `Store::fsck`.
 
-use crate::engine::Shared;
 use crate::host::FileMedia;
-use crate::layout::{self, IndexEntry};
+use crate::log::layout::{self, IndexEntry};
+use crate::shared::Shared;
 use crate::MmioStore;
 use pmem::Region;
 use store::{Fh, FsckReport, Result, Store};
@@ -65,7 +65,7 @@ impl<R: Region, M: FileMedia> Drop for NvMap<'_, R, M> {
 }
 
 /// Check the log pool's structures (never modifies anything).
-pub fn fsck<R: Region, M: FileMedia>(s: &Shared<R, M>) -> FsckReport {
+pub(crate) fn fsck<R: Region, M: FileMedia>(s: &Shared<R, M>) -> FsckReport {
     let mut report = FsckReport::default();
     let sb = &s.sb;
     let mut in_use = vec![false; sb.files_max as usize];

@@ -218,6 +218,15 @@ pub fn publish<R: Region>(pool: &R, at: u64, rec: &IntentRecord) -> Result<()> {
         max: INTENT_PATHS_MAX,
     };
     let body = rec.encode().ok_or(too_long)?;
+    assert_ne!(rec.txid, 0, "an intent record of no transaction");
+    assert_eq!(pool.load_u64(at), 0, "intent record at {at:#x} is in use");
+    // Check what recovery will read back before it is stored. A path recovery would refuse
+    // (one hostfs does not accept below the store directory) fails the call here, before the
+    // host operation, instead of leaving a record recovery cannot act on.
+    match IntentRecord::decode(&body, at)? {
+        Some(back) => assert_eq!(&back, rec, "intent record does not decode to itself"),
+        None => unreachable!("an encoded intent record reads as free"),
+    }
     pool.write(at + 8, &body[8..]);
     // persist: the intent's body is durable before its txid makes it valid ...
     pool.persist(at + 8, INTENT_LEN - 8);
