@@ -1,0 +1,100 @@
+//! The store's files on the host file system: the journal, the home files (one per inode,
+//! `<journal name>.files/<ino>`), the snapshot (`<journal name>.meta`), and block reads of
+//! them. Every byte the engine writes goes through [`hostfs::HostFs`].
+
+use crate::atree::Block;
+use crate::format::{BLOCK, BLOCK_USIZE};
+use crate::host_err;
+use hostfs::{HostFs, OpenOptions};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use store::{Ino, Result};
+
+/// Paths of a store's files inside its directory.
+#[derive(Clone, Debug)]
+pub struct Names {
+    pub journal: PathBuf,
+    pub snapshot: PathBuf,
+    pub snapshot_tmp: PathBuf,
+    pub files_dir: PathBuf,
+}
+
+impl Names {
+    pub fn new(journal: &str) -> Names {
+        Names {
+            journal: PathBuf::from(journal),
+            snapshot: PathBuf::from(format!("{journal}.meta")),
+            snapshot_tmp: PathBuf::from(format!("{journal}.meta.tmp")),
+            files_dir: PathBuf::from(format!("{journal}.files")),
+        }
+    }
+    pub fn home(&self, ino: Ino) -> PathBuf {
+        self.files_dir.join(ino.to_string())
+    }
+}
+
+/// The open files of a store.
+pub struct Media<H: HostFs> {
+    pub fs: H,
+    pub names: Names,
+    pub journal: H::File,
+    homes: HashMap<Ino, Arc<H::File>>,
+}
+
+impl<H: HostFs> Media<H> {
+    pub fn new(fs: H, names: Names, journal: H::File) -> Self {
+        Media {
+            fs,
+            names,
+            journal,
+            homes: HashMap::new(),
+        }
+    }
+
+    /// The home file of `ino`, opened once; `create`: create it when missing. `None` when it
+    /// does not exist and `create` is false.
+    pub fn home(&mut self, ino: Ino, create: bool) -> Result<Option<Arc<H::File>>> {
+        if !self.homes.contains_key(&ino) {
+            let path = self.names.home(ino);
+            let opts = if create {
+                OpenOptions::create()
+            } else {
+                OpenOptions::read_write()
+            };
+            match self.fs.open(&path, &opts) {
+                Ok(f) => {
+                    self.homes.insert(ino, Arc::new(f));
+                }
+                Err(e) if e.is_not_found() && !create => return Ok(None),
+                Err(e) => return Err(host_err(e)),
+            }
+        }
+        Ok(self.homes.get(&ino).cloned())
+    }
+
+    /// Forget (close) the home file of an inode that is gone.
+    pub fn forget_home(&mut self, ino: Ino) {
+        self.homes.remove(&ino);
+    }
+
+    /// Journal block `jblock`.
+    pub fn read_journal_block(&self, jblock: u64) -> Result<Box<Block>> {
+        let mut b = Box::new([0u8; BLOCK_USIZE]);
+        self.fs
+            .read_full_at(&self.journal, jblock * BLOCK, &mut b[..])
+            .map_err(host_err)?;
+        Ok(b)
+    }
+
+    /// Home block `file_block` of `ino` (zeros where the home file has none).
+    pub fn read_home_block(&mut self, ino: Ino, file_block: u64) -> Result<Box<Block>> {
+        let mut b = Box::new([0u8; BLOCK_USIZE]);
+        if let Some(f) = self.home(ino, false)? {
+            self.fs
+                .read_full_at(&f, file_block * BLOCK, &mut b[..])
+                .map_err(host_err)?;
+        }
+        Ok(b)
+    }
+}
