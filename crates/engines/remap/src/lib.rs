@@ -18,6 +18,8 @@
 #![deny(unsafe_code)]
 
 pub mod atree;
+#[cfg(feature = "crash-target")]
+pub mod crash_target;
 pub mod format;
 pub mod journal;
 mod namespace;

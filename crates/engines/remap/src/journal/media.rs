@@ -40,6 +40,8 @@ pub struct Media<H: HostFs> {
     pub names: Names,
     pub journal: H::File,
     homes: HashMap<Ino, Arc<H::File>>,
+    /// A home file may have been created since the last `sync_dir` of the files directory.
+    files_dir_dirty: bool,
 }
 
 impl<H: HostFs> Media<H> {
@@ -49,6 +51,7 @@ impl<H: HostFs> Media<H> {
             names,
             journal,
             homes: HashMap::new(),
+            files_dir_dirty: false,
         }
     }
 
@@ -64,6 +67,7 @@ impl<H: HostFs> Media<H> {
             };
             match self.fs.open(&path, &opts) {
                 Ok(f) => {
+                    self.files_dir_dirty |= create;
                     self.homes.insert(ino, Arc::new(f));
                 }
                 Err(e) if e.is_not_found() && !create => return Ok(None),
@@ -71,6 +75,17 @@ impl<H: HostFs> Media<H> {
             }
         }
         Ok(self.homes.get(&ino).cloned())
+    }
+
+    /// Make the names of the home files created since the last call durable.
+    pub fn sync_files_dir(&mut self) -> Result<()> {
+        if self.files_dir_dirty {
+            // persist: the home files' names are durable (their data was synced by the
+            // checkpoint; without their names a crash would lose it).
+            self.fs.sync_dir(&self.names.files_dir).map_err(host_err)?;
+            self.files_dir_dirty = false;
+        }
+        Ok(())
     }
 
     /// Forget (close) the home file of an inode that is gone.

@@ -33,6 +33,7 @@ impl<H: HostFs> Inner<H> {
         for &ino in &dirty {
             self.checkpoint_file(ino)?;
         }
+        self.media.sync_files_dir()?;
         let generation = self.journal.generation() + 1;
         write_snapshot(&self.media, &self.st, generation, self.mode)?;
         for &ino in &dirty {

@@ -64,14 +64,14 @@ pub(crate) fn write_snapshot<H: HostFs>(
     };
     let bytes = encode_snapshot(generation, st.next_ino, flags, &encode_ops(&ops));
     let fs = &media.fs;
+    // A leftover temporary name may still name the current snapshot's inode (a rename not
+    // yet durable at a crash): drop the name rather than truncating through it.
+    match fs.unlink(&media.names.snapshot_tmp) {
+        Err(e) if !e.is_not_found() => return Err(host_err(e)),
+        _ => {}
+    }
     let tmp = fs
-        .open(
-            &media.names.snapshot_tmp,
-            &OpenOptions {
-                truncate: true,
-                ..OpenOptions::create()
-            },
-        )
+        .open(&media.names.snapshot_tmp, &OpenOptions::create_new())
         .map_err(host_err)?;
     fs.write_all_at(&tmp, 0, &bytes).map_err(host_err)?;
     // persist: the new snapshot's bytes are durable before its name replaces the old one.
