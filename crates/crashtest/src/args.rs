@@ -3,13 +3,14 @@
 // without linking the harness. A module of atomfs-crashtest (main.rs); needs only clap.
 
 /// Engine names `--engine` takes (each engine's crash_target::NAMES; targets.rs checks it).
-pub const ENGINE_NAMES: &str = "pool (every mode but NC), pool-fcfs, pool-nc, pool-fgwal, pool-scsp, pool-soc, pool-sync, mmio (every policy), mmio-hybrid, mmio-undo, mmio-redo";
+pub const ENGINE_NAMES: &str = "pool (every mode but NC), pool-fcfs, pool-nc, pool-fgwal, pool-scsp, pool-soc, pool-sync, mmio (every policy), mmio-hybrid, mmio-undo, mmio-redo, remap (every mode), remap-reflink, remap-copy";
 
 #[derive(clap::Args, Debug, Clone, PartialEq, Eq)]
 pub struct CrashtestArgs {
     /// An engine, run in every mode: pool (fcfs, fgwal, scsp, soc, sync), mmio (hybrid, undo,
-    /// redo); or one mode: pool-fcfs, pool-nc, pool-fgwal, pool-scsp, pool-soc, pool-sync,
-    /// mmio-hybrid, mmio-undo, mmio-redo. Workloads and kills are per mode.
+    /// redo), remap (reflink, copy); or one mode: pool-fcfs, pool-nc, pool-fgwal, pool-scsp,
+    /// pool-soc, pool-sync, mmio-hybrid, mmio-undo, mmio-redo, remap-reflink, remap-copy.
+    /// Workloads and kills are per mode.
     #[arg(long, default_value = "pool")]
     pub engine: String,
     /// Simulated workloads (each checked at every fence of its run); default 10, or no limit

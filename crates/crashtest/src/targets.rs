@@ -31,6 +31,14 @@ const ENTRIES: &[Entry] = &[
             mmio::crash_target::MmioTarget::by_name(name).map(|t| Arc::new(t) as Arc<dyn Target>)
         },
     },
+    Entry {
+        family: "remap",
+        modes: remap::crash_target::MODES,
+        names: remap::crash_target::NAMES,
+        by_name: |name| {
+            remap::crash_target::RemapTarget::by_name(name).map(|t| Arc::new(t) as Arc<dyn Target>)
+        },
+    },
 ];
 
 /// The target called `name` (an engine, with its mode or policy).
@@ -72,6 +80,8 @@ mod tests {
             "mmio-hybrid",
             "mmio-undo",
             "mmio-redo",
+            "remap-reflink",
+            "remap-copy",
         ] {
             let t = by_name(name).unwrap_or_else(|| panic!("known engine {name}"));
             assert_eq!(crash::CrashTarget::name(t.as_ref()), name);

@@ -22,11 +22,13 @@
 
 pub mod access;
 mod entries;
+mod entries_remap;
 pub mod lock;
 mod options;
 
 pub use access::Access;
 pub use entries::{pool_config_for, MmioEngine, PoolEngine, MMIO, POOL};
+pub use entries_remap::{RemapEngine, REMAP};
 pub use lock::StoreLock;
 pub use options::{parse_duration, parse_size, OptionKind, OptionSpec, OptionUse, Options};
 
@@ -34,6 +36,7 @@ pub use options::{parse_duration, parse_size, OptionKind, OptionSpec, OptionUse,
 pub mod config {
     pub use mmio::{MmioConfig, PolicyMode};
     pub use pool::{Mode as PoolMode, PoolConfig};
+    pub use remap::RemapConfig;
 }
 
 use std::fs::{File, OpenOptions};
@@ -80,7 +83,7 @@ pub trait Engine: Send + Sync {
 }
 
 /// Every engine of this build, in the order [`probe`] tries them.
-pub static ENGINES: &[&dyn Engine] = &[&POOL, &MMIO];
+pub static ENGINES: &[&dyn Engine] = &[&POOL, &MMIO, &REMAP];
 
 /// The names of every engine, comma-separated (for messages and help texts).
 pub fn names() -> String {

@@ -39,8 +39,6 @@ const REGION_LEN: u64 = 4096;
 const FORMATTED_HOSTS_MAX: usize = 256;
 /// Recovered host models kept for the crashes of their recovery and a second recovery.
 const RECOVERED_HOSTS_MAX: usize = 1024;
-/// Name of the journal file in the simulated store directory.
-const JOURNAL: &str = "store.remap";
 
 /// The remap engine, remapping or copying at checkpoints.
 #[derive(Clone, Debug)]
@@ -49,10 +47,11 @@ pub struct RemapTarget {
 }
 
 impl RemapTarget {
-    /// "remap" (FICLONERANGE checkpoints) or "remap-copy" (copy-checkpoint).
+    /// "remap-reflink" (FICLONERANGE checkpoints; also "remap") or "remap-copy"
+    /// (copy-checkpoint).
     pub fn by_name(name: &str) -> Option<Self> {
         let copy_checkpoint = match name {
-            "remap" => false,
+            "remap" | "remap-reflink" => false,
             "remap-copy" => true,
             _ => return None,
         };
@@ -293,7 +292,7 @@ impl CrashTarget for RemapTarget {
         if self.config.copy_checkpoint {
             "remap-copy".into()
         } else {
-            "remap".into()
+            "remap-reflink".into()
         }
     }
     fn region_len(&self) -> u64 {
@@ -301,15 +300,11 @@ impl CrashTarget for RemapTarget {
     }
     fn format(&self, region: Arc<SimRegion>) -> Result<Box<dyn Store>> {
         let host = paired(SimHostFs::new(host_config()), region, true);
-        Ok(Box::new(RemapStore::create_on(
-            host,
-            JOURNAL,
-            &self.config,
-        )?))
+        Ok(Box::new(RemapStore::create_on(host, 1, &self.config)?))
     }
     fn recover(&self, region: Arc<SimRegion>) -> Result<Box<dyn Store>> {
         let host = paired(crashed_host(&region)?, region, false);
-        Ok(Box::new(RemapStore::open_on(host, JOURNAL, &self.config)?))
+        Ok(Box::new(RemapStore::open_on(host, Some(1), &self.config)?))
     }
     fn repro_command(&self) -> String {
         REPRO_COMMAND.into()
@@ -322,26 +317,37 @@ pub const REPRO_COMMAND: &str =
     "cargo test -p atomfs-remap --test crash_harness -- --ignored --exact repro --nocapture";
 
 /// The names [`RemapTarget::by_name`] takes.
-pub const NAMES: &str = "remap, remap-copy";
+pub const NAMES: &str = "remap (every mode), remap-reflink, remap-copy";
 
 /// The modes `atomfs crashtest --engine remap` runs.
-pub const MODES: &[&str] = &["remap", "remap-copy"];
+pub const MODES: &[&str] = &["remap-reflink", "remap-copy"];
 
-/// On real files the pool of a torture round is the journal file; its directory holds the
-/// snapshot and the home files next to it. A directory without reflink (tmpfs) gets
-/// copy-checkpoint.
+fn home_of(pool: &Path) -> std::path::PathBuf {
+    let mut p = pool.as_os_str().to_owned();
+    p.push(".home");
+    std::path::PathBuf::from(p)
+}
+
+/// On real files a torture round's store is its pool file and a home directory next to it
+/// (`<pool>.home`). A directory without reflink (tmpfs) gets copy-checkpoint.
 impl KillTarget for RemapTarget {
     fn name(&self) -> String {
         CrashTarget::name(self)
     }
     fn create_pool(&self, path: &Path) -> Result<Box<dyn Store>> {
-        match HostRemapStore::create(path, &self.config) {
+        let home = home_of(path);
+        std::fs::create_dir_all(&home).map_err(|e| Error::Io {
+            path: home.display().to_string(),
+            op: "create directory",
+            source: e,
+        })?;
+        match HostRemapStore::create(path, &home, &self.config) {
             Err(Error::Unsupported(_)) => {
                 let config = RemapConfig {
                     copy_checkpoint: true,
                     ..self.config.clone()
                 };
-                Ok(Box::new(HostRemapStore::create(path, &config)?))
+                Ok(Box::new(HostRemapStore::create(path, &home, &config)?))
             }
             other => Ok(Box::new(other?)),
         }
@@ -350,14 +356,7 @@ impl KillTarget for RemapTarget {
         Ok(Box::new(HostRemapStore::open(path, &self.config)?))
     }
     fn remove_pool(&self, path: &Path) {
-        let with = |suffix: &str| {
-            let mut p = path.as_os_str().to_owned();
-            p.push(suffix);
-            std::path::PathBuf::from(p)
-        };
         let _ = std::fs::remove_file(path);
-        let _ = std::fs::remove_file(with(".meta"));
-        let _ = std::fs::remove_file(with(".meta.tmp"));
-        let _ = std::fs::remove_dir_all(with(".files"));
+        let _ = std::fs::remove_dir_all(home_of(path));
     }
 }

@@ -25,7 +25,7 @@ pub mod journal;
 mod namespace;
 mod store;
 
-pub use crate::store::{Counters, HostRemapStore, RemapStore};
+pub use crate::store::{recorded_home, Counters, HostRemapStore, RemapStore};
 
 /// How a checkpoint moves committed blocks home.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -35,7 +35,7 @@ extern "C" fn remove_base() {
     let _ = std::fs::remove_dir_all(base());
 }
 
-fn new_journal() -> PathBuf {
+fn new_pool() -> PathBuf {
     CLEANUP.call_once(|| {
         // SAFETY: registers a plain extern "C" function with no arguments; it only removes
         // this process's scratch directory at exit.
@@ -45,8 +45,8 @@ fn new_journal() -> PathBuf {
         };
     });
     let d = base().join(N.fetch_add(1, Ordering::Relaxed).to_string());
-    std::fs::create_dir_all(&d).unwrap();
-    d.join("store.remap")
+    std::fs::create_dir_all(d.join("home")).unwrap();
+    d.join("store.pool")
 }
 
 fn config() -> RemapConfig {
@@ -57,15 +57,15 @@ fn config() -> RemapConfig {
 }
 
 fn path_of(s: &dyn Store) -> PathBuf {
-    s.as_any()
-        .downcast_ref::<HostRemapStore>()
-        .unwrap()
-        .journal_path()
+    let home = s.as_any().downcast_ref::<HostRemapStore>().unwrap().home();
+    home.parent().unwrap().join("store.pool")
 }
 
 impl Harness for RemapHarness {
     fn fresh(&self) -> Box<dyn Store> {
-        Box::new(HostRemapStore::create(&new_journal(), &config()).unwrap())
+        let pool = new_pool();
+        let home = pool.parent().unwrap().join("home");
+        Box::new(HostRemapStore::create(&pool, &home, &config()).unwrap())
     }
     fn reopen_clean(&self, store: Box<dyn Store>) -> Box<dyn Store> {
         let p = path_of(store.as_ref());

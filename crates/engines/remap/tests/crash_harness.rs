@@ -24,8 +24,8 @@ const fn ci(first: u64, workloads: u64, threads: usize) -> Sim {
 
 crash::crash_tests! {
     targets: remap::crash_target::RemapTarget::by_name, repro "remap";
-    sim remap_crash_ci("remap", ci(1, 12, 1));
+    sim remap_crash_ci("remap-reflink", ci(1, 12, 1));
     sim remap_copy_crash_ci("remap-copy", ci(101, 6, 1));
-    sim remap_crash_two_threads("remap", ci(301, 4, 2));
-    torture remap_torture("remap", Torture { seed: 5, rounds: 30, kill_after_ms_max: 60 });
+    sim remap_crash_two_threads("remap-reflink", ci(301, 4, 2));
+    torture remap_torture("remap-reflink", Torture { seed: 5, rounds: 30, kill_after_ms_max: 60 });
 }

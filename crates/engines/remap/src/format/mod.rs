@@ -2,8 +2,12 @@
 //! block, the commit records that follow it, and the checkpoint snapshot file.
 //!
 //! ```text
+//! pool file:     0 magic "ATFSREMP" | 8 version u32 | 12 home_len u32 | 16 store_id u64
+//!                | 24 home path (home_len bytes, absolute, canonical)
+//!                | 24+home_len crc32c(0..24+home_len) u32
 //! journal file:  | header block | record | record | ...          (every record block-aligned)
-//! header block:  0 magic "ATFSREMP" | 8 version u32 | 12 block_len u32 | 16 crc32c(0..16) u32
+//! header block:  0 magic "ATFSRMJL" | 8 version u32 | 12 block_len u32 | 16 store_id u64
+//!                | 24 crc32c(0..24) u32
 //! record:        | header blocks (header + payload, zero-padded) | data blocks |
 //! record header: 0 magic "ATFSRMRC" | 8 version u32 | 12 kind u32 | 16 generation u64
 //!                | 24 seq u64 | 32 payload_len u32 | 36 data_blocks u32
@@ -25,8 +29,12 @@ pub const BLOCK: u64 = 4096;
 pub const BLOCK_USIZE: usize = BLOCK as usize;
 /// Format version of every structure here.
 pub const VERSION: u32 = 1;
-/// Magic of the journal file's header block (what the registry probes).
-pub const JOURNAL_MAGIC: &[u8; 8] = b"ATFSREMP";
+/// Magic of the pool file (what the registry probes).
+pub const POOL_MAGIC: &[u8; 8] = b"ATFSREMP";
+/// Magic of the journal file's header block.
+pub const JOURNAL_MAGIC: &[u8; 8] = b"ATFSRMJL";
+/// Longest home directory path a pool file records.
+pub const HOME_LEN_MAX: usize = 4096;
 /// Magic of a commit record's header.
 pub const RECORD_MAGIC: &[u8; 8] = b"ATFSRMRC";
 /// Magic of the snapshot file.
@@ -38,12 +46,64 @@ pub const KIND_COMMIT: u32 = 1;
 /// Largest file (keeps block arithmetic in u64 safe).
 pub const FILE_SIZE_MAX: u64 = 1 << 44;
 
+/// The pool file: the store's identity and its home directory.
+pub fn encode_pool(store_id: u64, home: &[u8]) -> Result<Vec<u8>> {
+    if home.is_empty() || home.len() > HOME_LEN_MAX {
+        return Err(Error::InvalidArgument(format!(
+            "home directory path of {} bytes (1..={HOME_LEN_MAX})",
+            home.len()
+        )));
+    }
+    let mut w = Writer::new();
+    w.bytes(POOL_MAGIC);
+    w.u32(VERSION);
+    w.u32(home.len() as u32);
+    w.u64(store_id);
+    w.bytes(home);
+    let mut v = w.into_vec();
+    let crc = crc32c::crc32c(&v);
+    v.extend_from_slice(&crc.to_le_bytes());
+    assert_eq!(decode_pool(&v).ok(), Some((store_id, home.to_vec())));
+    Ok(v)
+}
+
+/// Check a pool file: its store id and home directory path.
+pub fn decode_pool(file: &[u8]) -> Result<(u64, Vec<u8>)> {
+    if file.get(..8) != Some(&POOL_MAGIC[..]) {
+        return Err(Error::BadMagic("remap pool file".into()));
+    }
+    if le_u32(file, 8) != VERSION {
+        return Err(Error::UnsupportedVersion {
+            what: "remap pool file".into(),
+            found: le_u32(file, 8),
+            supported: VERSION,
+        });
+    }
+    let len = le_u32(file, 12) as usize;
+    let corrupt = |what: &str| Error::Corrupt {
+        what: format!("remap pool file: {what}"),
+        offset: 0,
+    };
+    if len == 0 || len > HOME_LEN_MAX {
+        return Err(corrupt("home path length"));
+    }
+    let body = file.get(..24 + len).ok_or_else(|| corrupt("truncated"))?;
+    if crc32c::crc32c(body) != le_u32(file, 24 + len) || file.len() < 28 + len {
+        return Err(corrupt("checksum"));
+    }
+    Ok((
+        le_u64(file, 16),
+        body.get(24..).unwrap_or_default().to_vec(),
+    ))
+}
+
 /// The journal file's header block.
-pub fn encode_journal_header() -> Vec<u8> {
+pub fn encode_journal_header(store_id: u64) -> Vec<u8> {
     let mut w = Writer::new();
     w.bytes(JOURNAL_MAGIC);
     w.u32(VERSION);
     w.u32(BLOCK as u32);
+    w.u64(store_id);
     let mut v = w.into_vec();
     let crc = crc32c::crc32c(&v);
     v.extend_from_slice(&crc.to_le_bytes());
@@ -51,8 +111,8 @@ pub fn encode_journal_header() -> Vec<u8> {
     v
 }
 
-/// Check a journal header block.
-pub fn check_journal_header(block: &[u8]) -> Result<()> {
+/// Check a journal header block; returns the store id it names.
+pub fn check_journal_header(block: &[u8]) -> Result<u64> {
     if block.get(..8) != Some(&JOURNAL_MAGIC[..]) {
         return Err(Error::BadMagic("remap journal".into()));
     }
@@ -64,14 +124,14 @@ pub fn check_journal_header(block: &[u8]) -> Result<()> {
             supported: VERSION,
         });
     }
-    let crc = crc32c::crc32c(block.get(..16).unwrap_or_default());
-    if le_u32(block, 16) != crc || le_u32(block, 12) != BLOCK as u32 {
+    let crc = crc32c::crc32c(block.get(..24).unwrap_or_default());
+    if le_u32(block, 24) != crc || le_u32(block, 12) != BLOCK as u32 {
         return Err(Error::Corrupt {
             what: "remap journal header (checksum or block size)".into(),
             offset: 0,
         });
     }
-    Ok(())
+    Ok(le_u64(block, 16))
 }
 
 /// A decoded record header.

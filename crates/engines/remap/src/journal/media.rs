@@ -1,6 +1,5 @@
-//! The store's files on the host file system: the journal, the home files (one per inode,
-//! `<journal name>.files/<ino>`), the snapshot (`<journal name>.meta`), and block reads of
-//! them. Every byte the engine writes goes through [`hostfs::HostFs`].
+//! The store's files in its home directory: the journal (`remap.journal`), the home files
+//! (one per inode, `files/<ino>`), the snapshot (`remap.meta`), and block reads of them. Every byte the engine writes goes through [`hostfs::HostFs`].
 
 use crate::atree::Block;
 use crate::format::{BLOCK, BLOCK_USIZE};
@@ -11,7 +10,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use store::{Ino, Result};
 
-/// Paths of a store's files inside its directory.
+/// The journal file in the home directory.
+pub const JOURNAL_NAME: &str = "remap.journal";
+/// The snapshot (checkpoint mark) in the home directory.
+pub const SNAPSHOT_NAME: &str = "remap.meta";
+/// The directory of home files, one per inode, named by inode number.
+pub const FILES_DIR_NAME: &str = "files";
+
+/// Paths of a store's files inside its home directory.
 #[derive(Clone, Debug)]
 pub struct Names {
     pub journal: PathBuf,
@@ -20,13 +26,20 @@ pub struct Names {
     pub files_dir: PathBuf,
 }
 
+impl Default for Names {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Names {
-    pub fn new(journal: &str) -> Names {
+    /// The fixed names inside a home directory.
+    pub fn new() -> Names {
         Names {
-            journal: PathBuf::from(journal),
-            snapshot: PathBuf::from(format!("{journal}.meta")),
-            snapshot_tmp: PathBuf::from(format!("{journal}.meta.tmp")),
-            files_dir: PathBuf::from(format!("{journal}.files")),
+            journal: PathBuf::from(JOURNAL_NAME),
+            snapshot: PathBuf::from(SNAPSHOT_NAME),
+            snapshot_tmp: PathBuf::from(format!("{SNAPSHOT_NAME}.tmp")),
+            files_dir: PathBuf::from(FILES_DIR_NAME),
         }
     }
     pub fn home(&self, ino: Ino) -> PathBuf {
@@ -53,6 +66,11 @@ impl<H: HostFs> Media<H> {
             homes: HashMap::new(),
             files_dir_dirty: false,
         }
+    }
+
+    /// Give back the file system (closing every file).
+    pub fn into_fs(self) -> H {
+        self.fs
     }
 
     /// The home file of `ino`, opened once; `create`: create it when missing. `None` when it

@@ -12,7 +12,10 @@ use crate::namespace::state::State;
 use crate::{host_err, CheckpointMode, RemapConfig};
 use hostfs::{Capability, HostFs, OpenOptions, RealHostFs};
 use parking_lot::{Mutex, MutexGuard};
-use std::path::Path;
+use std::io::Write;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use store::{Error, Result};
 
 /// Named counters of the engine.
@@ -50,38 +53,97 @@ pub struct RemapStore<H: HostFs> {
 /// The engine on a real directory.
 pub type HostRemapStore = RemapStore<RealHostFs>;
 
-fn split(path: &Path) -> Result<(&Path, String)> {
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .ok_or_else(|| Error::InvalidArgument(format!("{}: not a file name", path.display())))?;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    Ok((dir, name.to_string()))
+/// A store id: distinct for every store created (a precise clock, the process, a counter).
+fn new_store_id() -> u64 {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+    let mut x = t ^ (u64::from(std::process::id()) << 32) ^ seq.wrapping_mul(0xD6E8_FEB8_6659_FD93);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (x ^ (x >> 31)) | 1
+}
+
+fn io(path: &Path, op: &'static str, e: std::io::Error) -> Error {
+    Error::Io {
+        path: path.display().to_string(),
+        op,
+        source: e,
+    }
+}
+
+/// The home directory recorded in the pool file at `pool`, and the store id.
+pub fn recorded_home(pool: &Path) -> Result<(u64, PathBuf)> {
+    let bytes = std::fs::read(pool).map_err(|e| io(pool, "read", e))?;
+    let (id, home) = crate::format::decode_pool(&bytes)?;
+    let home = PathBuf::from(std::ffi::OsString::from_vec(home));
+    if !home.is_absolute() {
+        return Err(Error::Corrupt {
+            what: format!(
+                "{}: recorded home {:?} is not absolute",
+                pool.display(),
+                home
+            ),
+            offset: 24,
+        });
+    }
+    Ok((id, home))
 }
 
 impl HostRemapStore {
-    /// Format a new store whose journal is the file `path`; its directory is the store
-    /// directory (home files in `<path>.files/`, the snapshot in `<path>.meta`).
-    pub fn create(path: &Path, config: &RemapConfig) -> Result<Self> {
-        let (dir, name) = split(path)?;
-        let fs = RealHostFs::open(dir).map_err(host_err)?;
-        Self::create_on(fs, &name, config)
+    /// Format a new store: `home` (an existing directory on XFS with reflink or Btrfs, or any
+    /// file system with `copy_checkpoint`) holds the journal, the snapshot and the files;
+    /// `pool` (a new or empty file) records the store id and the home directory.
+    pub fn create(pool: &Path, home: &Path, config: &RemapConfig) -> Result<Self> {
+        let home = home
+            .canonicalize()
+            .map_err(|e| io(home, "open home directory", e))?;
+        let fs = RealHostFs::open(&home).map_err(host_err)?;
+        let id = new_store_id();
+        let record = crate::format::encode_pool(id, home.as_os_str().as_bytes())?;
+        let store = Self::create_on(fs, id, config)?;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(pool)
+            .map_err(|e| io(pool, "open", e))?;
+        f.write_all(&record).map_err(|e| io(pool, "write", e))?;
+        // persist: the pool file names its home; until this, no front end can open the
+        // store (a crash leaves an empty pool file and a formatted home directory).
+        f.sync_all().map_err(|e| io(pool, "fsync", e))?;
+        Ok(store)
     }
 
-    /// Open the store whose journal is `path`, running recovery.
-    pub fn open(path: &Path, config: &RemapConfig) -> Result<Self> {
-        let (dir, name) = split(path)?;
-        let fs = RealHostFs::open(dir).map_err(host_err)?;
-        Self::open_on(fs, &name, config)
+    /// Open the store whose pool file is `pool`, in the home directory it records, running
+    /// recovery.
+    pub fn open(pool: &Path, config: &RemapConfig) -> Result<Self> {
+        let (id, home) = recorded_home(pool)?;
+        let fs = RealHostFs::open(&home).map_err(|e| match host_err(e) {
+            Error::NotFound(_) => Error::NotFound(format!(
+                "home directory {} of {} is missing (moved or deleted?)",
+                home.display(),
+                pool.display()
+            )),
+            other => other,
+        })?;
+        Self::open_on(fs, Some(id), config).map_err(|e| match e {
+            Error::CrossStore(m) => Error::CrossStore(format!(
+                "{} and its home directory {} do not belong together: {m}",
+                pool.display(),
+                home.display()
+            )),
+            other => other,
+        })
     }
 }
 
 impl<H: HostFs> RemapStore<H> {
-    /// Format a new store in `fs` named `name` (the journal file's name).
-    pub fn create_on(fs: H, name: &str, config: &RemapConfig) -> Result<Self> {
+    /// Format a new store in the home directory `fs` (which must hold no store yet).
+    pub fn create_on(fs: H, store_id: u64, config: &RemapConfig) -> Result<Self> {
         let mode = if config.copy_checkpoint {
             CheckpointMode::Copy
         } else {
@@ -96,29 +158,30 @@ impl<H: HostFs> RemapStore<H> {
                 fs.root().display()
             )));
         }
-        let names = Names::new(name);
+        let names = Names::new();
         let journal = fs
             .open(&names.journal, &OpenOptions::create_new())
+            .map_err(|e| match host_err(e) {
+                Error::Exists(m) => Error::Exists(format!("{m}: the home directory holds a store")),
+                other => other,
+            })?;
+        fs.write_all_at(&journal, 0, &crate::format::encode_journal_header(store_id))
             .map_err(host_err)?;
-        fs.write_all_at(&journal, 0, &crate::format::encode_journal_header())
-            .map_err(host_err)?;
-        // persist: the journal header (what identifies the store) is durable.
+        // persist: the journal header (the store's id) is durable.
         fs.sync_data(&journal).map_err(host_err)?;
-        fs.mkdir(&names.files_dir, 0o755).map_err(host_err)?;
+        fs.mkdir(&names.files_dir, 0o700).map_err(host_err)?;
         let media = Media::new(fs, names, journal);
         let st = State::empty();
         recovery::write_snapshot(&media, &st, 1, mode)?;
-        // persist: the journal's and the home directory's entries are durable.
+        // persist: the journal's and the files directory's entries are durable.
         media.fs.sync_dir(Path::new("")).map_err(host_err)?;
-        let Media { fs, names, .. } = media;
-        drop(names);
-        Self::open_on(fs, name, config)
+        Self::open_on(media.into_fs(), Some(store_id), config)
     }
 
-    /// Open the store named `name` in `fs`, running recovery (redo of every committed record,
-    /// then a checkpoint).
-    pub fn open_on(fs: H, name: &str, config: &RemapConfig) -> Result<Self> {
-        let inner = recovery::open(fs, name, config)?;
+    /// Open the store in the home directory `fs`, running recovery (redo of every committed
+    /// record, then a checkpoint). `store_id`: the id the journal must carry.
+    pub fn open_on(fs: H, store_id: Option<u64>, config: &RemapConfig) -> Result<Self> {
+        let inner = recovery::open(fs, store_id, config)?;
         Ok(RemapStore {
             inner: Mutex::new(inner),
         })
@@ -148,8 +211,13 @@ impl<H: HostFs> RemapStore<H> {
         self.live()?.checkpoint()
     }
 
-    /// The journal file's path (the store's path), for tools and reopening.
-    pub fn journal_path(&self) -> std::path::PathBuf {
+    /// The home directory.
+    pub fn home(&self) -> PathBuf {
+        self.inner.lock().media.fs.root().to_path_buf()
+    }
+
+    /// The journal file's path.
+    pub fn journal_path(&self) -> PathBuf {
         let g = self.inner.lock();
         g.media.fs.root().join(&g.media.names.journal)
     }

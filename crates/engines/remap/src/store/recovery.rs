@@ -109,14 +109,24 @@ fn read_file<H: HostFs>(fs: &H, path: &Path) -> Result<Vec<u8>> {
 }
 
 /// Open and recover a store.
-pub(crate) fn open<H: HostFs>(fs: H, name: &str, config: &RemapConfig) -> Result<Inner<H>> {
-    let names = Names::new(name);
+pub(crate) fn open<H: HostFs>(
+    fs: H,
+    store_id: Option<u64>,
+    config: &RemapConfig,
+) -> Result<Inner<H>> {
+    let names = Names::new();
     let journal = fs
         .open(&names.journal, &OpenOptions::read_write())
         .map_err(host_err)?;
     let mut head = [0u8; 64];
     fs.read_full_at(&journal, 0, &mut head).map_err(host_err)?;
-    check_journal_header(&head)?;
+    let found = check_journal_header(&head)?;
+    if store_id.is_some_and(|id| id != found) {
+        return Err(Error::CrossStore(format!(
+            "the journal belongs to store {found:#x}, the pool file names {:#x}",
+            store_id.unwrap_or(0)
+        )));
+    }
     let snapshot = read_file(&fs, &names.snapshot)?;
     let (sh, flags, payload) = decode_snapshot(&snapshot)?;
     let mode = if flags & FLAG_COPY != 0 {
