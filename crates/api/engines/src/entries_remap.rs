@@ -9,6 +9,8 @@ use store::{Error, Result, Store};
 pub struct RemapEngine;
 pub static REMAP: RemapEngine = RemapEngine;
 
+const CHECKPOINTS: &[&str] = &["remap", "copy"];
+
 const REMAP_OPTIONS: &[OptionSpec] = &[
     OptionSpec {
         key: "home",
@@ -18,11 +20,11 @@ const REMAP_OPTIONS: &[OptionSpec] = &[
         help: "directory on XFS (reflink=1) or Btrfs that holds the files, the journal and the snapshot (required; recorded in the pool file)",
     },
     OptionSpec {
-        key: "copy_checkpoint",
-        kind: OptionKind::Bool,
+        key: "checkpoint",
+        kind: OptionKind::Choice(CHECKPOINTS),
         when: OptionUse::Create,
-        default: "false",
-        help: "checkpoint by copy + fsync instead of remapping (for a home without reflink: ext4, tmpfs; correct but slower)",
+        default: "remap",
+        help: "how checkpoints move data home: remap (FICLONERANGE: XFS reflink=1, Btrfs) or copy (copy-checkpoint, for a home without reflink such as ext4 or tmpfs: correct but slower)",
     },
     OptionSpec {
         key: "size",
@@ -36,9 +38,15 @@ const REMAP_OPTIONS: &[OptionSpec] = &[
 impl RemapEngine {
     pub fn config(&self, options: &Options) -> Result<remap::RemapConfig> {
         let mut config = remap::RemapConfig::default();
-        if let Some(on) = options.flag("copy_checkpoint")? {
-            config.copy_checkpoint = on;
-        }
+        config.copy_checkpoint = match options.get("checkpoint") {
+            None | Some("remap") => false,
+            Some("copy") => true,
+            Some(other) => {
+                return Err(Error::InvalidArgument(format!(
+                    "option checkpoint: {other:?} is not remap or copy"
+                )))
+            }
+        };
         if let Some(size) = options.size("size")? {
             config.checkpoint_journal_len = size.max(64 << 10);
         }

@@ -82,9 +82,9 @@ fn every_engine_creates_probes_and_reopens_by_path() {
             let home = s.path(&format!("{}-home", engine.name()));
             std::fs::create_dir(&home).expect("home");
             options.set("home", home.display().to_string());
-            if engine.options().iter().any(|o| o.key == "copy_checkpoint") {
+            if engine.name() == "remap" {
                 // The scratch directory is on tmpfs, which cannot remap (no reflink).
-                options.set("copy_checkpoint", "true");
+                options.set("checkpoint", "copy");
             }
         }
         let opened = create(&pool, engine.name(), &options).expect("create");
@@ -328,11 +328,11 @@ fn remap_on_a_home_without_reflink_names_the_file_system_and_the_flag() {
     let e = create(&pool, "remap", &options).expect_err("tmpfs has no reflink");
     let text = e.to_string();
     assert!(
-        text.contains("tmpfs") && text.contains("--copy-checkpoint") && text.contains("reflink"),
+        text.contains("tmpfs") && text.contains("checkpoint=copy") && text.contains("reflink"),
         "{text}"
     );
     assert!(!pool.exists(), "a refused create left a pool file");
-    let opened = create(&pool, "remap", &options.with("copy_checkpoint", "true"))
+    let opened = create(&pool, "remap", &options.with("checkpoint", "copy"))
         .expect("copy-checkpoint accepted");
     assert_eq!(opened.store.engine_name(), "remap (copy-checkpoint)");
     opened.unmount().expect("unmount");

@@ -152,8 +152,8 @@ impl<H: HostFs> RemapStore<H> {
         if mode == CheckpointMode::Remap && !fs.capabilities().has(Capability::Reflink) {
             return Err(Error::Unsupported(format!(
                 "the remap engine needs reflink (FICLONERANGE), which {} at {} does not offer; \
-                 use XFS (reflink=1) or Btrfs, or pass --copy-checkpoint (option \
-                 copy_checkpoint=true: checkpoint by copy, correct but slower)",
+                 use XFS (reflink=1) or Btrfs, or create it with copy-checkpoint \
+                 (-o checkpoint=copy; `--engine remap-copy` in atomfs demo): correct but slower",
                 fs.capabilities().fs_type,
                 fs.root().display()
             )));
