@@ -105,12 +105,13 @@ impl Journal {
     /// references to the blocks the home files now share.
     pub fn reset<H: HostFs>(&mut self, media: &Media<H>, generation: u64) -> Result<()> {
         assert!(generation > self.generation, "generations only grow");
-        media.fs.set_len(&media.journal, BLOCK).map_err(host_err)?;
+        // The snapshot of `generation` is durable: from here records must carry it, even if
+        // the truncate below fails (stale records of older generations are ignored anyway).
         self.generation = generation;
         self.next_seq = 1;
         self.append_block = 1;
         self.records = 0;
-        Ok(())
+        media.fs.set_len(&media.journal, BLOCK).map_err(host_err)
     }
 }
 
