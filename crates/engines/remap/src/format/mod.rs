@@ -72,6 +72,12 @@ pub fn decode_pool(file: &[u8]) -> Result<(u64, Vec<u8>)> {
     if file.get(..8) != Some(&POOL_MAGIC[..]) {
         return Err(Error::BadMagic("remap pool file".into()));
     }
+    if file.len() < 28 {
+        return Err(Error::Corrupt {
+            what: format!("remap pool file: truncated ({} bytes)", file.len()),
+            offset: 0,
+        });
+    }
     if le_u32(file, 8) != VERSION {
         return Err(Error::UnsupportedVersion {
             what: "remap pool file".into(),

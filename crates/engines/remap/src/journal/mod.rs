@@ -125,6 +125,7 @@ pub fn scan<H: HostFs>(media: &Media<H>, generation: u64) -> Result<(Vec<Scanned
     let mut seq = 1u64;
     loop {
         let Some(rec) = read_record(media, block, generation, seq)? else {
+            check_no_later_record(media, block, generation, seq)?;
             return Ok((out, block));
         };
         block = block
@@ -133,6 +134,35 @@ pub fn scan<H: HostFs>(media: &Media<H>, generation: u64) -> Result<(Vec<Scanned
         seq += 1;
         out.push(rec);
     }
+}
+
+/// The scan stopped at `block` (record `seq` missing or failing a checksum). A torn commit is
+/// the last record ever written (its sync never returned, so nothing was appended after it);
+/// a later valid record of the same generation means the journal was edited or damaged
+/// behind the engine's back, and opening would silently drop committed records: an error.
+fn check_no_later_record<H: HostFs>(
+    media: &Media<H>,
+    block: u64,
+    generation: u64,
+    seq: u64,
+) -> Result<()> {
+    let len = media.fs.file_stat(&media.journal).map_err(host_err)?.len;
+    for b in block + 1..len.div_ceil(BLOCK) {
+        let head = media.read_journal_block(b)?;
+        if let Some(h) = decode_record_header(&head[..]) {
+            if h.generation == generation && h.seq > seq {
+                return Err(corrupt(
+                    &format!(
+                        "record {seq} fails its checksums but record {} follows at block {b} \
+                         (journal edited or damaged)",
+                        h.seq
+                    ),
+                    block,
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn corrupt(what: &str, block: u64) -> Error {
