@@ -21,6 +21,7 @@ pub mod atree;
 #[cfg(feature = "crash-target")]
 pub mod crash_target;
 pub mod format;
+pub mod ftl;
 pub mod journal;
 mod namespace;
 mod store;

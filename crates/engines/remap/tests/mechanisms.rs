@@ -163,3 +163,38 @@ fn abortv_drops_and_syncv_commits_several_files_as_one() {
         (b"second".to_vec(), b"second".to_vec())
     );
 }
+
+/// The FTL model driven by the engine's own block trace, for the seed's Figure 3 scenario
+/// (one block of each of two files updated in one transaction, then a checkpoint): the
+/// journal record is one header block (descriptor, metadata and commit mark together) and
+/// the two data blocks; the checkpoint is one SHARE command plus the snapshot's page. With
+/// copy-checkpoint the two home blocks are written again instead.
+#[test]
+fn ftl_model_counts_flash_writes_of_the_engine_trace() {
+    use remap::ftl::Ftl;
+    for copy in [false, true] {
+        let sim = SimHostFs::default();
+        let c = RemapConfig {
+            copy_checkpoint: copy,
+            ..config()
+        };
+        let s = RemapStore::create_on(sim.clone(), 9, &c).unwrap();
+        let (a, b) = (open(&s, "/a", false), open(&s, "/b", false));
+        s.write(a, 0, &[1u8; 4096]).unwrap();
+        s.write(b, 0, &[1u8; 4096]).unwrap();
+        assert!(s.checkpoint().unwrap());
+        s.start_trace();
+        let tx = s.tx_begin(&[a, b]).unwrap();
+        s.write(a, 0, &[2u8; 4096]).unwrap();
+        s.write(b, 0, &[2u8; 4096]).unwrap();
+        s.tx_commit(tx).unwrap();
+        assert!(s.checkpoint().unwrap());
+        let counts = Ftl::replay(&s.take_trace());
+        let want = if copy { (6, 0) } else { (4, 1) };
+        assert_eq!(
+            (counts.page_writes, counts.share_commands),
+            want,
+            "copy {copy}"
+        );
+    }
+}

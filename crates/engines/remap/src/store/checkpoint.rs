@@ -9,6 +9,7 @@
 
 use super::Inner;
 use crate::format::{BLOCK, BLOCK_USIZE};
+use crate::ftl::TraceEvent;
 use crate::store::recovery::write_snapshot;
 use crate::{host_err, CheckpointMode};
 use hostfs::HostFs;
@@ -35,7 +36,11 @@ impl<H: HostFs> Inner<H> {
         }
         self.media.sync_files_dir()?;
         let generation = self.journal.generation() + 1;
-        write_snapshot(&self.media, &self.st, generation, self.mode)?;
+        let snapshot_len = write_snapshot(&self.media, &self.st, generation, self.mode)?;
+        self.record(TraceEvent::SnapshotWrite {
+            blocks: snapshot_len.div_ceil(BLOCK),
+        });
+        self.record(TraceEvent::CheckpointEnd);
         for &ino in &dirty {
             if let Some(i) = self.st.inodes.get_mut(&ino) {
                 i.atree.clear();
@@ -62,18 +67,24 @@ impl<H: HostFs> Inner<H> {
         let Some(home) = self.media.home(ino, true)? else {
             return Ok(());
         };
-        let fs = &self.media.fs;
-        let len = fs.file_stat(&home).map_err(host_err)?.len;
+        let len = self.media.fs.file_stat(&home).map_err(host_err)?.len;
         if len > keep {
-            fs.set_len(&home, keep).map_err(host_err)?;
+            self.media.fs.set_len(&home, keep).map_err(host_err)?;
         }
         for (b, j, n) in runs {
+            let fs = &self.media.fs;
             match self.mode {
                 CheckpointMode::Remap => {
                     fs.clone_range(&self.media.journal, j * BLOCK, &home, b * BLOCK, n * BLOCK)
                         .map_err(host_err)?;
                     self.counters.remap_calls += 1;
                     self.counters.remapped_blocks += n;
+                    self.record(TraceEvent::Remap {
+                        ino,
+                        file_block: b,
+                        journal_block: j,
+                        blocks: n,
+                    });
                 }
                 CheckpointMode::Copy => {
                     let mut buf = vec![0u8; n as usize * BLOCK_USIZE];
@@ -81,9 +92,15 @@ impl<H: HostFs> Inner<H> {
                         .map_err(host_err)?;
                     fs.write_all_at(&home, b * BLOCK, &buf).map_err(host_err)?;
                     self.counters.copied_blocks += n;
+                    self.record(TraceEvent::HomeWrite {
+                        ino,
+                        file_block: b,
+                        blocks: n,
+                    });
                 }
             }
         }
+        let fs = &self.media.fs;
         fs.set_len(&home, size).map_err(host_err)?;
         // persist: the home file holds every committed pair before the snapshot that retires
         // the journal records naming them is written.

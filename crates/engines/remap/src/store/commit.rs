@@ -83,6 +83,7 @@ impl<H: HostFs> Inner<H> {
         ops.extend(log);
         ops.append(&mut draft.data_ops);
         ops.push(Op::NextIno(self.st.next_ino));
+        let first = self.journal.len_bytes() / crate::format::BLOCK;
         let start = match self.journal.append(&self.media, &ops, &draft.data) {
             Ok(start) => start,
             Err(e) => {
@@ -90,6 +91,10 @@ impl<H: HostFs> Inner<H> {
                 return Err(e);
             }
         };
+        self.record(crate::ftl::TraceEvent::JournalWrite {
+            block: first,
+            blocks: self.journal.len_bytes() / crate::format::BLOCK - first,
+        });
         self.counters.commits += 1;
         self.counters.commit_blocks += draft.data.len() as u64;
         for (ino, b, index) in draft.placed {

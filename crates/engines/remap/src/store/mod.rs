@@ -43,6 +43,16 @@ pub(crate) struct Inner<H: HostFs> {
     /// durable state is unknown until it is opened again and recovered).
     pub(crate) failed: Option<String>,
     pub(crate) closed: bool,
+    /// Block events for the FTL model, while tracing.
+    pub(crate) trace: Option<Vec<crate::ftl::TraceEvent>>,
+}
+
+impl<H: HostFs> Inner<H> {
+    pub(crate) fn record(&mut self, e: crate::ftl::TraceEvent) {
+        if let Some(t) = self.trace.as_mut() {
+            t.push(e);
+        }
+    }
 }
 
 /// The remap engine over any [`HostFs`] store directory (see the crate documentation).
@@ -220,6 +230,21 @@ impl<H: HostFs> RemapStore<H> {
     pub fn journal_path(&self) -> PathBuf {
         let g = self.inner.lock();
         g.media.fs.root().join(&g.media.names.journal)
+    }
+
+    /// Start recording block events for the FTL model ([`crate::ftl`]).
+    pub fn start_trace(&self) {
+        self.inner.lock().trace = Some(Vec::new());
+    }
+
+    /// The block events recorded since [`start_trace`](Self::start_trace); tracing stops.
+    pub fn take_trace(&self) -> Vec<crate::ftl::TraceEvent> {
+        self.inner.lock().trace.take().unwrap_or_default()
+    }
+
+    /// What the home directory's file system offers, as probed at open.
+    pub fn capabilities(&self) -> hostfs::Capabilities {
+        self.inner.lock().media.fs.capabilities()
     }
 
     /// Bytes of journal in use.

@@ -435,6 +435,7 @@ impl<H: HostFs> Store for RemapStore<H> {
     fn stats(&self) -> Vec<(String, u64)> {
         let g = self.inner.lock();
         let c = g.counters;
+        let caps = g.media.fs.capabilities();
         vec![
             ("inodes".into(), g.st.inodes.len() as u64),
             ("open_handles".into(), g.st.handles.len() as u64),
@@ -452,6 +453,14 @@ impl<H: HostFs> Store for RemapStore<H> {
             (
                 "copy_checkpoint".into(),
                 u64::from(g.mode == CheckpointMode::Copy),
+            ),
+            // What the home's file system offers (probed once at open): the kernel paths
+            // this engine can take there.
+            ("fs_reflink".into(), u64::from(caps.reflink)),
+            ("fs_exchange_range".into(), u64::from(caps.exchange_range)),
+            (
+                "fs_atomic_write_max".into(),
+                caps.atomic_write_unit.map_or(0, |(_, max)| u64::from(max)),
             ),
         ]
     }

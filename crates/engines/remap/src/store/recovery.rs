@@ -33,13 +33,13 @@ use store::{Error, FileKind, Ino, Result, ROOT_INO};
 const FLAG_COPY: u32 = 1;
 
 /// Write the snapshot of `st` (every reachable inode and entry) as generation `generation`
-/// and make it durable: the checkpoint mark.
+/// and make it durable: the checkpoint mark. Returns its length in bytes.
 pub(crate) fn write_snapshot<H: HostFs>(
     media: &Media<H>,
     st: &State,
     generation: u64,
     mode: CheckpointMode,
-) -> Result<()> {
+) -> Result<u64> {
     let mut ops = Vec::new();
     let reachable = reachable(st);
     let mut inos: Vec<&Ino> = reachable.iter().collect();
@@ -80,7 +80,8 @@ pub(crate) fn write_snapshot<H: HostFs>(
         .map_err(host_err)?;
     // persist: the rename is durable: from here recovery starts from this snapshot and
     // ignores every journal record of an older generation.
-    fs.sync_dir(Path::new("")).map_err(host_err)
+    fs.sync_dir(Path::new("")).map_err(host_err)?;
+    Ok(bytes.len() as u64)
 }
 
 fn reachable(st: &State) -> HashSet<Ino> {
@@ -163,6 +164,7 @@ pub(crate) fn open<H: HostFs>(
         counters,
         failed: None,
         closed: false,
+        trace: None,
     };
     // Redo: remap every committed pair home and retire the journal.
     inner.checkpoint()?;
