@@ -3,6 +3,9 @@
 #![allow(dead_code)]
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
+pub mod hostile;
+pub mod kernel_suite;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
