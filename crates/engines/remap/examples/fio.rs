@@ -133,14 +133,16 @@ fn measure(t: &mut dyn Target, disk: &Loop, every: u32, secs: f64, seed: u64) ->
     let before = disk.written();
     let start = Instant::now();
     let mut writes = 0u64;
-    while start.elapsed() < Duration::from_secs_f64(secs) || writes % u64::from(every) != 0 {
+    while start.elapsed() < Duration::from_secs_f64(secs)
+        || !writes.is_multiple_of(u64::from(every))
+    {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
         let off = (x % (FILE_LEN / IO as u64)) * IO as u64;
         t.write(off, &data);
         writes += 1;
-        if writes % u64::from(every) == 0 {
+        if writes.is_multiple_of(u64::from(every)) {
             t.sync();
         }
     }
