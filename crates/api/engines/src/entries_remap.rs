@@ -37,8 +37,7 @@ const REMAP_OPTIONS: &[OptionSpec] = &[
 
 impl RemapEngine {
     pub fn config(&self, options: &Options) -> Result<remap::RemapConfig> {
-        let mut config = remap::RemapConfig::default();
-        config.copy_checkpoint = match options.get("checkpoint") {
+        let copy_checkpoint = match options.get("checkpoint") {
             None | Some("remap") => false,
             Some("copy") => true,
             Some(other) => {
@@ -47,10 +46,15 @@ impl RemapEngine {
                 )))
             }
         };
-        if let Some(size) = options.size("size")? {
-            config.checkpoint_journal_len = size.max(64 << 10);
-        }
-        Ok(config)
+        let defaults = remap::RemapConfig::default();
+        let checkpoint_journal_len = match options.size("size")? {
+            Some(size) => size.max(64 << 10),
+            None => defaults.checkpoint_journal_len,
+        };
+        Ok(remap::RemapConfig {
+            copy_checkpoint,
+            checkpoint_journal_len,
+        })
     }
 }
 
