@@ -125,6 +125,17 @@ impl State {
 
     /// Drop files with no names and no open handles (kept while a transaction may restore
     /// them: the pre-image lives in the transaction anyway).
+    /// Drop `ino` when it has no name left and no open handle (the one inode a call may
+    /// have orphaned: O(handles), not O(inodes)).
+    pub fn collect_orphan(&mut self, ino: Ino) {
+        let orphan = ino != ROOT_INO
+            && self.inodes.get(&ino).is_some_and(|i| i.meta.nlink == 0)
+            && !self.handles.values().any(|h| h.ino == ino);
+        if orphan {
+            self.inodes.remove(&ino);
+        }
+    }
+
     pub fn collect_orphans(&mut self) {
         let open: HashSet<Ino> = self.handles.values().map(|h| h.ino).collect();
         self.inodes
@@ -235,7 +246,7 @@ impl State {
             };
             i.meta.ctime = now;
         }
-        self.collect_orphans();
+        self.collect_orphan(ino);
     }
 
     pub fn is_ancestor(&self, ancestor: Ino, mut ino: Ino) -> bool {

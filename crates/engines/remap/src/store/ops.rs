@@ -34,8 +34,9 @@ impl<H: HostFs> RemapStore<H> {
         g.st.txs.insert(id, Tx::default());
         match f(&mut g.st, Some(TxId(id))) {
             Ok(v) => {
+                // (The internal transaction binds no handle, and the operations that can
+                // orphan an inode collect orphans themselves: no O(inodes) walk per call.)
                 let t = g.st.txs.remove(&id).unwrap_or_default();
-                g.st.collect_orphans();
                 g.commit(t.undo.keys().copied().collect(), t.log)?;
                 Ok(v)
             }
@@ -234,7 +235,7 @@ impl<H: HostFs> Store for RemapStore<H> {
             tx.handles.remove(&fh.0);
         }
         st.handles.remove(&fh.0);
-        st.collect_orphans();
+        st.collect_orphan(h.ino);
         Ok(())
     }
 
@@ -406,7 +407,9 @@ impl<H: HostFs> Store for RemapStore<H> {
                 h.tx = None;
             }
         }
-        g.st.collect_orphans();
+        for ino in t.undo.keys() {
+            g.st.collect_orphan(*ino);
+        }
         g.commit(t.undo.keys().copied().collect(), t.log)
     }
 
