@@ -3,15 +3,16 @@
 // without linking the harness. A module of atomfs-crashtest (main.rs); needs only clap.
 
 /// Engine names `--engine` takes (each engine's crash_target::NAMES; targets.rs checks it).
-pub const ENGINE_NAMES: &str = "pool (every mode but NC), pool-fcfs, pool-nc, pool-fgwal, pool-scsp, pool-soc, pool-sync, mmio (every policy), mmio-hybrid, mmio-undo, mmio-redo, journal (every variant), journal-njs, journal-no-delta, journal-no-gc, journal-all-journal, journal-no-wear, cache (every mode), cache-lazy, cache-through, cache-collide";
+pub const ENGINE_NAMES: &str = "pool (every mode but NC), pool-fcfs, pool-nc, pool-fgwal, pool-scsp, pool-soc, pool-sync, mmio (every policy), mmio-hybrid, mmio-undo, mmio-redo, journal (every variant), journal-njs, journal-no-delta, journal-no-gc, journal-all-journal, journal-no-wear, cache (every mode), cache-lazy, cache-through, cache-collide, remap (every mode), remap-reflink, remap-copy";
 
 #[derive(clap::Args, Debug, Clone, PartialEq, Eq)]
 pub struct CrashtestArgs {
     /// An engine, run in every mode: pool (fcfs, fgwal, scsp, soc, sync), mmio (hybrid, undo,
-    /// redo), journal (njs, no-delta, no-gc, all-journal, no-wear), cache (lazy, through,
-    /// collide); or one mode: pool-fcfs, pool-nc, pool-fgwal, pool-scsp, pool-soc, pool-sync,
-    /// mmio-hybrid, mmio-undo, mmio-redo, journal-njs, journal-no-delta, journal-no-gc,
-    /// journal-all-journal, journal-no-wear, cache-lazy, cache-through, cache-collide.
+    /// redo), journal (njs, no-delta, no-gc, all-journal, no-wear), remap (reflink, copy),
+    /// cache (lazy, through, collide); or one mode: pool-fcfs, pool-nc, pool-fgwal, pool-scsp,
+    /// pool-soc, pool-sync, mmio-hybrid, mmio-undo, mmio-redo, journal-njs, journal-no-delta,
+    /// journal-no-gc, journal-all-journal, journal-no-wear, remap-reflink, remap-copy,
+    /// cache-lazy, cache-through, cache-collide.
     /// Workloads and kills are per mode.
     #[arg(long, default_value = "pool")]
     pub engine: String,

@@ -48,6 +48,14 @@ const ENTRIES: &[Entry] = &[
             cache::crash_target::CacheTarget::by_name(name).map(|t| Arc::new(t) as Arc<dyn Target>)
         },
     },
+    Entry {
+        family: "remap",
+        modes: remap::crash_target::MODES,
+        names: remap::crash_target::NAMES,
+        by_name: |name| {
+            remap::crash_target::RemapTarget::by_name(name).map(|t| Arc::new(t) as Arc<dyn Target>)
+        },
+    },
 ];
 
 /// The target called `name` (an engine, with its mode or policy).
@@ -94,6 +102,8 @@ mod tests {
             "journal-no-gc",
             "journal-all-journal",
             "journal-no-wear",
+            "remap-reflink",
+            "remap-copy",
         ] {
             let t = by_name(name).unwrap_or_else(|| panic!("known engine {name}"));
             assert_eq!(crash::CrashTarget::name(t.as_ref()), name);

@@ -24,6 +24,7 @@ pub mod access;
 mod entries;
 mod entries_cache;
 mod entries_journal;
+mod entries_remap;
 pub mod lock;
 mod options;
 
@@ -31,6 +32,7 @@ pub use access::Access;
 pub use entries::{pool_config_for, MmioEngine, PoolEngine, MMIO, POOL};
 pub use entries_cache::{CacheEngine, CACHE};
 pub use entries_journal::{JournalEngine, JOURNAL};
+pub use entries_remap::{RemapEngine, REMAP};
 pub use lock::StoreLock;
 pub use options::{parse_duration, parse_size, OptionKind, OptionSpec, OptionUse, Options};
 
@@ -42,6 +44,7 @@ pub mod config {
     };
     pub use mmio::{MmioConfig, PolicyMode};
     pub use pool::{Mode as PoolMode, PoolConfig};
+    pub use remap::RemapConfig;
 }
 
 use std::fs::{File, OpenOptions};
@@ -88,7 +91,7 @@ pub trait Engine: Send + Sync {
 }
 
 /// Every engine of this build, in the order [`probe`] tries them.
-pub static ENGINES: &[&dyn Engine] = &[&POOL, &MMIO, &JOURNAL, &CACHE];
+pub static ENGINES: &[&dyn Engine] = &[&POOL, &MMIO, &JOURNAL, &REMAP, &CACHE];
 
 /// The names of every engine, comma-separated (for messages and help texts).
 pub fn names() -> String {

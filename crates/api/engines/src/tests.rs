@@ -82,6 +82,10 @@ fn every_engine_creates_probes_and_reopens_by_path() {
             let home = s.path(&format!("{}-home", engine.name()));
             std::fs::create_dir(&home).expect("home");
             options.set("home", home.display().to_string());
+            if engine.name() == "remap" {
+                // The scratch directory is on tmpfs, which cannot remap (no reflink).
+                options.set("checkpoint", "copy");
+            }
         }
         let opened = create(&pool, engine.name(), &options).expect("create");
         assert_eq!(opened.engine.name(), engine.name());
@@ -312,4 +316,24 @@ fn a_missing_home_directory_is_created_owner_only() {
         .expect("unmount");
     let mode = std::fs::metadata(&home).expect("home").permissions().mode();
     assert_eq!(mode & 0o777, 0o700);
+}
+
+#[test]
+fn remap_on_a_home_without_reflink_names_the_file_system_and_the_flag() {
+    let s = Scratch::new("noreflink");
+    let home = s.path("home");
+    std::fs::create_dir(&home).expect("home");
+    let pool = s.path("r.pool");
+    let options = Options::new().with("home", home.display().to_string());
+    let e = create(&pool, "remap", &options).expect_err("tmpfs has no reflink");
+    let text = e.to_string();
+    assert!(
+        text.contains("tmpfs") && text.contains("checkpoint=copy") && text.contains("reflink"),
+        "{text}"
+    );
+    assert!(!pool.exists(), "a refused create left a pool file");
+    let opened = create(&pool, "remap", &options.with("checkpoint", "copy"))
+        .expect("copy-checkpoint accepted");
+    assert_eq!(opened.store.engine_name(), "remap (copy-checkpoint)");
+    opened.unmount().expect("unmount");
 }

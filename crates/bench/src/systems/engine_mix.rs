@@ -56,7 +56,8 @@ pub struct EngineMix {
 }
 
 /// The options the suite gives `engine` for a store holding `data` bytes of files: `home`
-/// (when the engine takes one) and `size` (when it takes one); nothing else.
+/// (when the engine takes one), `size` (when it takes one) and `checkpoint=copy` (remap:
+/// the homes are on ext4); nothing else.
 pub fn options_for(engine: &dyn Engine, data: u64, home: Option<&std::path::Path>) -> Options {
     let mut options = Options::new();
     let takes = |key: &str| engine.options().iter().any(|o| o.key == key);
@@ -66,6 +67,10 @@ pub fn options_for(engine: &dyn Engine, data: u64, home: Option<&std::path::Path
     if takes("size") {
         let size = (2 * data + POOL_SLACK).div_ceil(POOL_ALIGN) * POOL_ALIGN;
         options.set("size", size.to_string());
+    }
+    if engine.name() == "remap" {
+        // The suite's homes are on ext4, which cannot remap (no reflink): say so by option.
+        options.set("checkpoint", "copy");
     }
     options
 }

@@ -1,0 +1,229 @@
+//! The metadata operations a commit record (and the checkpoint snapshot) carries.
+//!
+//! ```text
+//! op      tag  body (little-endian)
+//! Meta     1   ino u64, kind u8, perm u32, uid u32, gid u32, size u64,
+//!              atime u64, mtime u64, ctime u64, parent u64
+//! AddEntry 2   dir u64, ino u64, name_len u16, name
+//! DelEntry 3   dir u64, name_len u16, name
+//! Data     4   ino u64, cut u64 (u64::MAX: none), pairs u32,
+//!              pairs x (file_block u64, data_index u32, crc32c u32)
+//! NextIno  5   next u64
+//! ```
+
+use super::codec::{Reader, Writer};
+use store::{Error, FileKind, Ino, Result, NAME_MAX};
+
+/// One remap pair of a commit: home block `file_block` of the file now lives in the record's
+/// data block `data_index` (whose crc32c is `crc`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PairRef {
+    pub file_block: u64,
+    pub data_index: u32,
+    pub crc: u32,
+}
+
+/// The persistent attributes of an inode (nlink is derived at recovery).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MetaOp {
+    pub ino: Ino,
+    pub kind: FileKind,
+    pub perm: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub size: u64,
+    pub atime: u64,
+    pub mtime: u64,
+    pub ctime: u64,
+    pub parent: Ino,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Op {
+    Meta(MetaOp),
+    AddEntry {
+        dir: Ino,
+        ino: Ino,
+        name: Vec<u8>,
+    },
+    DelEntry {
+        dir: Ino,
+        name: Vec<u8>,
+    },
+    /// The file's blocks at or past `cut` were dropped (truncate), then `pairs` were written.
+    Data {
+        ino: Ino,
+        cut: Option<u64>,
+        pairs: Vec<PairRef>,
+    },
+    NextIno(Ino),
+}
+
+const TAG_META: u8 = 1;
+const TAG_ADD: u8 = 2;
+const TAG_DEL: u8 = 3;
+const TAG_DATA: u8 = 4;
+const TAG_NEXT: u8 = 5;
+
+fn kind_code(kind: FileKind) -> u8 {
+    match kind {
+        FileKind::File => 1,
+        FileKind::Dir => 2,
+        FileKind::Symlink => 3,
+    }
+}
+
+fn kind_of(code: u8, at: u64) -> Result<FileKind> {
+    match code {
+        1 => Ok(FileKind::File),
+        2 => Ok(FileKind::Dir),
+        3 => Ok(FileKind::Symlink),
+        _ => Err(Error::Corrupt {
+            what: format!("remap record: unknown inode kind {code}"),
+            offset: at,
+        }),
+    }
+}
+
+fn put_name(w: &mut Writer, name: &[u8]) {
+    assert!(
+        name.len() <= NAME_MAX,
+        "names are checked before they are logged"
+    );
+    w.u16(name.len() as u16);
+    w.bytes(name);
+}
+
+fn get_name(r: &mut Reader<'_>) -> Result<Vec<u8>> {
+    let at = r.offset();
+    let len = r.u16()? as usize;
+    if len == 0 || len > NAME_MAX {
+        return Err(Error::Corrupt {
+            what: format!("remap record: name length {len}"),
+            offset: at,
+        });
+    }
+    Ok(r.take(len)?.to_vec())
+}
+
+impl Op {
+    pub fn encode(&self, w: &mut Writer) {
+        match self {
+            Op::Meta(m) => {
+                w.u8(TAG_META);
+                w.u64(m.ino);
+                w.u8(kind_code(m.kind));
+                for v in [m.perm, m.uid, m.gid] {
+                    w.u32(v);
+                }
+                for v in [m.size, m.atime, m.mtime, m.ctime, m.parent] {
+                    w.u64(v);
+                }
+            }
+            Op::AddEntry { dir, ino, name } => {
+                w.u8(TAG_ADD);
+                w.u64(*dir);
+                w.u64(*ino);
+                put_name(w, name);
+            }
+            Op::DelEntry { dir, name } => {
+                w.u8(TAG_DEL);
+                w.u64(*dir);
+                put_name(w, name);
+            }
+            Op::Data { ino, cut, pairs } => {
+                w.u8(TAG_DATA);
+                w.u64(*ino);
+                w.u64(cut.unwrap_or(u64::MAX));
+                w.u32(pairs.len() as u32);
+                for p in pairs {
+                    w.u64(p.file_block);
+                    w.u32(p.data_index);
+                    w.u32(p.crc);
+                }
+            }
+            Op::NextIno(n) => {
+                w.u8(TAG_NEXT);
+                w.u64(*n);
+            }
+        }
+    }
+
+    pub fn decode(r: &mut Reader<'_>) -> Result<Op> {
+        let at = r.offset();
+        match r.u8()? {
+            TAG_META => {
+                let ino = r.u64()?;
+                let kind = kind_of(r.u8()?, at)?;
+                let (perm, uid, gid) = (r.u32()?, r.u32()?, r.u32()?);
+                let (size, atime, mtime, ctime, parent) =
+                    (r.u64()?, r.u64()?, r.u64()?, r.u64()?, r.u64()?);
+                Ok(Op::Meta(MetaOp {
+                    ino,
+                    kind,
+                    perm,
+                    uid,
+                    gid,
+                    size,
+                    atime,
+                    mtime,
+                    ctime,
+                    parent,
+                }))
+            }
+            TAG_ADD => Ok(Op::AddEntry {
+                dir: r.u64()?,
+                ino: r.u64()?,
+                name: get_name(r)?,
+            }),
+            TAG_DEL => Ok(Op::DelEntry {
+                dir: r.u64()?,
+                name: get_name(r)?,
+            }),
+            TAG_DATA => decode_data(r),
+            TAG_NEXT => Ok(Op::NextIno(r.u64()?)),
+            tag => Err(Error::Corrupt {
+                what: format!("remap record: unknown op tag {tag}"),
+                offset: at,
+            }),
+        }
+    }
+}
+
+fn decode_data(r: &mut Reader<'_>) -> Result<Op> {
+    let ino = r.u64()?;
+    let cut = r.u64()?;
+    let n = r.u32()? as usize;
+    let mut pairs = Vec::with_capacity(n.min(1 << 16));
+    for _ in 0..n {
+        pairs.push(PairRef {
+            file_block: r.u64()?,
+            data_index: r.u32()?,
+            crc: r.u32()?,
+        });
+    }
+    Ok(Op::Data {
+        ino,
+        cut: (cut != u64::MAX).then_some(cut),
+        pairs,
+    })
+}
+
+/// Encode a list of operations.
+pub fn encode_ops(ops: &[Op]) -> Vec<u8> {
+    let mut w = Writer::new();
+    for op in ops {
+        op.encode(&mut w);
+    }
+    w.into_vec()
+}
+
+/// Decode a whole payload of operations (`base`: its offset in the file, for errors).
+pub fn decode_ops(payload: &[u8], base: u64) -> Result<Vec<Op>> {
+    let mut r = Reader::new(payload, base);
+    let mut ops = Vec::new();
+    while !r.at_end() {
+        ops.push(Op::decode(&mut r)?);
+    }
+    Ok(ops)
+}

@@ -1,0 +1,84 @@
+//! `remap` — the ACCFS engine of atomfs: single-write data journaling with checkpoint by
+//! remapping (SHARE on the SSD in the seed; FICLONERANGE on XFS and Btrfs here).
+//!
+//! A store is a directory on the host file system holding a journal file (the store's path,
+//! what the registry probes), a snapshot file `<journal>.meta` and one home file per inode in
+//! `<journal>.files/`. Every commit — a call outside a transaction, `tx_commit`, the `fsync`
+//! of an O_ATOMIC file, `syncv` — appends one record to the journal (metadata operations and
+//! the data blocks, each written once) and makes it durable with one `sync_data` (SDJ, §4).
+//! The A-tree ([`atree`]) keeps, per file, the newest version of each home block: committed
+//! pairs point into the journal, pending (A-flagged) pairs hold data not yet committed
+//! (SADJ, §4.3). A checkpoint remaps each home range onto its journal blocks instead of
+//! copying, syncs the home files, then writes the "checkpointed" mark (a snapshot of a new
+//! generation) and reclaims the journal. Recovery redoes the committed records of the
+//! snapshot's generation and checkpoints again: zero-copy and idempotent.
+//!
+//! See docs/engines/remap.md and docs/format.md ("remap").
+
+#![deny(unsafe_code)]
+
+pub mod atree;
+#[cfg(feature = "crash-target")]
+pub mod crash_target;
+pub mod format;
+pub mod ftl;
+pub mod journal;
+mod namespace;
+mod store;
+
+pub use crate::store::{recorded_home, Counters, HostRemapStore, RemapStore};
+
+/// How a checkpoint moves committed blocks home.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CheckpointMode {
+    /// FICLONERANGE of journal blocks onto the home file (zero-copy).
+    Remap,
+    /// Read from the journal, write the home file (file systems without reflink).
+    Copy,
+}
+
+/// Limits and choices of a remap store.
+#[derive(Clone, Debug)]
+pub struct RemapConfig {
+    /// Checkpoint by copy where the file system cannot remap (chosen at create, recorded).
+    pub copy_checkpoint: bool,
+    /// Checkpoint once the journal reaches this many bytes (when nothing holds it back).
+    pub checkpoint_journal_len: u64,
+}
+
+impl Default for RemapConfig {
+    fn default() -> Self {
+        RemapConfig {
+            copy_checkpoint: false,
+            checkpoint_journal_len: 64 << 20,
+        }
+    }
+}
+
+impl RemapConfig {
+    /// Every limit shrunk so that tests reach checkpoints quickly.
+    pub fn test_min() -> Self {
+        RemapConfig {
+            copy_checkpoint: false,
+            checkpoint_journal_len: 64 << 10,
+        }
+    }
+}
+
+/// A host file system error as a Store error.
+pub(crate) fn host_err(e: hostfs::HostFsError) -> ::store::Error {
+    let errno = e.errno();
+    let msg = e.to_string();
+    match errno {
+        libc::ENOENT => ::store::Error::NotFound(msg),
+        libc::EEXIST => ::store::Error::Exists(msg),
+        libc::ENOSPC => ::store::Error::NoSpace(msg),
+        libc::EOPNOTSUPP => ::store::Error::Unsupported(msg),
+        libc::EINVAL => ::store::Error::InvalidArgument(msg),
+        _ => ::store::Error::Io {
+            path: msg,
+            op: "host file system",
+            source: std::io::Error::from_raw_os_error(errno),
+        },
+    }
+}

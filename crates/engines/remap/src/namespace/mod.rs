@@ -1,0 +1,4 @@
+//! The namespace in memory: inodes with their A-trees, handles, transactions.
+
+pub mod inode;
+pub mod state;

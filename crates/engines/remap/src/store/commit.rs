@@ -1,0 +1,128 @@
+//! Commit: turn a set of changed inodes into one journal record (SDJ: metadata operations
+//! and the pending pairs' data, written once, one `sync_data`), then flip the pairs to
+//! committed. The record carries, per inode, its attributes; the transaction's own
+//! directory-entry operations; per file, its truncation point and its new pairs.
+
+use super::Inner;
+use crate::atree::{Block, Pair};
+use crate::format::ops::{MetaOp, Op, PairRef};
+use crate::namespace::inode::Inode;
+use hostfs::HostFs;
+use std::sync::Arc;
+use store::{FileKind, Ino, Result};
+
+pub(crate) fn meta_op(i: &Inode) -> MetaOp {
+    MetaOp {
+        ino: i.meta.ino,
+        kind: i.meta.kind,
+        perm: i.meta.perm,
+        uid: i.meta.uid,
+        gid: i.meta.gid,
+        size: i.meta.size,
+        atime: i.meta.atime,
+        mtime: i.meta.mtime,
+        ctime: i.meta.ctime,
+        parent: i.parent,
+    }
+}
+
+/// A commit's record before it is written.
+#[derive(Default)]
+struct Draft {
+    metas: Vec<Op>,
+    data_ops: Vec<Op>,
+    data: Vec<Arc<Block>>,
+    /// (inode, file block, data index) of every pair the record carries.
+    placed: Vec<(Ino, u64, u32)>,
+}
+
+impl Draft {
+    fn add_file(&mut self, i: &Inode) {
+        let mut pairs = Vec::new();
+        for (b, d) in i.atree.pending() {
+            let index = self.data.len() as u32;
+            pairs.push(PairRef {
+                file_block: b,
+                data_index: index,
+                crc: crc32c::crc32c(&d[..]),
+            });
+            self.data.push(d.clone());
+            self.placed.push((i.meta.ino, b, index));
+        }
+        if !pairs.is_empty() || i.cut.is_some() {
+            self.data_ops.push(Op::Data {
+                ino: i.meta.ino,
+                cut: i.cut,
+                pairs,
+            });
+        }
+    }
+}
+
+impl<H: HostFs> Inner<H> {
+    /// Make the changes of `inos` (with the directory-entry operations `log`) durable as one
+    /// record. Inodes that are gone are skipped (their entries' removal is in `log`).
+    pub(crate) fn commit(&mut self, mut inos: Vec<Ino>, log: Vec<Op>) -> Result<()> {
+        self.healthy()?;
+        inos.sort_unstable();
+        inos.dedup();
+        let mut draft = Draft::default();
+        for ino in &inos {
+            let Some(i) = self.st.inodes.get(ino) else {
+                continue;
+            };
+            draft.metas.push(Op::Meta(meta_op(i)));
+            if i.meta.kind == FileKind::File {
+                draft.add_file(i);
+            }
+        }
+        if draft.metas.is_empty() && log.is_empty() {
+            return Ok(());
+        }
+        let mut ops = draft.metas;
+        ops.extend(log);
+        ops.append(&mut draft.data_ops);
+        ops.push(Op::NextIno(self.st.next_ino));
+        let first = self.journal.len_bytes() / crate::format::BLOCK;
+        let start = match self.journal.append(&self.media, &ops, &draft.data) {
+            Ok(start) => start,
+            Err(e) => {
+                self.failed = Some(e.to_string());
+                return Err(e);
+            }
+        };
+        self.record(crate::ftl::TraceEvent::JournalWrite {
+            block: first,
+            blocks: self.journal.len_bytes() / crate::format::BLOCK - first,
+        });
+        self.counters.commits += 1;
+        self.counters.commit_blocks += draft.data.len() as u64;
+        for (ino, b, index) in draft.placed {
+            if let Some(i) = self.st.inodes.get_mut(&ino) {
+                i.atree.insert(b, Pair::Committed(start + u64::from(index)));
+            }
+        }
+        for ino in &inos {
+            if let Some(i) = self.st.inodes.get_mut(ino) {
+                assert!(
+                    i.atree.pending().next().is_none(),
+                    "commit leaves no pending pair"
+                );
+                i.cut = None;
+                i.dirty |= i.meta.kind == FileKind::File;
+            }
+        }
+        self.checkpoint_if_due();
+        Ok(())
+    }
+
+    /// Checkpoint when the journal passed its limit (and nothing holds the checkpoint back).
+    /// A failed checkpoint (ENOSPC on a home file, ...) loses nothing: the journal still
+    /// holds every committed pair, and the next commit retries.
+    pub(crate) fn checkpoint_if_due(&mut self) {
+        let due = self.journal.len_bytes() >= self.config.checkpoint_journal_len;
+        if due && self.st.quiescent() && self.checkpoint().is_err() {
+            self.counters.checkpoint_failures += 1;
+        }
+    }
+}

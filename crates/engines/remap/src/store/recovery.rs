@@ -1,0 +1,279 @@
+//! Open and recovery: check the journal header, load the snapshot, redo every committed
+//! record of the snapshot's generation (the scan stops at the first torn or foreign record:
+//! partial commits are discarded), rebuild the derived attributes, then checkpoint — which
+//! re-remaps every committed pair (zero-copy, idempotent: a torn earlier remap is just done
+//! again) and retires the journal.
+//!
+//! Decision table of a record at the scan position:
+//!
+//! | header valid | generation, seq as expected | payload crc | data crcs | action              |
+//! |--------------|-----------------------------|-------------|-----------|---------------------|
+//! | no           | -                           | -           | -         | end of journal      |
+//! | yes          | no (older generation)       | -           | -         | end of journal      |
+//! | yes          | yes                         | fails       | -         | end (torn commit)   |
+//! | yes          | yes                         | ok          | fail      | end (torn commit)   |
+//! | yes          | yes                         | ok          | ok        | redo, go on         |
+
+use super::commit::meta_op;
+use super::{Counters, Inner};
+use crate::atree::Pair;
+use crate::format::ops::{decode_ops, encode_ops, Op};
+use crate::format::{check_journal_header, decode_snapshot, encode_snapshot, BLOCK};
+use crate::journal::media::{Media, Names};
+use crate::journal::{scan, Journal};
+use crate::namespace::inode::Inode;
+use crate::namespace::state::State;
+use crate::{host_err, CheckpointMode, RemapConfig};
+use hostfs::{Capability, HostFs, OpenOptions};
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use store::{Error, FileKind, Ino, Result, ROOT_INO};
+
+/// Snapshot flag: checkpoints copy instead of remapping.
+const FLAG_COPY: u32 = 1;
+
+/// Write the snapshot of `st` (every reachable inode and entry) as generation `generation`
+/// and make it durable: the checkpoint mark. Returns its length in bytes.
+pub(crate) fn write_snapshot<H: HostFs>(
+    media: &Media<H>,
+    st: &State,
+    generation: u64,
+    mode: CheckpointMode,
+) -> Result<u64> {
+    let mut ops = Vec::new();
+    let reachable = reachable(st);
+    let mut inos: Vec<&Ino> = reachable.iter().collect();
+    inos.sort_unstable();
+    for ino in inos {
+        let Some(i) = st.inodes.get(ino) else {
+            continue;
+        };
+        ops.push(Op::Meta(meta_op(i)));
+        for (name, &child) in &i.entries {
+            ops.push(Op::AddEntry {
+                dir: *ino,
+                ino: child,
+                name: name.clone(),
+            });
+        }
+    }
+    let flags = if mode == CheckpointMode::Copy {
+        FLAG_COPY
+    } else {
+        0
+    };
+    let bytes = encode_snapshot(generation, st.next_ino, flags, &encode_ops(&ops));
+    let fs = &media.fs;
+    // A leftover temporary name may still name the current snapshot's inode (a rename not
+    // yet durable at a crash): drop the name rather than truncating through it.
+    match fs.unlink(&media.names.snapshot_tmp) {
+        Err(e) if !e.is_not_found() => return Err(host_err(e)),
+        _ => {}
+    }
+    let tmp = fs
+        .open(&media.names.snapshot_tmp, &OpenOptions::create_new())
+        .map_err(host_err)?;
+    fs.write_all_at(&tmp, 0, &bytes).map_err(host_err)?;
+    // persist: the new snapshot's bytes are durable before its name replaces the old one.
+    fs.sync_all(&tmp).map_err(host_err)?;
+    fs.rename(&media.names.snapshot_tmp, &media.names.snapshot)
+        .map_err(host_err)?;
+    // persist: the rename is durable: from here recovery starts from this snapshot and
+    // ignores every journal record of an older generation.
+    fs.sync_dir(Path::new("")).map_err(host_err)?;
+    Ok(bytes.len() as u64)
+}
+
+fn reachable(st: &State) -> HashSet<Ino> {
+    let mut seen = HashSet::from([ROOT_INO]);
+    let mut todo = vec![ROOT_INO];
+    while let Some(dir) = todo.pop() {
+        let Some(i) = st.inodes.get(&dir) else {
+            continue;
+        };
+        for &child in i.entries.values() {
+            if st.inodes.contains_key(&child) && seen.insert(child) {
+                todo.push(child);
+            }
+        }
+    }
+    seen
+}
+
+fn read_file<H: HostFs>(fs: &H, path: &Path) -> Result<Vec<u8>> {
+    let f = fs.open(path, &OpenOptions::read_only()).map_err(host_err)?;
+    let len = fs.file_stat(&f).map_err(host_err)?.len;
+    let mut buf = vec![0u8; usize::try_from(len).unwrap_or(0)];
+    let n = fs.read_full_at(&f, 0, &mut buf).map_err(host_err)?;
+    buf.truncate(n);
+    Ok(buf)
+}
+
+/// Open and recover a store.
+pub(crate) fn open<H: HostFs>(
+    fs: H,
+    store_id: Option<u64>,
+    config: &RemapConfig,
+) -> Result<Inner<H>> {
+    let names = Names::new();
+    let journal = fs
+        .open(&names.journal, &OpenOptions::read_write())
+        .map_err(host_err)?;
+    let mut head = [0u8; 64];
+    fs.read_full_at(&journal, 0, &mut head).map_err(host_err)?;
+    let found = check_journal_header(&head)?;
+    if store_id.is_some_and(|id| id != found) {
+        return Err(Error::CrossStore(format!(
+            "the journal belongs to store {found:#x}, the pool file names {:#x}",
+            store_id.unwrap_or(0)
+        )));
+    }
+    let snapshot = read_file(&fs, &names.snapshot)?;
+    let (sh, flags, payload) = decode_snapshot(&snapshot)?;
+    let mode = if flags & FLAG_COPY != 0 {
+        CheckpointMode::Copy
+    } else {
+        CheckpointMode::Remap
+    };
+    if mode == CheckpointMode::Remap {
+        fs.require(Capability::Reflink).map_err(host_err)?;
+    }
+    let mut st = State::empty();
+    st.inodes.clear();
+    st.next_ino = sh.next_ino.max(ROOT_INO + 1);
+    for op in decode_ops(payload, crate::format::HEADER_LEN as u64)? {
+        apply(&mut st, &op, 0, false)?;
+    }
+    let media = Media::new(fs, names, journal);
+    let (records, end) = scan(&media, sh.generation)?;
+    let mut counters = Counters::default();
+    for rec in &records {
+        for op in &rec.ops {
+            apply(&mut st, op, rec.data_start, true)?;
+        }
+        counters.recovered_records += 1;
+    }
+    finish(&mut st)?;
+    let next_seq = records.len() as u64 + 1;
+    let mut inner = Inner {
+        st,
+        media,
+        journal: Journal::new(sh.generation, next_seq, end),
+        mode,
+        config: config.clone(),
+        counters,
+        failed: None,
+        closed: false,
+        trace: None,
+    };
+    // Redo: remap every committed pair home and retire the journal.
+    inner.checkpoint()?;
+    Ok(inner)
+}
+
+/// Apply one operation of the snapshot (`from_journal` false) or of a committed record
+/// whose data blocks start at journal block `data_start`.
+fn apply(st: &mut State, op: &Op, data_start: u64, from_journal: bool) -> Result<()> {
+    match op {
+        Op::Meta(m) => {
+            let i = st
+                .inodes
+                .entry(m.ino)
+                .or_insert_with(|| Inode::new(m.ino, m.kind, m.perm, m.parent));
+            if i.meta.kind != m.kind {
+                return Err(Error::Corrupt {
+                    what: format!("remap: inode {} changes kind", m.ino),
+                    offset: 0,
+                });
+            }
+            (i.meta.perm, i.meta.uid, i.meta.gid) = (m.perm, m.uid, m.gid);
+            (i.meta.atime, i.meta.mtime, i.meta.ctime) = (m.atime, m.mtime, m.ctime);
+            i.meta.size = m.size;
+            i.meta.allocated = m.size.div_ceil(BLOCK) * BLOCK;
+            i.parent = m.parent;
+            if from_journal {
+                i.dirty |= m.kind == FileKind::File;
+            } else {
+                i.home_blocks = m.size.div_ceil(BLOCK);
+            }
+        }
+        Op::AddEntry { dir, ino, name } => {
+            if let Some(d) = st.inodes.get_mut(dir) {
+                d.entries.insert(name.clone(), *ino);
+            }
+        }
+        Op::DelEntry { dir, name } => {
+            if let Some(d) = st.inodes.get_mut(dir) {
+                d.entries.remove(name);
+            }
+        }
+        Op::Data { ino, cut, pairs } => {
+            let Some(i) = st.inodes.get_mut(ino) else {
+                return Ok(());
+            };
+            if let Some(c) = cut {
+                i.atree.cut(*c);
+                i.home_blocks = i.home_blocks.min(*c);
+            }
+            for p in pairs {
+                i.atree.insert(
+                    p.file_block,
+                    Pair::Committed(data_start + u64::from(p.data_index)),
+                );
+            }
+            i.dirty = true;
+        }
+        Op::NextIno(n) => st.next_ino = st.next_ino.max(*n),
+    }
+    Ok(())
+}
+
+/// After the redo: drop entries naming no inode and inodes no entry reaches, and derive
+/// link counts and directory parents from the entries.
+fn finish(st: &mut State) -> Result<()> {
+    if st.inodes.get(&ROOT_INO).map(|r| r.meta.kind) != Some(FileKind::Dir) {
+        return Err(Error::Corrupt {
+            what: "remap snapshot has no root directory".into(),
+            offset: 0,
+        });
+    }
+    let known: HashSet<Ino> = st.inodes.keys().copied().collect();
+    for i in st.inodes.values_mut() {
+        i.entries.retain(|_, child| known.contains(child));
+    }
+    let live = reachable(st);
+    st.inodes.retain(|ino, _| live.contains(ino));
+    let mut links: HashMap<Ino, u32> = HashMap::new();
+    let mut subdirs: HashMap<Ino, u32> = HashMap::new();
+    let mut parents: Vec<(Ino, Ino)> = Vec::new();
+    for (&dir, i) in &st.inodes {
+        for &child in i.entries.values() {
+            *links.entry(child).or_default() += 1;
+            if st
+                .inodes
+                .get(&child)
+                .is_some_and(|c| c.meta.kind == FileKind::Dir)
+            {
+                *subdirs.entry(dir).or_default() += 1;
+                parents.push((child, dir));
+            }
+        }
+    }
+    for (child, dir) in parents {
+        if let Some(c) = st.inodes.get_mut(&child) {
+            c.parent = dir;
+        }
+    }
+    for (&ino, i) in st.inodes.iter_mut() {
+        i.meta.nlink = match i.meta.kind {
+            FileKind::Dir => 2 + subdirs.get(&ino).copied().unwrap_or(0),
+            _ => links.get(&ino).copied().unwrap_or(0),
+        };
+        if ino == ROOT_INO {
+            i.parent = ROOT_INO;
+        }
+    }
+    let max = st.inodes.keys().copied().max().unwrap_or(ROOT_INO);
+    st.next_ino = st.next_ino.max(max + 1);
+    Ok(())
+}
