@@ -15,11 +15,9 @@ use store::{Error, Result, Store};
 pub struct PoolTarget {
     pub config: PoolConfig,
     pub region_len: u64,
-    /// Whether the oracle compares file times ([`CrashTarget::durable_times`]). Off by
-    /// default: with it, `pool_crash_ci` seed 7 and `pool_soc_crash` seed 203 recover a file
-    /// whose acknowledged mtime went back while its ctime survived (a defect of the engine's
-    /// times redo, see the ignored `pool_acknowledged_times_survive` in
-    /// tests/crash_harness.rs); turn it on when that is fixed.
+    /// Whether the oracle compares file times ([`CrashTarget::durable_times`]): on in every
+    /// target built here. (It caught an acknowledged mtime going back after a crash, see
+    /// `pool_acknowledged_times_survive` in tests/crash_harness.rs.)
     pub check_times: bool,
 }
 
@@ -37,7 +35,7 @@ impl PoolTarget {
                 ..PoolConfig::test_min()
             },
             region_len: 4 << 20,
-            check_times: false,
+            check_times: true,
         }
     }
 

@@ -363,18 +363,26 @@ impl<R: Region> Core<R> {
         tx.redo_times.retain(|&i| i != ino);
     }
 
-    /// Make `time` the mtime and ctime of inode `ino` unless its ctime is already as new (a
-    /// later change of its attributes, or this redo done before): written in place, not
-    /// flushed. Returns whether it wrote. The redo of a pure overwrite's times
-    /// (`Tx::redo_times`): after the commit point (for readers: the log keeps them durable),
-    /// by recovery, and by the checkpoint, which flushes the line and fences before it frees
-    /// the entries that carry them. No flush here: a `clwb` of the freshly written line
-    /// would hold up the commit's next locked instruction (an unlock) until the line is
-    /// written back. A later change always has a later ctime (`Core::now`), so the newest
-    /// change wins.
+    /// Make `time` the mtime and ctime of inode `ino` unless a later change of its
+    /// attributes superseded it (ctime > `time`) or this redo is done already (both equal
+    /// `time`): written in place, not flushed. Returns whether it wrote. The redo of a pure
+    /// overwrite's times (`Tx::redo_times`): after the commit point (for readers: the log
+    /// keeps them durable), by recovery, and by the checkpoint, which flushes the line and
+    /// fences before it frees the entries that carry them. No flush here: a `clwb` of the
+    /// freshly written line would hold up the commit's next locked instruction (an unlock)
+    /// until the line is written back. A later change always has a later ctime
+    /// (`Core::now`), so the newest change wins.
+    ///
+    /// A ctime equal to `time` alone does not show the redo done: a later call that changes
+    /// the ctime only (rename, link, chmod) undo-logs it as the cache holds it, `time`, while
+    /// the line may not have reached the media; if that call does not commit, recovery's
+    /// undo puts ctime `time` back beside the older mtime on the media. `time` comes from the
+    /// pool's strictly increasing clock and only this redo writes it, so a ctime equal to it
+    /// means the committed times are `time` and `time`.
     pub(crate) fn redo_times(&self, ino: u64, time: u64) -> bool {
         let addr = self.geo.inode(ino);
-        if self.read_u64(addr + I_CTIME) >= time {
+        let (mtime, ctime) = (self.read_u64(addr + I_MTIME), self.read_u64(addr + I_CTIME));
+        if ctime > time || (ctime == time && mtime == time) {
             return false;
         }
         let mut times = [0u8; 16];
