@@ -7,13 +7,14 @@
 #   scripts/fuzz.sh pool_open [SECONDS]   # AddressSanitizer (the default)
 #   scripts/fuzz.sh mmio_open [SECONDS]   # AddressSanitizer
 #   scripts/fuzz.sh pool_ops  [SECONDS]   # no sanitizer: it has no unsafe code of its own
+#   scripts/fuzz.sh journal_open|cache_open|remap_open [SECONDS]   # AddressSanitizer
 #   FUZZ_ARGS="-fork=1 -ignore_crashes=1" scripts/fuzz.sh pool_ops 600
 #
 # Exit status: libFuzzer's (non-zero when it found a crash; the input is in
 # fuzz/artifacts/TARGET/). The log is fuzz/fuzz-TARGET.log.
 set -euo pipefail
 
-target="${1:?usage: scripts/fuzz.sh pool_open|pool_ops|mmio_open [SECONDS]}"
+target="${1:?usage: scripts/fuzz.sh pool_open|pool_ops|mmio_open|journal_open|cache_open|remap_open [SECONDS]}"
 seconds="${2:-600}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root/fuzz"
@@ -21,8 +22,8 @@ cd "$root/fuzz"
 case "$target" in
     pool_open) sanitizer=address timeout=10 ;;
     pool_ops) sanitizer=none timeout=20 ;;
-    mmio_open) sanitizer=address timeout=10 ;;
-    *) echo "fuzz.sh: unknown target '$target' (pool_open, pool_ops, mmio_open)" >&2; exit 2 ;;
+    mmio_open | journal_open | cache_open | remap_open) sanitizer=address timeout=10 ;;
+    *) echo "fuzz.sh: unknown target '$target' (pool_open, pool_ops, mmio_open, journal_open, cache_open, remap_open)" >&2; exit 2 ;;
 esac
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
