@@ -66,8 +66,9 @@ atomfs_pool *atomfs_create(const char *path, const char *engine, const char *opt
 
 /* Open an existing store, whichever engine made it. NULL + errno (ENOENT, EUCLEAN if no
  * engine recognises the file, EBUSY if another process has it open: through any front end,
- * the FUSE mount and the CLI included). The same file opened twice in one process shares one
- * store. */
+ * the FUSE mount and the CLI included — unless that process serves it (atomfs serve, a mount,
+ * a program under the shim): then this is its client, docs/serve.md). The same file opened
+ * twice in one process shares one store. */
 atomfs_pool *atomfs_pool_open(const char *path);
 
 /* Close a pool handle. Descriptors still open on it stay usable; the pool is unmounted
