@@ -26,6 +26,7 @@ pub mod path;
 pub mod real;
 pub mod sim;
 mod types;
+mod usage;
 
 pub use caps::{Capabilities, Capability, FsType};
 pub use error::{HostFsError, HostFsResult};
@@ -34,6 +35,7 @@ pub use path::RelPath;
 pub use real::RealHostFs;
 pub use sim::{HostCrashPoint, HostImage, SimConfig, SimHostFs};
 pub use types::{DirEntry, FileKind, OpenOptions, Stat, StatFs};
+pub use usage::SharedUsage;
 
 use std::path::Path;
 

@@ -106,6 +106,8 @@ struct Tables {
 
 /// The cache engine's store over PM region `R` and home directory `H`.
 pub struct CacheStore<R: Region, H: HostFs> {
+    /// Others' use of the home's file system, for `statfs` (hostfs::SharedUsage).
+    usage: hostfs::SharedUsage,
     cache: Arc<Cache<R, HomeFiles<H>>>,
     host: Arc<H>,
     t: Mutex<Tables>,

@@ -135,6 +135,7 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         let cache = Arc::new(cache);
         let flusher = config.flush_period.and_then(|p| Flusher::start(&cache, p));
         Ok(CacheStore {
+            usage: hostfs::SharedUsage::new(),
             cache,
             host,
             t: Mutex::new(Tables {

@@ -317,10 +317,21 @@ impl<R: Region, H: HostFs> Store for CacheStore<R, H> {
     fn statfs(&self) -> Result<StatFs> {
         self.check_open()?;
         let s = self.host.statfs().map_err(host_err)?;
+        // What the store holds: its files' data, wherever it is now (PM or home).
+        let own: u64 = {
+            let t = self.t.lock();
+            t.keys
+                .keys()
+                .filter_map(|&ino| self.meta(&t, ino).ok())
+                .map(|m| m.size.div_ceil(4096) * 4096)
+                .sum()
+        };
+        let (total, free) = self.usage.free(&s, own);
+        let bs = s.block_size.max(1);
         Ok(StatFs {
-            block_size: s.block_size,
-            blocks_total: s.blocks,
-            blocks_free: s.blocks_available,
+            block_size: bs,
+            blocks_total: total / bs,
+            blocks_free: free / bs,
             inodes_total: self.cache.geometry().files_max(),
             inodes_free: self
                 .cache

@@ -58,6 +58,8 @@ impl<H: HostFs> Inner<H> {
 /// The remap engine over any [`HostFs`] store directory (see the crate documentation).
 pub struct RemapStore<H: HostFs> {
     inner: Mutex<Inner<H>>,
+    /// Others' use of the home's file system, for `statfs` (hostfs::SharedUsage).
+    pub(crate) usage: hostfs::SharedUsage,
 }
 
 /// The engine on a real directory.
@@ -194,6 +196,7 @@ impl<H: HostFs> RemapStore<H> {
         let inner = recovery::open(fs, store_id, config)?;
         Ok(RemapStore {
             inner: Mutex::new(inner),
+            usage: hostfs::SharedUsage::new(),
         })
     }
 

@@ -423,12 +423,17 @@ impl<H: HostFs> Store for RemapStore<H> {
     fn statfs(&self) -> Result<StatFs> {
         let g = self.live()?;
         let host = g.media.fs.statfs().map_err(host_err)?;
-        let scale = host.block_size.max(1);
-        let to_blocks = |n: u64| n.saturating_mul(scale) / BLOCK;
+        // What the store holds: its files' data and the journal.
+        let files: u64 =
+            g.st.inodes
+                .values()
+                .map(|i| i.meta.size.div_ceil(BLOCK) * BLOCK)
+                .sum();
+        let (total, free) = self.usage.free(&host, files + g.journal.len_bytes());
         Ok(StatFs {
             block_size: BLOCK,
-            blocks_total: to_blocks(host.blocks),
-            blocks_free: to_blocks(host.blocks_available),
+            blocks_total: total / BLOCK,
+            blocks_free: free / BLOCK,
             inodes_total: u64::MAX / 2,
             inodes_free: u64::MAX / 2 - g.st.inodes.len() as u64,
             name_max: NAME_MAX as u64,
