@@ -31,14 +31,14 @@ const SHM_MAX: usize = 64 << 20;
 /// The transaction number given to the engine in place of one the client does not hold.
 const NO_TX: u64 = u64::MAX;
 
-/// A running server. [`Server::stop`] (or drop) stops accepting, ends every client's session
+/// A running server. [`Server::stop`] (or drop) stops accepting, ends every client's connection
 /// (aborting its transactions) and removes the socket; the store itself stays open, to be
 /// unmounted by its owner.
 pub struct Server {
     socket: PathBuf,
     stop: Arc<AtomicBool>,
     accept: Option<JoinHandle<()>>,
-    sessions: Arc<Mutex<Vec<Running>>>,
+    connections: Arc<Mutex<Vec<Running>>>,
 }
 
 struct Running {
@@ -56,7 +56,7 @@ pub enum Change<'a> {
     Entry { parent: Ino, name: &'a [u8] },
 }
 
-/// Called by the server after every change a client makes (from the client's session
+/// Called by the server after every change a client makes (from the client's connection
 /// thread, after the store call returned).
 pub type Observer = Arc<dyn Fn(Change<'_>) + Send + Sync>;
 
@@ -135,9 +135,9 @@ pub fn serve_with(store: Arc<dyn Store>, socket: &Path, options: ServeOptions) -
         .set_nonblocking(true)
         .map_err(|e| io("listen", e))?;
     let stop = Arc::new(AtomicBool::new(false));
-    let sessions: Arc<Mutex<Vec<Running>>> = Arc::default();
+    let connections: Arc<Mutex<Vec<Running>>> = Arc::default();
     let accept = {
-        let (stop, sessions) = (stop.clone(), sessions.clone());
+        let (stop, connections) = (stop.clone(), connections.clone());
         std::thread::Builder::new()
             .name("atomfs-serve".into())
             .spawn(move || {
@@ -149,7 +149,7 @@ pub fn serve_with(store: Arc<dyn Store>, socket: &Path, options: ServeOptions) -
                     on_thread,
                     fd_floor,
                 };
-                accept_loop(&listener, &store, &hooks, &stop, &sessions)
+                accept_loop(&listener, &store, &hooks, &stop, &connections)
             })
             .map_err(|e| io("spawn", e))?
     };
@@ -157,7 +157,7 @@ pub fn serve_with(store: Arc<dyn Store>, socket: &Path, options: ServeOptions) -
         socket: socket.to_path_buf(),
         stop,
         accept: Some(accept),
-        sessions,
+        connections,
     })
 }
 
@@ -169,12 +169,12 @@ impl Server {
 
     /// Clients connected now.
     pub fn clients(&self) -> usize {
-        let mut sessions = self.sessions.lock();
-        sessions.retain(|s| !s.thread.is_finished());
-        sessions.len()
+        let mut connections = self.connections.lock();
+        connections.retain(|s| !s.thread.is_finished());
+        connections.len()
     }
 
-    /// Stop: no new clients, every session ended (its transactions aborted, its handles
+    /// Stop: no new clients, every connection ended (its transactions aborted, its handles
     /// released), the socket removed.
     pub fn stop(mut self) {
         self.shut();
@@ -185,11 +185,11 @@ impl Server {
         if let Some(t) = self.accept.take() {
             let _ = t.join();
         }
-        let sessions = std::mem::take(&mut *self.sessions.lock());
-        for s in &sessions {
+        let connections = std::mem::take(&mut *self.connections.lock());
+        for s in &connections {
             let _ = s.stream.shutdown(std::net::Shutdown::Both);
         }
-        for s in sessions {
+        for s in connections {
             let _ = s.thread.join();
         }
         let _ = std::fs::remove_file(&self.socket);
@@ -202,7 +202,7 @@ impl Drop for Server {
     }
 }
 
-/// What every session of a server shares.
+/// What every connection of a server shares.
 struct Hooks {
     observer: Option<Observer>,
     on_thread: Option<fn()>,
@@ -227,7 +227,7 @@ fn accept_loop(
     store: &Arc<dyn Store>,
     hooks: &Hooks,
     stop: &AtomicBool,
-    sessions: &Mutex<Vec<Running>>,
+    connections: &Mutex<Vec<Running>>,
 ) {
     let (observer, on_thread) = (hooks.observer.as_ref(), hooks.on_thread);
     while !stop.load(Ordering::SeqCst) {
@@ -253,10 +253,10 @@ fn accept_loop(
                         if let Some(f) = on_thread {
                             f();
                         }
-                        Session::new(store, observer).run(stream)
+                        Connection::new(store, observer).run(stream)
                     });
                 if let Ok(thread) = spawned {
-                    let mut s = sessions.lock();
+                    let mut s = connections.lock();
                     s.retain(|r| !r.thread.is_finished());
                     s.push(Running {
                         stream: handle,
@@ -310,7 +310,7 @@ enum Touched {
 
 /// One client: its handles (and their inodes), its transactions (and what they touched),
 /// its shared buffer.
-struct Session {
+struct Connection {
     store: Arc<dyn Store>,
     observer: Option<Observer>,
     fhs: HashMap<u64, Ino>,
@@ -318,9 +318,9 @@ struct Session {
     shm: Option<Shm>,
 }
 
-impl Session {
+impl Connection {
     fn new(store: Arc<dyn Store>, observer: Option<Observer>) -> Self {
-        Session {
+        Connection {
             store,
             observer,
             fhs: HashMap::new(),

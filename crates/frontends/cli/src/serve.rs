@@ -26,7 +26,7 @@ pub fn run(pool: &Path, socket: Option<&Path>) -> CmdResult {
         socket.display()
     );
     while atomfs_fuse::wait_signal(&signals, Duration::from_millis(500)).is_none() {}
-    // Clients' open transactions are aborted as their sessions end; then the store closes.
+    // Clients' open transactions are aborted as their connections end; then the store closes.
     server.stop();
     fs.unmount()?;
     Ok(ExitCode::SUCCESS)

@@ -3,7 +3,7 @@
 //! client SIGKILLed inside a transaction loses that transaction and nothing else (the file is
 //! free for the next client); the server SIGKILLed while a client commits in a loop gives
 //! that client EIO (never a hang), and the store, recovered, holds every acknowledged commit.
-//! `ATOMFS_SERVE_ROUNDS=200` runs the full count (default 12 rounds each).
+//! `ATOMFS_SERVE_ROUNDS=200` runs 200 rounds of each (default 12).
 
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
