@@ -16,8 +16,6 @@ pub mod backing;
 pub mod cache;
 pub mod counters;
 #[cfg(feature = "crash-target")]
-mod crash_cut;
-#[cfg(feature = "crash-target")]
 pub mod crash_target;
 pub mod flusher;
 pub mod format;

@@ -18,11 +18,11 @@
 //! Crash points at host syncs between two fences are covered by the engine's own
 //! tests/crash.rs, which holds both hooks.
 
-use crate::crash_cut::CutHost;
 use crate::layout::Geometry;
 use crate::{HostJournalStore, JournalConfig, JournalStore, StoreConfig, Variant};
 use crash::torture::KillTarget;
 use crash::CrashTarget;
+use hostfs::sim::CutHost;
 use hostfs::{HostCrashPoint, SimConfig, SimHostFs};
 use pmem::{CrashConfig, Region, RegionStats, SimRegion};
 use std::collections::BTreeMap;

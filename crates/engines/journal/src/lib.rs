@@ -22,8 +22,6 @@
 #![deny(unsafe_code)]
 
 #[cfg(feature = "crash-target")]
-mod crash_cut;
-#[cfg(feature = "crash-target")]
 pub mod crash_target;
 pub mod delta;
 mod engine;

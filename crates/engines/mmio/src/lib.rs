@@ -19,8 +19,6 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 #[cfg(feature = "crash-target")]
-mod crash_cut;
-#[cfg(feature = "crash-target")]
 pub mod crash_target;
 mod file;
 mod host;

@@ -1,7 +1,8 @@
-//! [`CutHost`]: the host model of a crash-target store, behind a lock that gives the crash
-//! target consistent cuts when several threads run the store.
+//! [`CutHost`]: the host model of a host-file engine's crash target (mmio, journal, cache),
+//! behind a lock that gives the crash target consistent cuts when several threads run the
+//! store.
 //!
-//! The crash target pairs each log pool image (taken at a fence) with a crash point of the
+//! The crash target pairs each PM pool image (taken at a fence) with a crash point of the
 //! host model. With one thread the two are taken at the same moment; with several, another
 //! thread may change the host between them, and the pair is then no state a real crash can
 //! leave (an intent cleared in the pool while its host operation is missing from the host).
@@ -9,8 +10,8 @@
 //! holds it exclusively while it records the host's crash point and fences, so the host
 //! stands still from the recording until the harness has taken the fence's images.
 
-use hostfs::sim::{SimFile, SimMap};
-use hostfs::{Capabilities, DirEntry, HostFs, HostFsResult, OpenOptions, SimHostFs, Stat, StatFs};
+use super::{SimFile, SimHostFs, SimMap};
+use crate::{Capabilities, DirEntry, HostFs, HostFsResult, OpenOptions, Stat, StatFs};
 use parking_lot::RwLock;
 use pmem::{Region, RegionStats};
 use std::path::Path;

@@ -32,12 +32,14 @@
 //! persistent-memory one taken at the same moment.
 
 mod crash;
+mod cut;
 mod image;
 mod map;
 mod ops;
 mod state;
 
 pub use crash::HostCrashPoint;
+pub use cut::{CutHost, CutMap};
 pub use image::{HostImage, ImageNode};
 pub use map::SimMap;
 
