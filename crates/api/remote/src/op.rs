@@ -6,7 +6,7 @@
 /// First bytes of a client's handshake.
 pub(crate) const MAGIC: &[u8; 8] = b"ATFSRMT\0";
 /// Protocol version; a server refuses any other.
-pub(crate) const VERSION: u32 = 1;
+pub(crate) const VERSION: u32 = 2;
 
 pub(crate) const OK: u8 = 0;
 pub(crate) const ERR: u8 = 1;

@@ -64,11 +64,7 @@ impl Enc {
         self
     }
     pub(crate) fn kind(&mut self, k: FileKind) -> &mut Self {
-        self.u8(match k {
-            FileKind::File => 0,
-            FileKind::Dir => 1,
-            FileKind::Symlink => 2,
-        })
+        self.u8(k.code())
     }
     pub(crate) fn meta(&mut self, m: &Metadata) -> &mut Self {
         self.u64(m.ino)
@@ -77,7 +73,7 @@ impl Enc {
             .u32(m.perm)
             .u32(m.nlink);
         self.u32(m.uid).u32(m.gid).u64(m.allocated);
-        self.u64(m.atime).u64(m.mtime).u64(m.ctime)
+        self.u64(m.atime).u64(m.mtime).u64(m.ctime).u64(m.rdev)
     }
     pub(crate) fn setattr(&mut self, a: &SetAttr) -> &mut Self {
         self.opt_u32(a.perm).opt_u32(a.uid).opt_u32(a.gid);
@@ -149,6 +145,10 @@ impl Enc {
                 supported,
             } => self.u8(23).str(what).u32(*found).u32(*supported),
             Corrupt { what, offset } => self.u8(24).str(what).u64(*offset),
+            NoAttribute(s) => self.u8(26).str(s),
+            TooLarge(s) => self.u8(27).str(s),
+            OutOfRange(s) => self.u8(28).str(s),
+            SymlinkLoop(s) => self.u8(29).str(s),
             Io { path, op, source } => {
                 let errno = source.raw_os_error().unwrap_or(libc::EIO);
                 self.u8(25)
@@ -253,12 +253,7 @@ impl<'a> Dec<'a> {
         (0..n).map(|_| self.u64()).collect()
     }
     pub(crate) fn kind(&mut self) -> Result<FileKind> {
-        match self.u8()? {
-            0 => Ok(FileKind::File),
-            1 => Ok(FileKind::Dir),
-            2 => Ok(FileKind::Symlink),
-            _ => Err(malformed("unknown file kind")),
-        }
+        FileKind::from_code(self.u8()?).ok_or_else(|| malformed("unknown file kind"))
     }
     pub(crate) fn meta(&mut self) -> Result<Metadata> {
         Ok(Metadata {
@@ -273,6 +268,7 @@ impl<'a> Dec<'a> {
             atime: self.u64()?,
             mtime: self.u64()?,
             ctime: self.u64()?,
+            rdev: self.u64()?,
         })
     }
     pub(crate) fn setattr(&mut self) -> Result<SetAttr> {
@@ -378,6 +374,10 @@ impl<'a> Dec<'a> {
                 what: self.string()?,
                 offset: self.u64()?,
             },
+            26 => NoAttribute(self.string()?),
+            27 => TooLarge(self.string()?),
+            28 => OutOfRange(self.string()?),
+            29 => SymlinkLoop(self.string()?),
             25 => {
                 let path = self.string()?;
                 let op = intern(self.string()?);
@@ -432,6 +432,7 @@ mod tests {
             atime: 1,
             mtime: 2,
             ctime: 3,
+            rdev: 0x0107,
         };
         let attr = SetAttr {
             perm: Some(0o600),
@@ -481,6 +482,7 @@ mod tests {
             atime: 0,
             mtime: 0,
             ctime: 0,
+            rdev: 0,
         });
         for cut in 0..e.0.len() {
             assert!(Dec::new(&e.0[..cut]).meta().is_err(), "cut at {cut}");
@@ -490,7 +492,8 @@ mod tests {
         assert!(Dec::new(&lie).entries().is_err());
         assert!(Dec::new(&lie).u64s().is_err());
         assert!(Dec::new(&lie).bytes().is_err());
-        assert!(Dec::new(&[7]).kind().is_err());
+        assert!(Dec::new(&[0]).kind().is_err());
+        assert!(Dec::new(&[8]).kind().is_err());
         assert!(Dec::new(&[99]).error().is_err());
     }
 }

@@ -47,6 +47,19 @@ pub enum Error {
     CrossStore(String),
     #[error("operation not supported: {0}")]
     Unsupported(String),
+    /// The extended attribute does not exist (ENODATA).
+    #[error("no such attribute: {0}")]
+    NoAttribute(String),
+    /// An argument is too large for the call (an attribute value past 64 KiB: E2BIG).
+    #[error("argument too large: {0}")]
+    TooLarge(String),
+    /// A value does not fit the room the caller gave or the call allows (an attribute name
+    /// past 255 bytes: ERANGE).
+    #[error("out of range: {0}")]
+    OutOfRange(String),
+    /// Too many symbolic links met while resolving a path (ELOOP).
+    #[error("too many levels of symbolic links: {0}")]
+    SymlinkLoop(String),
     #[error("store is closed")]
     Closed,
     #[error("not an atomfs store: {0}")]
@@ -93,10 +106,22 @@ impl Error {
             NotPermitted(_) => libc::EPERM,
             CrossStore(_) => libc::EXDEV,
             Unsupported(_) => libc::EOPNOTSUPP,
+            NoAttribute(_) => libc::ENODATA,
+            TooLarge(_) => libc::E2BIG,
+            OutOfRange(_) => libc::ERANGE,
+            SymlinkLoop(_) => libc::ELOOP,
             Closed => libc::EBADF,
             BadMagic(_) | UnsupportedVersion { .. } | Corrupt { .. } => libc::EUCLEAN,
             Io { source, .. } => source.raw_os_error().unwrap_or(libc::EIO),
         }
+    }
+
+    /// What opening a special file (FIFO, socket, device node) through the store answers:
+    /// the kernel opens those through a mount; the store keeps only their inode.
+    pub fn special_open(ino: u64, kind: crate::FileKind) -> Self {
+        Error::Unsupported(format!(
+            "opening inode {ino}, a {kind:?}, through the store (the kernel opens special files)"
+        ))
     }
 
     /// Shorthand for a corruption found at `offset`.
@@ -126,6 +151,10 @@ mod tests {
                 libc::EPERM,
             ),
             (Error::corrupt("x", 0), libc::EUCLEAN),
+            (Error::NoAttribute("user.x".into()), libc::ENODATA),
+            (Error::TooLarge("x".into()), libc::E2BIG),
+            (Error::OutOfRange("x".into()), libc::ERANGE),
+            (Error::SymlinkLoop("x".into()), libc::ELOOP),
         ];
         for (error, errno) in cases {
             assert_eq!(error.errno(), errno, "{error}");

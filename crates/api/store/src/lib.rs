@@ -43,10 +43,12 @@
 mod error;
 pub mod path;
 mod types;
+pub mod xattr;
 
 pub use error::{Error, Result};
 pub use path::{names_dir, resolve, resolve_parent, split_path, OpenOptions};
 pub use types::*;
+pub use xattr::{check_symlink_target, check_xattr_name, check_xattr_value, XattrNamespace};
 
 use std::any::Any;
 
@@ -67,7 +69,9 @@ pub trait Store: Send + Sync {
     fn create(&self, parent: Ino, name: &[u8], perm: u32, tx: Option<TxId>) -> Result<Metadata>;
     /// Create a directory; [`Error::Exists`] when the name is taken.
     fn mkdir(&self, parent: Ino, name: &[u8], perm: u32, tx: Option<TxId>) -> Result<Metadata>;
-    /// Create a symbolic link (engines without symlinks return [`Error::Unsupported`]).
+    /// Create a symbolic link holding `target` (checked by [`check_symlink_target`]; never
+    /// resolved by the engine), atomically and durably with its entry, in `tx` like any
+    /// namespace call. Its size is the target's length; its permissions are 0o777.
     fn symlink(
         &self,
         parent: Ino,
@@ -78,10 +82,39 @@ pub trait Store: Send + Sync {
         let _ = (parent, name, target, tx);
         Err(Error::Unsupported("symlink".into()))
     }
-    /// Target of a symbolic link.
+    /// Target of a symbolic link ([`Error::InvalidArgument`] for any other kind, as
+    /// readlink(2)).
     fn readlink(&self, ino: Ino) -> Result<Vec<u8>> {
         let _ = ino;
         Err(Error::Unsupported("readlink".into()))
+    }
+    /// Create a special file: a FIFO, a socket's name or a device node (`kind` one of
+    /// [`FileKind::is_special`], else InvalidArgument; `rdev` kept for device nodes, 0 for
+    /// the others). Like `create` in every other respect.
+    fn mknod(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        kind: FileKind,
+        perm: u32,
+        rdev: u64,
+        tx: Option<TxId>,
+    ) -> Result<Metadata> {
+        let _ = (parent, name, kind, perm, rdev, tx);
+        Err(Error::Unsupported("special files (mknod)".into()))
+    }
+    /// A new regular file with no name, open (O_TMPFILE): nothing of it survives a crash or
+    /// its last `release` until [`Store::link`] gives it a name, which publishes it with its
+    /// contents atomically. `parent` is the directory it is made in (must be a directory).
+    fn tmpfile(
+        &self,
+        parent: Ino,
+        perm: u32,
+        flags: OpenFlags,
+        tx: Option<TxId>,
+    ) -> Result<(Metadata, Fh)> {
+        let _ = (parent, perm, flags, tx);
+        Err(Error::Unsupported("unnamed files (O_TMPFILE)".into()))
     }
     /// Remove a name of a non-directory. The inode lives on while it has names or open handles.
     fn unlink(&self, parent: Ino, name: &[u8], tx: Option<TxId>) -> Result<()>;
@@ -97,7 +130,26 @@ pub trait Store: Send + Sync {
         new_name: &[u8],
         tx: Option<TxId>,
     ) -> Result<()>;
-    /// Add a hard link to a non-directory.
+    /// Rename with a [`RenameMode`]: `Replace` is [`Store::rename`]; `NoReplace` fails with
+    /// Exists when the target name exists; `Exchange` swaps two existing names (of any kinds,
+    /// a directory's `..` following it) atomically. The same checks and order as `rename`.
+    #[allow(clippy::too_many_arguments)]
+    fn rename_with(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        new_parent: Ino,
+        new_name: &[u8],
+        mode: RenameMode,
+        tx: Option<TxId>,
+    ) -> Result<()> {
+        match mode {
+            RenameMode::Replace => self.rename(parent, name, new_parent, new_name, tx),
+            RenameMode::NoReplace => Err(Error::Unsupported("RENAME_NOREPLACE".into())),
+            RenameMode::Exchange => Err(Error::Unsupported("RENAME_EXCHANGE".into())),
+        }
+    }
+    /// Add a hard link to a non-directory (or the first name of a [`Store::tmpfile`]).
     fn link(
         &self,
         ino: Ino,
@@ -120,6 +172,13 @@ pub trait Store: Send + Sync {
     fn write(&self, fh: Fh, off: u64, data: &[u8]) -> Result<usize>;
     /// Truncate or extend (with a hole) to `len` bytes.
     fn set_len(&self, fh: Fh, len: u64) -> Result<()>;
+    /// Allocate, punch or zero `[off, off + len)` ([`Fallocate`]); `len` 0 is
+    /// InvalidArgument, as fallocate(2). Atomic, durable and part of the file's transaction
+    /// like a write; a handle not open for writing is BadMode.
+    fn fallocate(&self, fh: Fh, op: Fallocate, off: u64, len: u64) -> Result<()> {
+        let _ = (fh, op, off, len);
+        Err(Error::Unsupported("fallocate".into()))
+    }
     /// Make the file durable. For an O_ATOMIC file: commit its pending writes atomically.
     fn fsync(&self, fh: Fh, datasync: bool) -> Result<()>;
     /// Attributes of an open file.
@@ -130,6 +189,38 @@ pub trait Store: Send + Sync {
     fn syncv(&self, fhs: &[Fh]) -> Result<()>;
     /// Drop the pending O_ATOMIC writes of several files.
     fn abortv(&self, fhs: &[Fh]) -> Result<()>;
+
+    // ----- extended attributes -----
+    // Names and values are checked by [`check_xattr_name`] / [`check_xattr_value`] first.
+    // Changes are atomic and durable like any attribute change, in `tx` when given.
+
+    /// Value of an attribute ([`Error::NoAttribute`] when absent).
+    fn getxattr(&self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
+        let _ = (ino, name);
+        Err(Error::Unsupported("extended attributes".into()))
+    }
+    /// Set an attribute as [`XattrSet`] says.
+    fn setxattr(
+        &self,
+        ino: Ino,
+        name: &[u8],
+        value: &[u8],
+        how: XattrSet,
+        tx: Option<TxId>,
+    ) -> Result<()> {
+        let _ = (ino, name, value, how, tx);
+        Err(Error::Unsupported("extended attributes".into()))
+    }
+    /// Names of every attribute of an inode, in engine order.
+    fn listxattr(&self, ino: Ino) -> Result<Vec<Vec<u8>>> {
+        let _ = ino;
+        Err(Error::Unsupported("extended attributes".into()))
+    }
+    /// Remove an attribute ([`Error::NoAttribute`] when absent).
+    fn removexattr(&self, ino: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
+        let _ = (ino, name, tx);
+        Err(Error::Unsupported("extended attributes".into()))
+    }
 
     // ----- transactions -----
 

@@ -17,12 +17,86 @@ pub struct Fh(pub u64);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TxId(pub u64);
 
+/// Longest symbolic link target, in bytes (PATH_MAX less its NUL, as in Linux).
+pub const SYMLINK_MAX: usize = 4095;
+
 /// Kind of an inode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FileKind {
     File,
     Dir,
     Symlink,
+    /// A named pipe (mkfifo). The store keeps the inode; the kernel moves the data.
+    Fifo,
+    /// A unix socket's name (bind). The store keeps the inode; the kernel does the rest.
+    Socket,
+    /// A character device node; its device number is [`Metadata::rdev`].
+    CharDevice,
+    /// A block device node; its device number is [`Metadata::rdev`].
+    BlockDevice,
+}
+
+impl FileKind {
+    /// Every kind, for tables and tests.
+    pub const ALL: [FileKind; 7] = [
+        FileKind::File,
+        FileKind::Dir,
+        FileKind::Symlink,
+        FileKind::Fifo,
+        FileKind::Socket,
+        FileKind::CharDevice,
+        FileKind::BlockDevice,
+    ];
+
+    /// The kinds [`Store::mknod`](crate::Store::mknod) creates.
+    pub fn is_special(self) -> bool {
+        matches!(
+            self,
+            FileKind::Fifo | FileKind::Socket | FileKind::CharDevice | FileKind::BlockDevice
+        )
+    }
+
+    /// Whether the kind carries a device number.
+    pub fn is_device(self) -> bool {
+        matches!(self, FileKind::CharDevice | FileKind::BlockDevice)
+    }
+
+    /// The `S_IFMT` bits of `st_mode` for this kind.
+    pub fn mode_bits(self) -> u32 {
+        match self {
+            FileKind::File => libc::S_IFREG,
+            FileKind::Dir => libc::S_IFDIR,
+            FileKind::Symlink => libc::S_IFLNK,
+            FileKind::Fifo => libc::S_IFIFO,
+            FileKind::Socket => libc::S_IFSOCK,
+            FileKind::CharDevice => libc::S_IFCHR,
+            FileKind::BlockDevice => libc::S_IFBLK,
+        }
+    }
+
+    /// The kind named by the `S_IFMT` bits of `mode`, if any.
+    pub fn from_mode(mode: u32) -> Option<FileKind> {
+        let bits = mode & libc::S_IFMT;
+        FileKind::ALL.into_iter().find(|k| k.mode_bits() == bits)
+    }
+
+    /// One byte per kind, for on-media records and the wire (stable: never renumber).
+    pub fn code(self) -> u8 {
+        match self {
+            FileKind::File => 1,
+            FileKind::Dir => 2,
+            FileKind::Symlink => 3,
+            FileKind::Fifo => 4,
+            FileKind::Socket => 5,
+            FileKind::CharDevice => 6,
+            FileKind::BlockDevice => 7,
+        }
+    }
+
+    /// The kind of a [`FileKind::code`] byte; `None` for any other byte.
+    pub fn from_code(code: u8) -> Option<FileKind> {
+        FileKind::ALL.into_iter().find(|k| k.code() == code)
+    }
 }
 
 /// A point in time, nanoseconds since the Unix epoch.
@@ -70,6 +144,8 @@ pub struct Metadata {
     pub atime: TimeNs,
     pub mtime: TimeNs,
     pub ctime: TimeNs,
+    /// Device number of a device node (`st_rdev`); 0 for every other kind.
+    pub rdev: u64,
 }
 
 impl Metadata {
@@ -103,6 +179,71 @@ pub struct OpenFlags {
     /// O_ATOMIC (ACCFS): writes since the last `fsync` become durable together at the next
     /// `fsync`/`syncv`, or are dropped by `abortv` and by a crash.
     pub atomic: bool,
+}
+
+/// What [`Store::fallocate`](crate::Store::fallocate) does to `[off, off + len)` of a file
+/// (fallocate(2); COLLAPSE_RANGE and INSERT_RANGE are not offered: they move data, which no
+/// engine's block map does atomically today). Atomic and durable like a write, and part of the
+/// transaction the file is bound to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fallocate {
+    /// Reserve storage for the range (holes in it read as zeros and take storage); the size
+    /// grows to `off + len` unless `keep_size` (mode 0, FALLOC_FL_KEEP_SIZE).
+    Allocate { keep_size: bool },
+    /// Free the range's storage; it reads as zeros; the size is unchanged
+    /// (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE).
+    PunchHole,
+    /// Zero the range, allocated; the size grows to `off + len` unless `keep_size`
+    /// (FALLOC_FL_ZERO_RANGE).
+    ZeroRange { keep_size: bool },
+}
+
+impl Fallocate {
+    /// The operation of a Linux fallocate(2) `mode`; InvalidArgument or Unsupported (with the
+    /// reason) for the modes not offered.
+    pub fn from_linux_mode(mode: i32) -> crate::Result<Fallocate> {
+        const KEEP: i32 = libc::FALLOC_FL_KEEP_SIZE;
+        const PUNCH: i32 = libc::FALLOC_FL_PUNCH_HOLE;
+        const ZERO: i32 = libc::FALLOC_FL_ZERO_RANGE;
+        match mode {
+            0 => Ok(Fallocate::Allocate { keep_size: false }),
+            KEEP => Ok(Fallocate::Allocate { keep_size: true }),
+            m if m == PUNCH | KEEP => Ok(Fallocate::PunchHole),
+            PUNCH => Err(crate::Error::InvalidArgument(
+                "FALLOC_FL_PUNCH_HOLE needs FALLOC_FL_KEEP_SIZE".into(),
+            )),
+            ZERO => Ok(Fallocate::ZeroRange { keep_size: false }),
+            m if m == ZERO | KEEP => Ok(Fallocate::ZeroRange { keep_size: true }),
+            m => Err(crate::Error::Unsupported(format!(
+                "fallocate mode {m:#x} (collapse/insert range move data; not offered)"
+            ))),
+        }
+    }
+}
+
+/// How [`Store::setxattr`](crate::Store::setxattr) treats an existing attribute.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum XattrSet {
+    /// Create or replace.
+    #[default]
+    Either,
+    /// Fail with [`Error::Exists`](crate::Error::Exists) when it exists (XATTR_CREATE).
+    Create,
+    /// Fail with [`Error::NoAttribute`](crate::Error::NoAttribute) when it does not
+    /// (XATTR_REPLACE).
+    Replace,
+}
+
+/// How [`Store::rename_with`](crate::Store::rename_with) treats an existing target name.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RenameMode {
+    /// Replace it, as rename(2).
+    #[default]
+    Replace,
+    /// Fail with [`Error::Exists`](crate::Error::Exists) when it exists (RENAME_NOREPLACE).
+    NoReplace,
+    /// Swap the two names atomically; both must exist (RENAME_EXCHANGE).
+    Exchange,
 }
 
 /// One directory entry.

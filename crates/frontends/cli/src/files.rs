@@ -23,6 +23,10 @@ fn kind_char(kind: FileKind) -> char {
         FileKind::File => '-',
         FileKind::Dir => 'd',
         FileKind::Symlink => 'l',
+        FileKind::Fifo => 'p',
+        FileKind::Socket => 's',
+        FileKind::CharDevice => 'c',
+        FileKind::BlockDevice => 'b',
     }
 }
 

@@ -75,7 +75,22 @@ fn file_type(kind: FileKind) -> FileType {
         FileKind::File => FileType::RegularFile,
         FileKind::Dir => FileType::Directory,
         FileKind::Symlink => FileType::Symlink,
+        FileKind::Fifo => FileType::NamedPipe,
+        FileKind::Socket => FileType::Socket,
+        FileKind::CharDevice => FileType::CharDevice,
+        FileKind::BlockDevice => FileType::BlockDevice,
     }
+}
+
+/// A device number as FUSE's attribute carries it (the kernel's `new_encode_dev` layout:
+/// minor's low 8 bits, major's 12 bits, minor's high 12 bits); a device number that does not
+/// fit is 0.
+fn fuse_rdev(rdev: u64) -> u32 {
+    let (major, minor) = (libc::major(rdev), libc::minor(rdev));
+    if major > 0xfff || minor > 0xf_ffff {
+        return 0;
+    }
+    (minor & 0xff) | (major << 8) | ((minor & !0xff) << 12)
 }
 
 /// Decode a little-endian integer argument of an ioctl.
@@ -119,7 +134,8 @@ impl AtomFuse {
             nlink: m.nlink,
             uid: m.uid,
             gid: m.gid,
-            rdev: 0,
+            // FUSE carries the 32-bit old_encode_dev form of the device number.
+            rdev: fuse_rdev(m.rdev),
             blksize: 4096,
             flags: 0,
         }

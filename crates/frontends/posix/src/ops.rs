@@ -317,12 +317,8 @@ pub fn to_stat(meta: &Metadata) -> libc::stat {
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     st.st_dev = 0xa70f;
     st.st_ino = meta.ino;
-    st.st_mode = meta.perm
-        | match meta.kind {
-            FileKind::File => libc::S_IFREG,
-            FileKind::Dir => libc::S_IFDIR,
-            FileKind::Symlink => libc::S_IFLNK,
-        };
+    st.st_mode = meta.perm | meta.kind.mode_bits();
+    st.st_rdev = meta.rdev;
     st.st_nlink = meta.nlink as _;
     st.st_uid = meta.uid;
     st.st_gid = meta.gid;
@@ -342,6 +338,10 @@ pub fn d_type(kind: FileKind) -> u8 {
         FileKind::File => libc::DT_REG,
         FileKind::Dir => libc::DT_DIR,
         FileKind::Symlink => libc::DT_LNK,
+        FileKind::Fifo => libc::DT_FIFO,
+        FileKind::Socket => libc::DT_SOCK,
+        FileKind::CharDevice => libc::DT_CHR,
+        FileKind::BlockDevice => libc::DT_BLK,
     }
 }
 

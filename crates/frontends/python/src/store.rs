@@ -46,6 +46,10 @@ fn kind_name(kind: FileKind) -> &'static str {
         FileKind::File => "file",
         FileKind::Dir => "dir",
         FileKind::Symlink => "symlink",
+        FileKind::Fifo => "fifo",
+        FileKind::Socket => "socket",
+        FileKind::CharDevice => "chardev",
+        FileKind::BlockDevice => "blockdev",
     }
 }
 

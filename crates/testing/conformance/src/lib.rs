@@ -100,7 +100,8 @@ macro_rules! conformance_tests {
             tx_namespace_commit_survives_crash, atomic_invisible_until_fsync, atomic_syncv,
             atomic_abortv, concurrent_transactions, reopen_preserves_committed,
             legacy_calls_durable, no_space_in_transaction_rolls_back, statfs_and_fsync,
-            unmount_closes;
+            unmount_closes, symlinks, special_files, unnamed_files, rename_modes,
+            fallocate_modes, fallocate_in_transaction, xattrs, xattrs_in_transaction;
             ignored: large_file_1gib, many_files_100k);
     };
     (@emit $harness:expr; $($case:ident),* $(,)?; ignored: $($slow:ident),* $(,)?) => {

@@ -57,7 +57,7 @@ fn an_aborted_symlink_is_gone_and_a_file_is_no_symlink() -> Result<()> {
     assert!(matches!(st.readlink(f), Err(Error::InvalidArgument(_))));
     assert!(matches!(
         st.symlink(ROOT_INO, b"e", b"", None),
-        Err(Error::InvalidArgument(_))
+        Err(Error::NotFound(_))
     ));
     assert!(matches!(
         st.symlink(ROOT_INO, b"f", b"/x", None),

@@ -93,10 +93,16 @@ fn checksum(bytes: &[u8]) -> u64 {
 fn encode(tree: &Tree) -> Vec<u8> {
     let mut out = Vec::new();
     for (path, node) in tree {
+        let special;
         let (kind, data): (u8, &[u8]) = match node {
             Node::Dir => (0, &[]),
             Node::File(d) => (1, d),
             Node::Symlink(t) => (2, t),
+            Node::Special { kind, rdev } => {
+                special = [&[kind.code()][..], &rdev.to_le_bytes()].concat();
+                (3, &special)
+            }
+            Node::Xattr(v) => (4, v),
         };
         out.push(kind);
         out.extend_from_slice(&(path.len() as u32).to_le_bytes());
@@ -140,11 +146,24 @@ fn decode(mut bytes: &[u8]) -> Result<Tree> {
         let node = match kind {
             0 => Node::Dir,
             1 => Node::File(data),
+            2 => Node::Symlink(data),
+            3 => special(&data)?,
+            4 => Node::Xattr(data),
             _ => return Err(Error::corrupt("fixture entry kind", 0)),
         };
         tree.insert(path, node);
     }
     Ok(tree)
+}
+
+fn special(data: &[u8]) -> Result<Node> {
+    let bad = || Error::corrupt("fixture special file", 0);
+    let (&code, rdev) = data.split_first().ok_or_else(bad)?;
+    let kind = store::FileKind::from_code(code)
+        .filter(|k| k.is_special())
+        .ok_or_else(bad)?;
+    let rdev = u64::from_le_bytes(rdev.try_into().map_err(|_| bad())?);
+    Ok(Node::Special { kind, rdev })
 }
 
 /// Build a model store holding `tree`.

@@ -76,6 +76,7 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
             atime: st.atime_ns,
             mtime: st.mtime_ns,
             ctime: st.ctime_ns,
+            rdev: 0,
         };
         if let Some(&key) = t.keys.get(&ino) {
             m.kind = FileKind::File;

@@ -36,20 +36,11 @@ pub enum Record {
 }
 
 fn kind_code(k: FileKind) -> u8 {
-    match k {
-        FileKind::File => 1,
-        FileKind::Dir => 2,
-        FileKind::Symlink => 3,
-    }
+    k.code()
 }
 
 fn kind_of(code: u8) -> Option<FileKind> {
-    match code {
-        1 => Some(FileKind::File),
-        2 => Some(FileKind::Dir),
-        3 => Some(FileKind::Symlink),
-        _ => None,
-    }
+    FileKind::from_code(code)
 }
 
 impl Record {
@@ -135,6 +126,7 @@ impl Record {
                     atime,
                     mtime,
                     ctime,
+                    rdev: 0,
                 };
                 Record::Inode { meta, parent }
             }
@@ -268,6 +260,7 @@ mod tests {
             atime: 3,
             mtime: 4,
             ctime: 5,
+            rdev: 0,
         };
         let recs = vec![
             Record::Inode { meta, parent: 1 },

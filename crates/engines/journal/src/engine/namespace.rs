@@ -53,6 +53,7 @@ impl Node {
                 atime: now,
                 mtime: now,
                 ctime: now,
+                rdev: 0,
             },
             body: if dir {
                 Body::Dir {
@@ -600,7 +601,7 @@ pub fn replay(records: Vec<Record>) -> std::result::Result<HashMap<Ino, Node>, S
                         parent,
                     },
                     (FileKind::File, _) => Body::File,
-                    (FileKind::Symlink, _) => return Err("symlink inode".into()),
+                    (kind, _) => return Err(format!("{kind:?} inode")),
                 };
                 nodes.insert(meta.ino, Node { meta, body });
             }

@@ -67,8 +67,8 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
                 let st = self.stat_path(&path)?;
                 match st.kind {
                     FileKind::Dir => return Err(Error::IsDir(path.display().to_string())),
-                    FileKind::Symlink => return Err(Error::Unsupported("symlinks".into())),
                     FileKind::File => {}
+                    kind => return Err(Error::Unsupported(format!("opening a {kind:?}"))),
                 }
                 let f = MmioFile::open(&self.shared, ino, path, st.id, st.len)?;
                 t.open.insert(ino, (f.clone(), FileUse::default()));
@@ -229,6 +229,7 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
                 atime: 0,
                 mtime: 0,
                 ctime: 0,
+                rdev: 0,
             }),
         }
     }

@@ -220,7 +220,7 @@ impl<F: HostFs> FileMedia for HostMedia<F> {
                 match st.kind {
                     FileKind::Dir => stack.push(p),
                     FileKind::File => out.push((st.id, p)),
-                    FileKind::Symlink => {}
+                    _ => {}
                 }
             }
         }

@@ -111,6 +111,7 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
             atime: st.atime,
             mtime: st.mtime,
             ctime: st.ctime,
+            rdev: 0,
         }
     }
 

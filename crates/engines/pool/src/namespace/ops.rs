@@ -32,6 +32,7 @@ impl<R: Region> Core<R> {
             atime: self.read_u64(off + I_ATIME),
             mtime: self.read_u64(off + I_MTIME),
             ctime: self.read_u64(off + I_CTIME),
+            rdev: 0,
         })
     }
 

@@ -89,9 +89,9 @@ fn copy_tree(s: &dyn Store, sink: &mut dyn SalvageSink, report: &mut SalvageRepo
                     }
                     Err(e) => report.unreadable.push((shown(&child), e.to_string())),
                 },
-                FileKind::Symlink => report
+                kind => report
                     .unreadable
-                    .push((shown(&child), "symbolic link: not copied".into())),
+                    .push((shown(&child), format!("{kind:?}: not copied"))),
             }
         }
     }

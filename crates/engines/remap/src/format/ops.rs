@@ -66,23 +66,14 @@ const TAG_DATA: u8 = 4;
 const TAG_NEXT: u8 = 5;
 
 fn kind_code(kind: FileKind) -> u8 {
-    match kind {
-        FileKind::File => 1,
-        FileKind::Dir => 2,
-        FileKind::Symlink => 3,
-    }
+    kind.code()
 }
 
 fn kind_of(code: u8, at: u64) -> Result<FileKind> {
-    match code {
-        1 => Ok(FileKind::File),
-        2 => Ok(FileKind::Dir),
-        3 => Ok(FileKind::Symlink),
-        _ => Err(Error::Corrupt {
-            what: format!("remap record: unknown inode kind {code}"),
-            offset: at,
-        }),
-    }
+    FileKind::from_code(code).ok_or_else(|| Error::Corrupt {
+        what: format!("remap record: unknown inode kind {code}"),
+        offset: at,
+    })
 }
 
 fn put_name(w: &mut Writer, name: &[u8]) {

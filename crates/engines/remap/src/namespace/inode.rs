@@ -45,6 +45,7 @@ impl Inode {
                 atime: now,
                 mtime: now,
                 ctime: now,
+                rdev: 0,
             },
             atree: ATree::default(),
             entries: BTreeMap::new(),

@@ -3,11 +3,13 @@
 
 mod files;
 mod namespace;
+mod posix;
 mod stress;
 mod tx;
 
 pub use files::*;
 pub use namespace::*;
+pub use posix::*;
 pub use stress::*;
 pub use tx::*;
 

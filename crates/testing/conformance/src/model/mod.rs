@@ -27,13 +27,14 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use store::{
-    now_ns, DirEntry, Error, Fh, FileKind, FsckReport, Ino, Metadata, OpenFlags, Result, SetAttr,
-    StatFs, Store, TxId, NAME_MAX, ROOT_INO,
+    now_ns, DirEntry, Error, Fallocate, Fh, FileKind, FsckReport, Ino, Metadata, OpenFlags,
+    RenameMode, Result, SetAttr, StatFs, Store, TxId, XattrSet, NAME_MAX, ROOT_INO,
 };
 
+mod posix;
 mod state;
 
-use state::{bind, check_name, name_str, Handle, Inode, State, Tx};
+use state::{bind, check_name, name_str, Inode, State, Tx};
 pub use state::{MODEL_BLOCK, MODEL_FILE_SIZE_MAX};
 
 /// The reference model (see the module documentation). A test oracle, not an engine.
@@ -204,12 +205,7 @@ impl Store for ModelStore {
         target: &[u8],
         tx: Option<TxId>,
     ) -> Result<Metadata> {
-        if target.is_empty() || target.contains(&0) {
-            return Err(Error::InvalidArgument(format!(
-                "invalid symlink target {:?}",
-                name_str(target)
-            )));
-        }
+        store::check_symlink_target(target)?;
         let mut st = self.live()?;
         let mut meta = st.new_inode(parent, name, FileKind::Symlink, 0o777, tx)?;
         meta.size = target.len() as u64;
@@ -229,6 +225,68 @@ impl Store for ModelStore {
             )));
         }
         Ok(inode.target.clone())
+    }
+
+    fn mknod(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        kind: FileKind,
+        perm: u32,
+        rdev: u64,
+        tx: Option<TxId>,
+    ) -> Result<Metadata> {
+        self.live()?.mknod(parent, name, kind, perm, rdev, tx)
+    }
+
+    fn tmpfile(
+        &self,
+        parent: Ino,
+        perm: u32,
+        flags: OpenFlags,
+        tx: Option<TxId>,
+    ) -> Result<(Metadata, Fh)> {
+        self.live()?.tmpfile(parent, perm, flags, tx)
+    }
+
+    fn rename_with(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        new_parent: Ino,
+        new_name: &[u8],
+        mode: RenameMode,
+        tx: Option<TxId>,
+    ) -> Result<()> {
+        self.live()?
+            .rename_with(parent, name, new_parent, new_name, mode, tx)
+    }
+
+    fn fallocate(&self, fh: Fh, op: Fallocate, off: u64, len: u64) -> Result<()> {
+        self.live()?.fallocate(fh, op, off, len)
+    }
+
+    fn getxattr(&self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
+        self.live()?.getxattr(ino, name)
+    }
+
+    fn setxattr(
+        &self,
+        ino: Ino,
+        name: &[u8],
+        value: &[u8],
+        how: XattrSet,
+        tx: Option<TxId>,
+    ) -> Result<()> {
+        self.live()?.setxattr(ino, name, value, how, tx)
+    }
+
+    fn listxattr(&self, ino: Ino) -> Result<Vec<Vec<u8>>> {
+        self.live()?.listxattr(ino)
+    }
+
+    fn removexattr(&self, ino: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
+        self.live()?.removexattr(ino, name, tx)
     }
 
     fn unlink(&self, parent: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
@@ -290,8 +348,14 @@ impl Store for ModelStore {
         let mut st = self.live()?;
         check_name(new_name)?;
         st.tx_check(tx)?;
-        if st.inode(ino)?.meta.kind == FileKind::Dir {
+        let inode = st.inode(ino)?;
+        if inode.meta.kind == FileKind::Dir {
             return Err(Error::NotPermitted("hard link to a directory".into()));
+        }
+        if inode.meta.nlink == 0 && !inode.linkable {
+            // As linkat(2): a file whose last name is gone gets no new one (an unnamed
+            // O_TMPFILE file does).
+            return Err(Error::NotFound(format!("inode {ino} has no name")));
         }
         if st.dir(new_parent)?.entries.contains_key(new_name) {
             return Err(Error::Exists(name_str(new_name)));
@@ -312,6 +376,7 @@ impl Store for ModelStore {
             .ok_or_else(|| Error::NotFound(format!("inode {ino}")))?;
         inode.meta.nlink += 1;
         inode.meta.ctime = now;
+        inode.linkable = false;
         Ok(inode.meta)
     }
 
@@ -332,20 +397,20 @@ impl Store for ModelStore {
 
     fn open(&self, ino: Ino, flags: OpenFlags) -> Result<Fh> {
         let mut st = self.live()?;
-        if st.inode(ino)?.meta.kind == FileKind::Dir {
+        let kind = st.inode(ino)?.meta.kind;
+        if kind == FileKind::Dir {
             return Err(Error::IsDir(format!("inode {ino}")));
         }
-        let fh = st.next_fh;
-        st.next_fh += 1;
-        st.handles.insert(
-            fh,
-            Handle {
-                ino,
-                flags,
-                tx: None,
-            },
-        );
-        Ok(Fh(fh))
+        if kind == FileKind::Symlink {
+            // The store never follows a link: opening one is open(O_NOFOLLOW) on it.
+            return Err(Error::SymlinkLoop(format!(
+                "inode {ino} is a symbolic link"
+            )));
+        }
+        if kind.is_special() {
+            return Err(Error::special_open(ino, kind));
+        }
+        Ok(st.new_handle(ino, flags))
     }
 
     fn release(&self, fh: Fh) -> Result<()> {

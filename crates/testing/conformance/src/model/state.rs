@@ -23,6 +23,10 @@ pub(crate) struct Inode {
     pub(crate) parent: Ino,
     /// Target of a symbolic link (symbolic links only).
     pub(crate) target: Vec<u8>,
+    /// Extended attributes.
+    pub(crate) xattrs: BTreeMap<Vec<u8>, Vec<u8>>,
+    /// An unnamed file (O_TMPFILE) that `link` may still give a first name.
+    pub(crate) linkable: bool,
 }
 
 impl Inode {
@@ -41,11 +45,14 @@ impl Inode {
                 atime: now,
                 mtime: now,
                 ctime: now,
+                rdev: 0,
             },
             blocks: BTreeMap::new(),
             entries: BTreeMap::new(),
             parent,
             target: Vec::new(),
+            xattrs: BTreeMap::new(),
+            linkable: false,
         }
     }
 
