@@ -294,7 +294,7 @@ pub unsafe extern "C" fn atomfs_read(fd: c_int, buf: *mut c_void, count: usize) 
     // SAFETY: forwarded caller contract.
     ret(
         file(fd)
-            .and_then(|f| px::read(&f, unsafe { buf_mut(buf, count) }?))
+            .and_then(|f| px::read(&f, unsafe { buf_mut(buf, count) }?, None))
             .map(|n| n as isize),
         -1,
     )
@@ -328,7 +328,7 @@ pub unsafe extern "C" fn atomfs_write(fd: c_int, buf: *const c_void, count: usiz
     // SAFETY: forwarded caller contract.
     ret(
         file(fd)
-            .and_then(|f| px::write(&f, unsafe { buf_ref(buf, count) }?))
+            .and_then(|f| px::write(&f, unsafe { buf_ref(buf, count) }?, None))
             .map(|n| n as isize),
         -1,
     )
@@ -358,7 +358,7 @@ pub unsafe extern "C" fn atomfs_pwrite(
 pub extern "C" fn atomfs_lseek(fd: c_int, off: i64, whence: c_int) -> i64 {
     ret(
         file(fd)
-            .and_then(|f| px::lseek(&f, off, whence))
+            .and_then(|f| px::lseek(&f, off, whence, None))
             .map(|n| n as i64),
         -1,
     )

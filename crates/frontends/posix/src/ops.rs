@@ -70,6 +70,47 @@ pub fn open(pool: &Arc<Pool>, path: &[u8], flags: i32, mode: u32) -> PResult<Arc
     Ok(file)
 }
 
+/// Open inode `ino` again with the status flags and O_ATOMIC mode of a description another
+/// process opened (a descriptor inherited across fork or exec): its own store handle, the
+/// same file. `path` is kept for messages and `fdopendir`.
+pub fn open_inode(
+    pool: &Arc<Pool>,
+    ino: store::Ino,
+    status: i32,
+    atomic: bool,
+    path: &[u8],
+) -> PResult<Arc<OpenFile>> {
+    let store = &*pool.store;
+    let meta = store.getattr(ino).map_err(err)?;
+    let access = status & libc::O_ACCMODE;
+    let target = match meta.kind {
+        FileKind::Dir => Target::Dir,
+        FileKind::File => Target::File(
+            store
+                .open(
+                    ino,
+                    OpenFlags {
+                        read: access != libc::O_WRONLY,
+                        write: access != libc::O_RDONLY,
+                        append: status & libc::O_APPEND != 0,
+                        atomic,
+                    },
+                )
+                .map_err(err)?,
+        ),
+        _ => return Err(libc::EBADF),
+    };
+    Ok(Arc::new(OpenFile {
+        pool: pool.clone(),
+        ino,
+        target,
+        pos: Mutex::new(0),
+        status: AtomicI32::new(status),
+        atomic: AtomicBool::new(atomic),
+        path: path.to_vec(),
+    }))
+}
+
 /// The inode of `path` for open(2), created when it is missing and `flags` say O_CREAT.
 fn open_entry(store: &dyn store::Store, path: &[u8], flags: i32, mode: u32) -> PResult<Metadata> {
     match store::resolve_parent(store, path) {
@@ -88,11 +129,38 @@ fn open_entry(store: &dyn store::Store, path: &[u8], flags: i32, mode: u32) -> P
     }
 }
 
+/// Where a description's offset lives besides [`OpenFile::pos`]: `Some(fd)` when it is
+/// mirrored in the kernel description of descriptor `fd` (the shim's descriptors: a kernel
+/// description is shared with forked children and survives exec, so every process using it
+/// sees one offset, as POSIX wants). Read before and written back after each call, under the
+/// position lock.
+pub type Mirror = Option<i32>;
+
+fn load_pos(pos: &mut u64, mirror: Mirror) {
+    if let Some(fd) = mirror {
+        // SAFETY: lseek on a descriptor number; no memory is touched. A failure leaves the
+        // offset kept in the file.
+        let at = unsafe { libc::lseek(fd, 0, libc::SEEK_CUR) };
+        if at >= 0 {
+            *pos = at as u64;
+        }
+    }
+}
+
+fn store_pos(pos: u64, mirror: Mirror) {
+    if let (Some(fd), Ok(at)) = (mirror, i64::try_from(pos)) {
+        // SAFETY: as in `load_pos`.
+        unsafe { libc::lseek(fd, at, libc::SEEK_SET) };
+    }
+}
+
 /// read(2) at the file offset.
-pub fn read(file: &OpenFile, buf: &mut [u8]) -> PResult<usize> {
+pub fn read(file: &OpenFile, buf: &mut [u8], mirror: Mirror) -> PResult<usize> {
     let mut pos = file.pos.lock().unwrap_or_else(|p| p.into_inner());
+    load_pos(&mut pos, mirror);
     let n = pread(file, buf, *pos)?;
     *pos += n as u64;
+    store_pos(*pos, mirror);
     Ok(n)
 }
 
@@ -117,8 +185,9 @@ pub fn pread(file: &OpenFile, buf: &mut [u8], off: u64) -> PResult<usize> {
 }
 
 /// write(2) at the file offset (at the end for O_APPEND).
-pub fn write(file: &OpenFile, data: &[u8]) -> PResult<usize> {
+pub fn write(file: &OpenFile, data: &[u8], mirror: Mirror) -> PResult<usize> {
     let mut pos = file.pos.lock().unwrap_or_else(|p| p.into_inner());
+    load_pos(&mut pos, mirror);
     let append = file.status.load(Ordering::Relaxed) & libc::O_APPEND != 0;
     let n = pwrite(file, data, *pos)?;
     *pos = if append {
@@ -126,6 +195,7 @@ pub fn write(file: &OpenFile, data: &[u8]) -> PResult<usize> {
     } else {
         *pos + n as u64
     };
+    store_pos(*pos, mirror);
     Ok(n)
 }
 
@@ -147,8 +217,9 @@ pub fn pwrite(file: &OpenFile, data: &[u8], off: u64) -> PResult<usize> {
 }
 
 /// lseek(2): SEEK_SET, SEEK_CUR, SEEK_END, SEEK_DATA, SEEK_HOLE.
-pub fn lseek(file: &OpenFile, off: i64, whence: i32) -> PResult<u64> {
+pub fn lseek(file: &OpenFile, off: i64, whence: i32, mirror: Mirror) -> PResult<u64> {
     let mut pos = file.pos.lock().unwrap_or_else(|p| p.into_inner());
+    load_pos(&mut pos, mirror);
     let size = || -> PResult<i64> {
         match file.target {
             Target::File(fh) => Ok(file.pool.store.fstat(fh).map_err(err)?.size as i64),
@@ -172,6 +243,7 @@ pub fn lseek(file: &OpenFile, off: i64, whence: i32) -> PResult<u64> {
     match new {
         Some(n) if n >= 0 => {
             *pos = n as u64;
+            store_pos(*pos, mirror);
             Ok(n as u64)
         }
         Some(_) => Err(libc::EINVAL),

@@ -57,9 +57,10 @@ type PreadChkFn = unsafe extern "C" fn(c_int, *mut c_void, usize, i64, usize) ->
 pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, count: usize) -> isize {
     match shim_file(fd) {
         // SAFETY: the caller's buffer.
-        Some(f) => {
-            ret(with(&f, |f| px::read(f, unsafe { out_buf(buf, count) }?)).map(|n| n as isize))
-        }
+        Some(f) => ret(with(&f, |f| {
+            px::read(f, unsafe { out_buf(buf, count) }?, Some(fd))
+        })
+        .map(|n| n as isize)),
         None => call_real!(read: ReadFn, fd, buf, count),
     }
 }
@@ -74,7 +75,7 @@ pub unsafe extern "C" fn __read_chk(
     match shim_file(fd) {
         // SAFETY: the caller's buffer (of buflen bytes; never more than that is written).
         Some(f) => ret(with(&f, |f| {
-            px::read(f, unsafe { out_buf(buf, count.min(buflen)) }?)
+            px::read(f, unsafe { out_buf(buf, count.min(buflen)) }?, Some(fd))
         })
         .map(|n| n as isize)),
         None => call_real!(__read_chk: ChkFn, fd, buf, count, buflen),
@@ -85,9 +86,10 @@ pub unsafe extern "C" fn __read_chk(
 pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, count: usize) -> isize {
     match shim_file(fd) {
         // SAFETY: the caller's buffer.
-        Some(f) => {
-            ret(with(&f, |f| px::write(f, unsafe { in_buf(buf, count) }?)).map(|n| n as isize))
-        }
+        Some(f) => ret(with(&f, |f| {
+            px::write(f, unsafe { in_buf(buf, count) }?, Some(fd))
+        })
+        .map(|n| n as isize)),
         None => call_real!(write: WriteFn, fd, buf, count),
     }
 }
@@ -189,7 +191,7 @@ unsafe fn iovecs<'a>(iov: *const libc::iovec, n: c_int) -> PResult<&'a [libc::io
 type VecFn = unsafe extern "C" fn(c_int, *const libc::iovec, c_int) -> isize;
 
 /// readv: one read of the total length, scattered.
-fn readv_ours(f: &OpenFile, iov: *const libc::iovec, n: c_int) -> PResult<isize> {
+fn readv_ours(fd: c_int, f: &OpenFile, iov: *const libc::iovec, n: c_int) -> PResult<isize> {
     // SAFETY: the caller's iovecs.
     let iov = unsafe { iovecs(iov, n) }?;
     let total = iov
@@ -198,7 +200,7 @@ fn readv_ours(f: &OpenFile, iov: *const libc::iovec, n: c_int) -> PResult<isize>
         .sum::<usize>()
         .min(px::IO_BYTES_MAX);
     let mut tmp = vec![0u8; total];
-    let got = with(f, |f| px::read(f, &mut tmp))?;
+    let got = with(f, |f| px::read(f, &mut tmp, Some(fd)))?;
     let mut done = 0;
     for v in iov {
         if done >= got {
@@ -215,7 +217,7 @@ fn readv_ours(f: &OpenFile, iov: *const libc::iovec, n: c_int) -> PResult<isize>
 }
 
 /// writev: gathered into one write, so it is one atomic update.
-fn writev_ours(f: &OpenFile, iov: *const libc::iovec, n: c_int) -> PResult<isize> {
+fn writev_ours(fd: c_int, f: &OpenFile, iov: *const libc::iovec, n: c_int) -> PResult<isize> {
     // SAFETY: the caller's iovecs.
     let iov = unsafe { iovecs(iov, n) }?;
     let mut data = Vec::with_capacity(iov.iter().map(|v| v.iov_len).sum());
@@ -223,13 +225,13 @@ fn writev_ours(f: &OpenFile, iov: *const libc::iovec, n: c_int) -> PResult<isize
         // SAFETY: iov_base is valid for iov_len bytes (caller's contract).
         data.extend_from_slice(unsafe { in_buf(v.iov_base, v.iov_len) }?);
     }
-    with(f, |f| px::write(f, &data)).map(|n| n as isize)
+    with(f, |f| px::write(f, &data, Some(fd))).map(|n| n as isize)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn readv(fd: c_int, iov: *const libc::iovec, n: c_int) -> isize {
     match shim_file(fd) {
-        Some(f) => ret(readv_ours(&f, iov, n)),
+        Some(f) => ret(readv_ours(fd, &f, iov, n)),
         None => call_real!(readv: VecFn, fd, iov, n),
     }
 }
@@ -237,7 +239,7 @@ pub unsafe extern "C" fn readv(fd: c_int, iov: *const libc::iovec, n: c_int) -> 
 #[no_mangle]
 pub unsafe extern "C" fn writev(fd: c_int, iov: *const libc::iovec, n: c_int) -> isize {
     match shim_file(fd) {
-        Some(f) => ret(writev_ours(&f, iov, n)),
+        Some(f) => ret(writev_ours(fd, &f, iov, n)),
         None => call_real!(writev: VecFn, fd, iov, n),
     }
 }
@@ -247,7 +249,7 @@ type LseekFn = unsafe extern "C" fn(c_int, i64, c_int) -> i64;
 #[no_mangle]
 pub unsafe extern "C" fn lseek(fd: c_int, off: i64, whence: c_int) -> i64 {
     match shim_file(fd) {
-        Some(f) => ret(with(&f, |f| px::lseek(f, off, whence)).map(|n| n as i64)),
+        Some(f) => ret(with(&f, |f| px::lseek(f, off, whence, Some(fd))).map(|n| n as i64)),
         None => call_real!(lseek: LseekFn, fd, off, whence),
     }
 }
@@ -255,7 +257,7 @@ pub unsafe extern "C" fn lseek(fd: c_int, off: i64, whence: c_int) -> i64 {
 #[no_mangle]
 pub unsafe extern "C" fn lseek64(fd: c_int, off: i64, whence: c_int) -> i64 {
     match shim_file(fd) {
-        Some(f) => ret(with(&f, |f| px::lseek(f, off, whence)).map(|n| n as i64)),
+        Some(f) => ret(with(&f, |f| px::lseek(f, off, whence, Some(fd))).map(|n| n as i64)),
         None => call_real!(lseek64: LseekFn, fd, off, whence),
     }
 }
@@ -316,7 +318,8 @@ fn free_number(fd: c_int) -> bool {
 
 #[no_mangle]
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
-    if shim_file(fd).is_some() {
+    crate::inherit::closed(fd);
+    if crate::is_shim_fd(fd) {
         forget(fd);
     } else if free_number(fd) {
         // The number held the shim's pool lock (the application never opened it): moved

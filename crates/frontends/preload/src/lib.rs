@@ -17,8 +17,10 @@
 //!   keeps its inherited descriptor numbers but may not use the parent's pool (its calls
 //!   under the prefix and on inherited shim descriptors fail with EIO; close works); a child
 //!   of a process that never opened the pool opens it itself (one process at a time: the pool
-//!   is locked, a concurrent second opener gets EBUSY); exec drops shim descriptors (the new program's
-//!   shim does not know them). A fork handler only sets a flag (no locks are taken across
+//!   is locked, a concurrent second opener gets EBUSY). A forked child's inherited
+//!   descriptors, and an exec'd program's (under the shim), open the same file again through
+//!   the owner's store server on first use, sharing the offset (inherit.rs); without a
+//!   server, or in a program not under the shim, they fail (EIO, EPERM). A fork handler only sets a flag (no locks are taken across
 //!   fork), so a multithreaded program that forks while another thread is inside the shim
 //!   could leave a table lock held in the child; the child then blocks on its first shim call.
 //!
@@ -33,6 +35,7 @@
 
 mod dirs;
 mod fds;
+mod inherit;
 mod paths;
 mod real;
 mod route;
@@ -350,12 +353,23 @@ fn ret<T: From<i8>>(r: PResult<T>) -> T {
     })
 }
 
-/// The open file behind a shim descriptor, if `fd` is one (None: pass to the real libc).
+/// The open file behind a shim descriptor, if `fd` is one (None: pass to the real libc). A
+/// descriptor inherited across fork or exec is opened again through the pool's owner first
+/// (see inherit.rs).
 fn shim_file(fd: c_int) -> Option<Arc<OpenFile>> {
     if fd < 0 || busy() {
         return None;
     }
-    ours(|| fds().get(fd).ok())
+    ours(|| match fds().get(fd) {
+        Ok(file) if own_file(&file) => Some(file),
+        Ok(inherited) => Some(inherit::reattach(fd, inherited)),
+        Err(_) => inherit::adopt(fd),
+    })
+}
+
+/// Whether `fd` is a shim descriptor, as it stands (nothing is opened again).
+fn is_shim_fd(fd: c_int) -> bool {
+    fd >= 0 && !busy() && ours(|| fds().contains(fd))
 }
 
 /// Like [`shim_file`], but `EIO` for a descriptor a forked child inherited (its file is

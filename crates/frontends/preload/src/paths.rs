@@ -128,8 +128,9 @@ fn real_path(path: *const c_char, fixed: &Option<std::ffi::CString>) -> *const c
     fixed.as_ref().map_or(path, |c| c.as_ptr())
 }
 
-/// Reserve a kernel descriptor for a shim file: an empty memfd sealed against writes.
-pub(crate) fn reserve_fd(cloexec: bool) -> PResult<c_int> {
+/// Reserve a kernel descriptor for a shim file: a memfd holding `file`'s ticket (for a
+/// process that inherits it: inherit.rs), sealed against writes.
+pub(crate) fn reserve_fd(cloexec: bool, file: &atomfs_posix::OpenFile) -> PResult<c_int> {
     let flags = libc::MFD_ALLOW_SEALING | if cloexec { libc::MFD_CLOEXEC } else { 0 };
     // SAFETY: NUL-terminated name; memfd_create has no other preconditions.
     let fd = unsafe { libc::memfd_create(c"atomfs".as_ptr(), flags) };
@@ -137,6 +138,11 @@ pub(crate) fn reserve_fd(cloexec: bool) -> PResult<c_int> {
         return Err(std::io::Error::last_os_error()
             .raw_os_error()
             .unwrap_or(libc::EMFILE));
+    }
+    if let Err(e) = crate::inherit::write_ticket(fd, &crate::inherit::Ticket::of(file)) {
+        // SAFETY: closing the descriptor just created.
+        unsafe { libc::close(fd) };
+        return Err(e);
     }
     let seals = libc::F_SEAL_SEAL | libc::F_SEAL_WRITE | libc::F_SEAL_GROW | libc::F_SEAL_SHRINK;
     // SAFETY: fcntl on the descriptor just created (the shim is busy: this goes to libc).
@@ -154,7 +160,7 @@ pub(crate) fn open_ours(path: &[u8], flags: c_int, mode: c_uint) -> PResult<c_in
             flags & !(libc::O_CLOEXEC | libc::O_LARGEFILE | libc::O_NOCTTY),
             mode,
         )?;
-        let fd = reserve_fd(flags & libc::O_CLOEXEC != 0)?;
+        let fd = reserve_fd(flags & libc::O_CLOEXEC != 0, &file)?;
         fds().insert(fd, file);
         Ok(fd)
     })
