@@ -318,6 +318,12 @@ fn free_number(fd: c_int) -> bool {
 
 #[no_mangle]
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
+    if crate::in_shared_child() {
+        return call_real!(close: FdFn, fd);
+    }
+    if crate::cwd::is_marker(fd) {
+        return 0;
+    }
     crate::inherit::closed(fd);
     if crate::is_shim_fd(fd) {
         forget(fd);
@@ -346,6 +352,9 @@ fn after_dup(old: Option<Arc<OpenFile>>, new: c_int) {
 
 #[no_mangle]
 pub unsafe extern "C" fn dup(fd: c_int) -> c_int {
+    if crate::in_shared_child() {
+        return call_real!(dup: FdFn, fd);
+    }
     let file = shim_file(fd);
     let new: c_int = call_real!(dup: FdFn, fd);
     if new >= 0 && file.is_some() {
@@ -356,6 +365,9 @@ pub unsafe extern "C" fn dup(fd: c_int) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
+    if crate::in_shared_child() {
+        return call_real!(dup2: Dup2Fn, old, new);
+    }
     let (file, target) = (shim_file(old), shim_file(new));
     if old != new {
         free_number(new);
@@ -369,6 +381,9 @@ pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
+    if crate::in_shared_child() {
+        return call_real!(dup3: Dup3Fn, old, new, flags);
+    }
     let (file, target) = (shim_file(old), shim_file(new));
     if old != new {
         free_number(new);
@@ -418,6 +433,9 @@ fn fcntl_ours(fd: c_int, file: Arc<OpenFile>, cmd: c_int, arg: c_ulong) -> Optio
 
 #[no_mangle]
 pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
+    if crate::in_shared_child() {
+        return call_real!(fcntl: FcntlFn, fd, cmd, arg);
+    }
     if let Some(r) = shim_file(fd).and_then(|f| fcntl_ours(fd, f, cmd, arg)) {
         return r;
     }
@@ -426,6 +444,9 @@ pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn fcntl64(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
+    if crate::in_shared_child() {
+        return call_real!(fcntl64: FcntlFn, fd, cmd, arg);
+    }
     if let Some(r) = shim_file(fd).and_then(|f| fcntl_ours(fd, f, cmd, arg)) {
         return r;
     }
@@ -611,6 +632,54 @@ fn mmap_refused() -> *mut c_void {
     libc::MAP_FAILED
 }
 
+/// mmap of a shim file: a private copy (the kernel has no pages of the pool's file to share).
+/// MAP_PRIVATE mappings behave as the kernel's do, except that pages past the end of file
+/// read as zeros instead of SIGBUS; a read-only MAP_SHARED mapping is the same copy (a
+/// snapshot: later writes to the file do not show in it); a writable MAP_SHARED mapping is
+/// refused (ENODEV): its stores would never reach the pool.
+fn mmap_copy(
+    file: &OpenFile,
+    addr: *mut c_void,
+    len: usize,
+    prot: c_int,
+    flags: c_int,
+    off: i64,
+    real: MmapFn,
+) -> *mut c_void {
+    let shared = flags & (libc::MAP_SHARED | libc::MAP_SHARED_VALIDATE) != 0;
+    if shared && prot & libc::PROT_WRITE != 0 {
+        return mmap_refused();
+    }
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as i64;
+    if len == 0 || off < 0 || off % page != 0 {
+        crate::set_errno(libc::EINVAL);
+        return libc::MAP_FAILED;
+    }
+    let anon = (flags & !(libc::MAP_SHARED | libc::MAP_SHARED_VALIDATE))
+        | libc::MAP_PRIVATE
+        | libc::MAP_ANONYMOUS;
+    // SAFETY: an anonymous mapping at the caller's hint (or MAP_FIXED address, as asked).
+    let p = unsafe { real(addr, len, libc::PROT_READ | libc::PROT_WRITE, anon, -1, 0) };
+    if p == libc::MAP_FAILED {
+        return p;
+    }
+    // SAFETY: `p` is a fresh writable mapping of `len` bytes.
+    let dst = unsafe { std::slice::from_raw_parts_mut(p.cast::<u8>(), len) };
+    let filled = ours(|| px::pread(file, dst, off as u64));
+    // SAFETY: `p`/`len` is the mapping made above.
+    let protected = unsafe { libc::mprotect(p, len, prot) } == 0;
+    match filled {
+        Ok(_) if protected => p,
+        other => {
+            // SAFETY: unmapping the mapping made above.
+            unsafe { libc::munmap(p, len) };
+            crate::set_errno(other.err().unwrap_or(libc::EACCES));
+            libc::MAP_FAILED
+        }
+    }
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn mmap(
     addr: *mut c_void,
@@ -620,8 +689,13 @@ pub unsafe extern "C" fn mmap(
     fd: c_int,
     off: i64,
 ) -> *mut c_void {
-    if flags & libc::MAP_ANONYMOUS == 0 && shim_file(fd).is_some() {
-        return mmap_refused();
+    if flags & libc::MAP_ANONYMOUS == 0 {
+        if let Some(file) = shim_file(fd) {
+            return match crate::real::real!(mmap: MmapFn) {
+                Some(real) => mmap_copy(&file, addr, len, prot, flags, off, real),
+                None => mmap_refused(),
+            };
+        }
     }
     match crate::real::real!(mmap: MmapFn) {
         // SAFETY: forwarding the caller's arguments to the real mmap.
@@ -639,8 +713,13 @@ pub unsafe extern "C" fn mmap64(
     fd: c_int,
     off: i64,
 ) -> *mut c_void {
-    if flags & libc::MAP_ANONYMOUS == 0 && shim_file(fd).is_some() {
-        return mmap_refused();
+    if flags & libc::MAP_ANONYMOUS == 0 {
+        if let Some(file) = shim_file(fd) {
+            return match crate::real::real!(mmap64: MmapFn) {
+                Some(real) => mmap_copy(&file, addr, len, prot, flags, off, real),
+                None => mmap_refused(),
+            };
+        }
     }
     match crate::real::real!(mmap64: MmapFn) {
         // SAFETY: forwarding the caller's arguments to the real mmap64.

@@ -15,7 +15,7 @@
 
 use std::collections::HashSet;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use atomfs_posix::{self as px, OpenFile, PResult, Target};
@@ -114,6 +114,8 @@ fn read_ticket(fd: c_int) -> Option<Ticket> {
 /// Descriptors found open at start-up that may be shim descriptors of another process.
 static FOUND: Mutex<Option<HashSet<c_int>>> = Mutex::new(None);
 static ANY_FOUND: AtomicBool = AtomicBool::new(false);
+/// The working-directory marker found at start-up (cwd.rs), -1 for none.
+static CWD_MARKER: AtomicI32 = AtomicI32::new(-1);
 
 /// At start-up (an `.init_array` constructor): list the memfds named like the shim's.
 extern "C" fn scan_at_start() {
@@ -130,12 +132,13 @@ extern "C" fn scan_at_start() {
             else {
                 continue;
             };
-            let is_ours = std::fs::read_link(entry.path()).is_ok_and(|l| {
-                l.as_os_str()
-                    .as_encoded_bytes()
-                    .starts_with(b"/memfd:atomfs")
-            });
-            if is_ours {
+            let Ok(link) = std::fs::read_link(entry.path()) else {
+                continue;
+            };
+            let link = link.as_os_str().as_encoded_bytes();
+            if link.starts_with(b"/memfd:atomfs-cwd") {
+                CWD_MARKER.store(fd, Ordering::Release);
+            } else if link.starts_with(b"/memfd:atomfs") {
                 found.insert(fd);
             }
         }
@@ -189,6 +192,30 @@ pub(crate) fn adopt(fd: c_int) -> Option<Arc<OpenFile>> {
         .ok()?;
     fds().insert(fd, file.clone());
     Some(file)
+}
+
+/// The working directory a parent left (its marker found at start-up), taken up once.
+pub(crate) fn adopt_cwd() {
+    let fd = CWD_MARKER.swap(-1, Ordering::AcqRel);
+    if fd >= 0 {
+        ours(|| adopt_cwd_marker(fd));
+    }
+}
+
+fn adopt_cwd_marker(fd: c_int) {
+    let Some(ticket) = read_ticket(fd).filter(|t| t.dir) else {
+        return;
+    };
+    if Some(ticket.pool.as_slice()) != config().pool_path.as_deref().map(str::as_bytes) {
+        return;
+    }
+    match crate::pool().and_then(|pool| open_again(&pool, &ticket)) {
+        Ok(dir) => crate::cwd::inherit(fd, dir),
+        Err(e) => eprintln!(
+            "atomfs-preload: the working directory {} could not be opened again: errno {e}",
+            String::from_utf8_lossy(&ticket.path)
+        ),
+    }
 }
 
 /// Forget a descriptor found at start-up that the program closes unused.

@@ -33,6 +33,7 @@
 #![allow(clippy::unnecessary_cast)]
 #![allow(clippy::missing_safety_doc)]
 
+mod cwd;
 mod dirs;
 mod fds;
 mod inherit;
@@ -40,6 +41,7 @@ mod paths;
 mod real;
 mod route;
 mod stdio;
+mod tempfiles;
 mod umask;
 
 use std::cell::Cell;
@@ -288,6 +290,7 @@ fn fds() -> &'static FdTable {
     static FDS: OnceLock<FdTable> = OnceLock::new();
     FDS.get_or_init(|| {
         register_atfork();
+        TABLE_PID.store(this_pid(), Ordering::Relaxed);
         FdTable::new()
     })
 }
@@ -322,9 +325,29 @@ fn ours<T>(f: impl FnOnce() -> T) -> T {
     f()
 }
 
-/// In the child after fork: the pool stays the parent's. Only an atomic store here: a fork
+/// The process the shim's tables belong to: set at start-up and by the fork handler in a
+/// child. A vfork child (or posix_spawn's, or any clone that runs no fork handlers) shares
+/// the parent's memory until it execs: it sees another pid here and leaves the tables alone
+/// (its close, dup2 and dup3 go straight to the kernel), or it would take the parent's
+/// descriptors away from it.
+static TABLE_PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+fn this_pid() -> u32 {
+    // SAFETY: getpid has no preconditions (a system call: glibc keeps no cache to go stale
+    // in a vfork child).
+    unsafe { libc::getpid() as u32 }
+}
+
+/// Whether this is a child sharing its parent's memory (see [`TABLE_PID`]).
+fn in_shared_child() -> bool {
+    let owner = TABLE_PID.load(Ordering::Relaxed);
+    owner != 0 && owner != this_pid()
+}
+
+/// In the child after fork: the pool stays the parent's. Only atomic stores here: a fork
 /// handler must not take locks.
 extern "C" fn after_fork_child() {
+    TABLE_PID.store(this_pid(), Ordering::Relaxed);
     umask::after_fork_child();
     if POOL_OPEN.load(Ordering::Relaxed) || CHILD_OPEN.load(Ordering::Relaxed) {
         FORKED.store(true, Ordering::Relaxed);
@@ -391,8 +414,10 @@ unsafe fn bytes<'a>(p: *const c_char) -> Option<&'a [u8]> {
     Some(unsafe { CStr::from_ptr(p) }.to_bytes())
 }
 
+pub use cwd::*;
 pub use dirs::*;
 pub use fds::*;
 pub use paths::*;
 pub use stdio::*;
+pub use tempfiles::*;
 pub use umask::umask;

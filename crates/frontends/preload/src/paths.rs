@@ -43,6 +43,12 @@ fn full_path(dirfd: c_int, path: &[u8]) -> Option<(Vec<u8>, bool)> {
         return Some((path.to_vec(), false));
     }
     let mut full = if dirfd == libc::AT_FDCWD {
+        if let Some(cwd) = crate::cwd::virtual_cwd() {
+            let mut full = cwd;
+            full.push(b'/');
+            full.extend_from_slice(path);
+            return Some((full, true));
+        }
         let mut cwd = vec![0u8; PATH_MAX];
         // SAFETY: buffer of the given size; getcwd is not intercepted.
         let p = unsafe { libc::getcwd(cwd.as_mut_ptr().cast(), cwd.len()) };
@@ -112,8 +118,12 @@ pub(crate) fn outside(dirfd: c_int, path: *const c_char) -> Option<std::ffi::CSt
             .prefixes
             .iter()
             .any(|p| raw.starts_with(p) && raw.get(p.len()).is_none_or(|&b| b == b'/'));
-    let in_shim_dir =
-        !raw.starts_with(b"/") && dirfd != libc::AT_FDCWD && shim_file(dirfd).is_some();
+    let in_shim_dir = !raw.starts_with(b"/")
+        && if dirfd == libc::AT_FDCWD {
+            crate::cwd::virtual_cwd().is_some()
+        } else {
+            shim_file(dirfd).is_some()
+        };
     if !spelled_under && !in_shim_dir {
         return None;
     }
@@ -124,16 +134,25 @@ pub(crate) fn outside(dirfd: c_int, path: *const c_char) -> Option<std::ffi::CSt
 }
 
 /// `path`, or its replacement from [`outside`].
-fn real_path(path: *const c_char, fixed: &Option<std::ffi::CString>) -> *const c_char {
+pub(crate) fn real_path(path: *const c_char, fixed: &Option<std::ffi::CString>) -> *const c_char {
     fixed.as_ref().map_or(path, |c| c.as_ptr())
 }
 
 /// Reserve a kernel descriptor for a shim file: a memfd holding `file`'s ticket (for a
 /// process that inherits it: inherit.rs), sealed against writes.
 pub(crate) fn reserve_fd(cloexec: bool, file: &atomfs_posix::OpenFile) -> PResult<c_int> {
+    reserve_named_fd(c"atomfs", cloexec, file)
+}
+
+/// [`reserve_fd`] with the memfd's name (`/proc/self/fd` shows `/memfd:NAME`).
+pub(crate) fn reserve_named_fd(
+    name: &std::ffi::CStr,
+    cloexec: bool,
+    file: &atomfs_posix::OpenFile,
+) -> PResult<c_int> {
     let flags = libc::MFD_ALLOW_SEALING | if cloexec { libc::MFD_CLOEXEC } else { 0 };
     // SAFETY: NUL-terminated name; memfd_create has no other preconditions.
-    let fd = unsafe { libc::memfd_create(c"atomfs".as_ptr(), flags) };
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), flags) };
     if fd < 0 {
         return Err(std::io::Error::last_os_error()
             .raw_os_error()
