@@ -55,4 +55,8 @@ ops! {
     FSCK = 30,
     BYE = 31,
     LIMITS = 32,
+    // Advisory locks (locks.rs), numbered apart from the Store calls.
+    LOCK = 64,
+    LOCK_TEST = 65,
+    LOCK_RELEASE = 66,
 }

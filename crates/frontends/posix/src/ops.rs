@@ -420,3 +420,127 @@ pub fn d_type(kind: FileKind) -> u8 {
 /// Keep the `Store` trait in scope for method calls on `dyn Store`.
 #[allow(dead_code)]
 fn _uses(_: &dyn Store) {}
+
+/// fcntl record locks on a pool file (F_SETLK, F_SETLKW, F_GETLK and their OFD forms), kept
+/// by the store's server for every process using the store (remote::locks). `owner` is the
+/// lock owner: the process id for POSIX locks, the description for OFD locks. `fl` is read
+/// (and, for `F_GETLK`, written) as fcntl(2) does.
+pub fn lock(
+    file: &OpenFile,
+    owner: u64,
+    cmd: i32,
+    fl: &mut libc::flock,
+    mirror: Mirror,
+) -> PResult<()> {
+    use remote::locks::LockKind;
+    let kind = match i32::from(fl.l_type) {
+        libc::F_RDLCK => LockKind::Read,
+        libc::F_WRLCK => LockKind::Write,
+        libc::F_UNLCK => LockKind::Unlock,
+        _ => return Err(libc::EINVAL),
+    };
+    let range = lock_range(file, fl, mirror)?;
+    let store = &*file.pool.store;
+    let socket = remote::socket_for(&file.pool.path);
+    match cmd {
+        libc::F_GETLK | libc::F_OFD_GETLK => {
+            if kind == LockKind::Unlock {
+                return Err(libc::EINVAL);
+            }
+            let found = remote::file_lock_test(store, &socket, file.ino, owner, kind, range)
+                .map_err(err)?;
+            match found {
+                None => fl.l_type = libc::F_UNLCK as i16,
+                Some(c) => {
+                    fl.l_type = match c.kind {
+                        LockKind::Write => libc::F_WRLCK,
+                        _ => libc::F_RDLCK,
+                    } as i16;
+                    fl.l_whence = libc::SEEK_SET as i16;
+                    fl.l_start = i64::try_from(c.range.start).unwrap_or(i64::MAX);
+                    fl.l_len = i64::try_from(c.range.len).unwrap_or(0);
+                    fl.l_pid = if cmd == libc::F_OFD_GETLK {
+                        -1
+                    } else {
+                        c.pid as i32
+                    };
+                }
+            }
+            Ok(())
+        }
+        _ => {
+            LOCKS_TAKEN.store(true, Ordering::Relaxed);
+            match kind {
+                LockKind::Read => file.check_readable()?,
+                LockKind::Write => file.check_writable()?,
+                LockKind::Unlock => {}
+            }
+            let wait = matches!(cmd, libc::F_SETLKW | libc::F_OFD_SETLKW);
+            let mut pause = std::time::Duration::from_micros(500);
+            loop {
+                let conflict =
+                    remote::file_lock(store, &socket, file.ino, owner, kind, range).map_err(err)?;
+                match conflict {
+                    None => return Ok(()),
+                    Some(_) if !wait => return Err(libc::EAGAIN),
+                    Some(_) => {
+                        std::thread::sleep(pause);
+                        pause = (pause * 2).min(std::time::Duration::from_millis(20));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Whether this process ever set a lock (else closing a descriptor has none to drop, and
+/// costs no call to the server).
+static LOCKS_TAKEN: AtomicBool = AtomicBool::new(false);
+
+/// Drop every lock `owner` holds on `file`'s inode (a POSIX lock owner closed a descriptor).
+pub fn lock_release(file: &OpenFile, owner: u64) {
+    if !LOCKS_TAKEN.load(Ordering::Relaxed) {
+        return;
+    }
+    let socket = remote::socket_for(&file.pool.path);
+    // A server that is gone took its table with it; nothing is left to release.
+    let _ = remote::file_lock_release(&*file.pool.store, &socket, file.ino, owner);
+}
+
+/// The absolute byte range of `fl` (l_whence, l_start, l_len as fcntl(2) reads them).
+fn lock_range(
+    file: &OpenFile,
+    fl: &libc::flock,
+    mirror: Mirror,
+) -> PResult<remote::locks::LockRange> {
+    let base: i64 = match i32::from(fl.l_whence) {
+        libc::SEEK_SET => 0,
+        libc::SEEK_CUR => {
+            let mut pos = *file.pos.lock().unwrap_or_else(|p| p.into_inner());
+            load_pos(&mut pos, mirror);
+            i64::try_from(pos).map_err(|_| libc::EOVERFLOW)?
+        }
+        libc::SEEK_END => match file.target {
+            Target::File(fh) => i64::try_from(file.pool.store.fstat(fh).map_err(err)?.size)
+                .map_err(|_| libc::EOVERFLOW)?,
+            Target::Dir => 0,
+        },
+        _ => return Err(libc::EINVAL),
+    };
+    let start = base.checked_add(fl.l_start).ok_or(libc::EOVERFLOW)?;
+    let (start, len) = if fl.l_len < 0 {
+        (
+            start.checked_add(fl.l_len).ok_or(libc::EINVAL)?,
+            fl.l_len.unsigned_abs(),
+        )
+    } else {
+        (start, fl.l_len as u64)
+    };
+    if start < 0 {
+        return Err(libc::EINVAL);
+    }
+    Ok(remote::locks::LockRange {
+        start: start as u64,
+        len,
+    })
+}

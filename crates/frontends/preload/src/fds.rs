@@ -298,9 +298,23 @@ pub unsafe extern "C" fn ftruncate64(fd: c_int, len: i64) -> c_int {
     }
 }
 
-/// Forget a shim descriptor (in a forked child without releasing the parent's handle).
+/// The lock owner of an open file description (OFD locks): its address, marked apart from
+/// process ids.
+fn ofd_owner(file: &Arc<OpenFile>) -> u64 {
+    (Arc::as_ptr(file) as u64) | (1 << 63)
+}
+
+/// Forget a shim descriptor (in a forked child without releasing the parent's handle). As
+/// close(2) does, the process's record locks on the file go with any of its descriptors.
 pub(crate) fn forget(fd: c_int) {
     ours(|| {
+        if let Some(file) = fds().get(fd).ok().filter(|f| crate::own_file(f)) {
+            px::lock_release(&file, u64::from(std::process::id()));
+            if Arc::strong_count(&file) <= 2 {
+                // The last descriptor of the description: its OFD locks go too.
+                px::lock_release(&file, ofd_owner(&file));
+            }
+        }
         if let Some(file) = fds().remove(fd) {
             // A descriptor inherited from the parent: its file is the parent's to close.
             if !crate::own_file(&file) {
@@ -398,7 +412,8 @@ pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
 type FcntlFn = unsafe extern "C" fn(c_int, c_int, ...) -> c_int;
 
 /// fcntl on a shim descriptor: status flags are the shim's; descriptor flags and dups are
-/// the kernel's; locks always succeed (the pool has no other user).
+/// the kernel's; record and OFD locks are the store's, shared with every process using it
+/// through its server (`px::lock`).
 fn fcntl_ours(fd: c_int, file: Arc<OpenFile>, cmd: c_int, arg: c_ulong) -> Option<c_int> {
     match cmd {
         libc::F_GETFL => Some(file.status.load(Ordering::Relaxed) | libc::O_LARGEFILE),
@@ -410,15 +425,30 @@ fn fcntl_ours(fd: c_int, file: Arc<OpenFile>, cmd: c_int, arg: c_ulong) -> Optio
             );
             Some(0)
         }
-        libc::F_SETLK | libc::F_SETLKW | libc::F_OFD_SETLK | libc::F_OFD_SETLKW => Some(0),
-        libc::F_GETLK | libc::F_OFD_GETLK => {
+        libc::F_SETLK
+        | libc::F_SETLKW
+        | libc::F_OFD_SETLK
+        | libc::F_OFD_SETLKW
+        | libc::F_GETLK
+        | libc::F_OFD_GETLK => {
             let lock = arg as *mut libc::flock;
             if lock.is_null() {
                 return Some(ret::<c_int>(Err(libc::EFAULT)));
             }
-            // SAFETY: the caller passes a `struct flock` for F_GETLK.
-            unsafe { (*lock).l_type = libc::F_UNLCK as i16 };
-            Some(0)
+            let ofd = matches!(
+                cmd,
+                libc::F_OFD_SETLK | libc::F_OFD_SETLKW | libc::F_OFD_GETLK
+            );
+            let owner = if ofd {
+                ofd_owner(&file)
+            } else {
+                u64::from(std::process::id())
+            };
+            // SAFETY: the caller passes a `struct flock` for the lock commands.
+            let fl = unsafe { &mut *lock };
+            Some(ret(with(&file, |f| {
+                px::lock(f, owner, cmd, fl, Some(fd)).map(|()| 0)
+            })))
         }
         libc::F_DUPFD | libc::F_DUPFD_CLOEXEC => {
             let new: c_int = call_real!(fcntl: FcntlFn, fd, cmd, arg);
