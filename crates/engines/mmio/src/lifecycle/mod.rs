@@ -251,7 +251,7 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
             if let Err(e) = f.close(&self.shared) {
                 first_err.get_or_insert(e);
             }
-            if let Some(trash) = unlinked {
+            if let Some((trash, _)) = unlinked {
                 if let Err(e) = self.shared.media.unlink(&trash) {
                     first_err.get_or_insert(io_err(&trash, "unlink", e));
                 }

@@ -35,12 +35,18 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
         let mut t = self.tables.lock();
         Self::tx_open(&t, tx)?;
         let path = self.path_for(&mut t, ino)?;
-        if attr.uid.is_some() || attr.gid.is_some() {
-            return Err(Error::Unsupported("chown on the mmio engine".into()));
-        }
         Self::check_owner(&t, &[ino], tx.map(|t| t.0))?;
+        let owner = attr.uid.is_some() || attr.gid.is_some();
         if let Some(tx) = tx {
             let old = self.stat_path(&path)?;
+            if owner {
+                let it = Intent::Owner {
+                    a: path.clone(),
+                    uid: old.uid,
+                    gid: old.gid,
+                };
+                self.log_intent(&mut t, tx, it)?;
+            }
             let it = Intent::Attr {
                 a: path.clone(),
                 perm: old.perm,
@@ -48,6 +54,12 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
                 mtime: old.mtime,
             };
             self.log_intent(&mut t, tx, it)?;
+        }
+        if owner {
+            self.shared
+                .media
+                .set_owner(&path, attr.uid, attr.gid)
+                .map_err(|e| io_err(&path, "chown", e))?;
         }
         if let Some(perm) = attr.perm {
             self.shared
@@ -136,7 +148,7 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
             t.names
                 .insert(ino, (trash_ino, format!("unlinked-{ino}-{n}").into_bytes()));
             if let Some((_, u)) = t.open.get_mut(&ino) {
-                u.unlinked = Some(trash);
+                u.unlinked = Some((trash, crate::namespace::tables::Trashed::Unlinked));
             }
             self.refresh_paths(&t);
             return Ok(());
@@ -147,6 +159,7 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
             .media
             .unlink(&path)
             .map_err(|e| io_err(&path, "unlink", e))?;
+        // Another name of it (a hard link) is found again by a walk when asked for.
         t.names.remove(&ino);
         Ok(())
     }
