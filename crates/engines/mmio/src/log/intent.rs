@@ -223,13 +223,16 @@ pub fn paths(intent: &Intent) -> Vec<&Path> {
     }
 }
 
-/// Refuse a path of the intent record at `at` with a symlink on the way or at its end: the
-/// engine never creates one, so such a record was crafted or the directory was changed
+/// Refuse a path of the intent record at `at` with a symlink on the way: the engine's paths
+/// only pass through directories, so such a record was crafted or the directory was changed
 /// behind its back (the jail would not follow it anyway; this says so clearly, before
-/// recovery acts on any record).
+/// recovery acts on any record). The last component may be a symlink: the engine makes them,
+/// and every intent acts on a symlink itself, never on its target.
 pub fn check_no_symlink<M: FileMedia>(media: &M, p: &Path, at: u64) -> MmioResult<()> {
     let mut prefix = PathBuf::new();
-    for component in p.components() {
+    let components: Vec<_> = p.components().collect();
+    let on_the_way = components.len().saturating_sub(1);
+    for component in components.into_iter().take(on_the_way) {
         prefix.push(component);
         match media.stat(&prefix) {
             Ok(st) if st.kind == FileKind::Symlink => {
