@@ -174,3 +174,47 @@ fn an_unnamed_file_leaves_nothing_after_a_crash_and_a_named_one_keeps_its_data()
         assert_eq!(files, 3, "{}", sim2.host.live_image().summary());
     }
 }
+
+#[test]
+fn a_punch_in_a_transaction_frees_host_storage_at_its_commit_only() {
+    let dir = shm_dir("punch-tx");
+    let c = MmioConfig::test_min();
+    let s = mmio::MmioStore::create(&dir.join("files"), &dir.join("log.pool"), &c).unwrap();
+    let fh = open_rw(&s, "/f", false);
+    let data = pattern(5, 64 << 10);
+    s.write(fh, 0, &data).unwrap();
+    s.fsync(fh, false).unwrap();
+    let before = s.fstat(fh).unwrap().allocated;
+    if before < 64 << 10 {
+        cleanup(&dir);
+        return test_support::unavailable(
+            "a_punch_in_a_transaction_frees_host_storage_at_its_commit_only",
+            "the host file system does not report allocated blocks",
+        );
+    }
+    let tx = s.tx_begin(&[fh]).unwrap();
+    s.fallocate(fh, Fallocate::PunchHole, 16 << 10, 32 << 10)
+        .unwrap();
+    s.tx_abort(tx).unwrap();
+    assert_eq!(
+        read_path(&s, "/f"),
+        data,
+        "an aborted punch changes nothing"
+    );
+    assert_eq!(s.fstat(fh).unwrap().allocated, before);
+    let tx = s.tx_begin(&[fh]).unwrap();
+    s.fallocate(fh, Fallocate::PunchHole, 16 << 10, 32 << 10)
+        .unwrap();
+    s.tx_commit(tx).unwrap();
+    let mut want = data.clone();
+    want[16 << 10..48 << 10].fill(0);
+    assert_eq!(read_path(&s, "/f"), want);
+    let after = s.fstat(fh).unwrap().allocated;
+    assert!(
+        after < before,
+        "the commit freed nothing ({before} -> {after})"
+    );
+    s.release(fh).unwrap();
+    s.unmount().unwrap();
+    cleanup(&dir);
+}

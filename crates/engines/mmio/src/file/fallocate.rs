@@ -9,9 +9,9 @@
 //! - a punch frees host storage after the zeros are committed *and checkpointed*: under the
 //!   file's lock held exclusively (no write can slip in), every committed log entry is
 //!   drained home first, so no older entry is left to be checkpointed over the hole later and
-//!   bring its bytes back. A punch inside a transaction or on an O_ATOMIC handle zeroes the
-//!   range with the transaction but leaves the host storage allocated (freed by a later punch
-//!   outside one).
+//!   bring its bytes back. A punch inside a transaction frees the storage after the commit
+//!   (nothing on abort); one through an O_ATOMIC handle zeroes the range at its fsync but
+//!   leaves the host storage allocated (freed by a later punch outside one).
 
 use crate::file::MmioFile;
 use crate::host::FileMedia;
@@ -27,14 +27,19 @@ const ZERO_CHUNK: usize = 1 << 20;
 
 impl<R: Region, M: FileMedia> MmioStore<R, M> {
     pub(crate) fn fallocate_handle(&self, fh: Fh, op: Fallocate, off: u64, len: u64) -> Result<()> {
-        let (file, flags, deferred) = {
+        let (file, flags, deferred, bound) = {
             let t = self.tables.lock();
             let h = t.live(fh)?;
+            let bound = Self::bound_tx(&t, h.file.ino);
             if h.flags.write {
-                let ino = h.file.ino;
-                Self::check_owner(&t, &[ino], Self::bound_tx(&t, ino))?;
+                Self::check_owner(&t, &[h.file.ino], bound)?;
             }
-            (h.file.clone(), h.flags, Self::deferred(&t, h.file.ino))
+            (
+                h.file.clone(),
+                h.flags,
+                Self::deferred(&t, h.file.ino),
+                bound,
+            )
         };
         if !flags.write {
             return Err(Error::BadMode(fh.0, "writing"));
@@ -68,7 +73,16 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
         }
         match op {
             Fallocate::PunchHole if !deferred => file.punch_home(s, off, limit),
-            Fallocate::PunchHole => Ok(()),
+            Fallocate::PunchHole => {
+                // Freed after the transaction's commit (nothing on abort); an O_ATOMIC
+                // handle's punch keeps its storage.
+                if let Some(tx) = bound {
+                    if let Some(st) = self.tables.lock().txs.get_mut(&tx) {
+                        st.punches.push((file.ino, off, limit));
+                    }
+                }
+                Ok(())
+            }
             Fallocate::Allocate { .. } | Fallocate::ZeroRange { .. } => {
                 file.allocate_home(s, off, limit)
             }
@@ -127,7 +141,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
 
     /// Free the host storage of `[off, end)`, whose zeros are committed: drain every
     /// committed entry home under the file's lock held exclusively, then punch.
-    fn punch_home(&self, s: &Shared<R, M>, off: u64, end: u64) -> Result<()> {
+    pub(crate) fn punch_home(&self, s: &Shared<R, M>, off: u64, end: u64) -> Result<()> {
         let st = self.state.write();
         self.checkpoint_locked(s, &st)?;
         if self.live_entries() > 0 {

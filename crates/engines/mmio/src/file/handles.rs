@@ -216,7 +216,8 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
                 let mut meta = self.meta_of(&t, &st);
                 meta.ino = file.ino;
                 if unlinked {
-                    meta.nlink = 0;
+                    // Its name in the trash is not one (other hard links are).
+                    meta.nlink = meta.nlink.saturating_sub(1);
                 }
                 Ok(meta)
             }

@@ -274,7 +274,8 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
 }
 
 /// Create the trash directory, or delete what it holds: after recovery every intent is
-/// settled, so what is left are files unlinked while open before a crash.
+/// settled, so what is left are files unlinked while open before a crash, unnamed files
+/// (O_TMPFILE) never named, and saved attribute values of settled transactions.
 fn empty_trash<M: FileMedia>(media: &M) -> Result<()> {
     let trash = Path::new(TRASH_NAME);
     match media.mkdir(trash, 0o700) {
