@@ -218,3 +218,30 @@ fn a_punch_in_a_transaction_frees_host_storage_at_its_commit_only() {
     s.unmount().unwrap();
     cleanup(&dir);
 }
+
+#[test]
+fn an_open_file_keeps_working_when_one_of_its_names_goes() {
+    let cfg = cfg(PolicyMode::Hybrid);
+    let (sim, s) = sim_store(&cfg);
+    let fh = open_rw(&s, "/a", false);
+    s.write(fh, 0, b"one").unwrap();
+    let a = ino(&s, "/a");
+    s.link(a, ROOT_INO, b"b", None).unwrap();
+    s.link(a, ROOT_INO, b"c", None).unwrap();
+    s.unlink(ROOT_INO, b"a", None).unwrap();
+    s.write(fh, 3, b"two").unwrap();
+    assert_eq!(read_path(&s, "/b"), b"onetwo");
+    // In a transaction: the name goes to the trash, the file stays open under the other.
+    let tx = s.tx_begin(&[]).unwrap();
+    s.unlink(ROOT_INO, b"b", Some(tx)).unwrap();
+    s.tx_commit(tx).unwrap();
+    s.write(fh, 6, b"three").unwrap();
+    s.set_len(fh, 64 << 10).unwrap();
+    assert_eq!(s.fstat(fh).unwrap().nlink, 1);
+    let mut want = b"onetwothree".to_vec();
+    want.resize(64 << 10, 0);
+    assert_eq!(read_path(&s, "/c"), want);
+    let (_, r) = sim_reopen(sim.persistent_image(), &cfg).unwrap();
+    assert_eq!(read_path(&r, "/c"), want);
+    assert!(store::resolve(&r, "/b").is_err());
+}

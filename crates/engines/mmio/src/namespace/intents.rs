@@ -27,13 +27,33 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
                     }
                 }
             }
+            let mut relinked = None;
             if let Intent::Removed { b, .. } = it {
                 if let Ok(st) = s.media.stat(b) {
-                    self.detach_open(&mut t, self.ino_of(st.id))?;
-                    t.names.remove(&self.ino_of(st.id));
+                    let ino = self.ino_of(st.id);
+                    t.names.remove(&ino);
+                    if st.nlink > 1 {
+                        // A hard-linked file lives on under its other names.
+                        relinked = Some(ino);
+                    } else {
+                        self.detach_open(&mut t, ino)?;
+                    }
                 }
             }
             intent::finish(&s.media, it)?;
+            if let (Some(ino), Intent::Removed { b, .. }) = (relinked, it) {
+                use std::os::unix::ffi::OsStrExt;
+                let name = b
+                    .file_name()
+                    .map(|n| n.as_bytes().to_vec())
+                    .unwrap_or_default();
+                let trash_ino = s
+                    .media
+                    .stat(Path::new(TRASH_NAME))
+                    .map(|st| self.ino_of(st.id))
+                    .unwrap_or(ROOT_INO);
+                self.forget_name(&mut t, ino, trash_ino, &name);
+            }
         }
         self.release_intents(intents);
         Ok(())

@@ -133,6 +133,15 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
             return Ok(());
         }
         let ino = self.ino_of(st.id);
+        if t.open.contains_key(&ino) && st.nlink > 1 {
+            // One of several names: the file keeps the others (and its handles a path).
+            self.shared
+                .media
+                .unlink(&path)
+                .map_err(|e| io_err(&path, "unlink", e))?;
+            self.forget_name(&mut t, ino, parent, name);
+            return Ok(());
+        }
         if t.open.contains_key(&ino) {
             // An open file lives on: its name moves to the trash (one durable rename) and the
             // host file is deleted at the last release (or by the next open after a crash).
@@ -162,6 +171,23 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
         // Another name of it (a hard link) is found again by a walk when asked for.
         t.names.remove(&ino);
         Ok(())
+    }
+
+    /// The name `parent/name` of `ino` is gone: forget it, and give an open file another of
+    /// its names (found by a walk) for its later host calls.
+    pub(crate) fn forget_name(&self, t: &mut Tables<R, M>, ino: Ino, parent: Ino, name: &[u8]) {
+        if t.names.get(&ino) == Some(&(parent, name.to_vec())) {
+            t.names.remove(&ino);
+        }
+        let Some(f) = t.open.get(&ino).map(|(f, _)| f.clone()) else {
+            return;
+        };
+        if let Ok(p) = self.path_for(t, ino) {
+            let mut st = f.state.write();
+            if st.path.is_some() {
+                st.path = Some(p);
+            }
+        }
     }
 
     pub(crate) fn remove_dir(&self, parent: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
