@@ -245,3 +245,30 @@ fn an_open_file_keeps_working_when_one_of_its_names_goes() {
     assert_eq!(read_path(&r, "/c"), want);
     assert!(store::resolve(&r, "/b").is_err());
 }
+
+#[test]
+fn a_link_in_a_transaction_is_undone_by_abort_and_by_recovery_and_the_file_lives_on() {
+    let cfg = cfg(PolicyMode::Undo);
+    let (sim, s) = sim_store(&cfg);
+    let fh = open_rw(&s, "/a", false);
+    s.write(fh, 0, b"data").unwrap();
+    let a = ino(&s, "/a");
+    let tx = s.tx_begin(&[]).unwrap();
+    s.link(a, ROOT_INO, b"b", Some(tx)).unwrap();
+    assert_eq!(s.getattr(a).unwrap().nlink, 2);
+    s.tx_abort(tx).unwrap();
+    assert!(store::resolve(&s, "/b").is_err());
+    assert_eq!(s.getattr(a).unwrap().nlink, 1);
+    s.write(fh, 4, b"more").unwrap();
+    let tx = s.tx_begin(&[]).unwrap();
+    s.link(a, ROOT_INO, b"c", Some(tx)).unwrap();
+    for image in [sim.persistent_image(), sim.cache_image()] {
+        let (_, r) = twice(image, &cfg);
+        assert!(store::resolve(&r, "/c").is_err());
+        assert_eq!(read_path(&r, "/a"), b"datamore");
+    }
+    s.tx_commit(tx).unwrap();
+    let (_, r) = twice(sim.persistent_image(), &cfg);
+    assert_eq!(read_path(&r, "/c"), b"datamore");
+    assert_eq!(r.getattr(ino(&r, "/c")).unwrap().nlink, 2);
+}

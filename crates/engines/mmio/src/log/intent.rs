@@ -413,3 +413,62 @@ pub fn finish<M: FileMedia>(media: &M, intent: &Intent) -> Result<()> {
         _ => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_decodes_to_itself_and_a_flipped_byte_is_refused() {
+        let p = |s: &str| PathBuf::from(s);
+        let intents = [
+            Intent::Created { a: p("d/a") },
+            Intent::Removed {
+                a: p("a"),
+                b: p(".atomfs-mmio-trash/7-1"),
+            },
+            Intent::Renamed {
+                a: p("a"),
+                b: p("d/b"),
+            },
+            Intent::Attr {
+                a: p("a"),
+                perm: 0o640,
+                atime: 5,
+                mtime: 6,
+            },
+            Intent::Exchanged {
+                a: p("a"),
+                b: p("d/b"),
+                id_a: u64::MAX - 3,
+            },
+            Intent::Owner {
+                a: p("l"),
+                uid: 1000,
+                gid: u32::MAX - 1,
+            },
+            Intent::Xattr {
+                a: p("a"),
+                b: p(".atomfs-mmio-trash/xattr-7-2"),
+            },
+            Intent::Linked { a: p("d/l2") },
+        ];
+        for (seq, intent) in intents.into_iter().enumerate() {
+            let rec = IntentRecord {
+                txid: 7,
+                seq: seq as u64,
+                intent,
+            };
+            let b = rec.encode().expect("fits");
+            let back = IntentRecord::decode(&b, 0)
+                .expect("decodes")
+                .expect("in use");
+            assert_eq!(back, rec);
+            for at in [8, 16, 24, 28, 32, 48, 52] {
+                let mut bad = b.clone();
+                bad[at] ^= 1;
+                assert!(IntentRecord::decode(&bad, 0).is_err(), "{rec:?}: byte {at}");
+            }
+        }
+    }
+}
