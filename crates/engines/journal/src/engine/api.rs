@@ -339,6 +339,10 @@ impl<R: Region, H: HostFs> Store for JournalStore<R, H> {
             report.problem(p.clone(), "PM journal");
         }
         let s = self.inner.lock();
+        let extent = |f: u16| s.extents.get(&(f as Ino)).copied().unwrap_or(0);
+        if let Err(e) = self.journal.verify_extents(&extent) {
+            report.problem(e.to_string(), "PM journal");
+        }
         check_links(&s.nodes, &mut report);
         report.checked.push(("inodes".into(), s.nodes.len() as u64));
         report

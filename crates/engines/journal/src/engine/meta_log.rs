@@ -11,7 +11,14 @@
 //! FreeInode (2): ino u64
 //! Entry     (3): dir u64 | ino u64 | name_len u8 | name
 //! NoEntry   (4): dir u64 | name_len u8 | name
+//! Extent    (5): ino u64 | end u64
 //! ```
+//! An Extent record bounds the home file of `ino` (file id `ino`; 0 is this log): no
+//! journaled version of it lies at or past `end`. A commit that journals a block past the
+//! recorded end logs a new one (rounded up to [`EXTENT_GRAIN`]); extents never shrink and
+//! outlive their inode (a freed inode's versions may still be in the journal). Open checks
+//! every journaled version against them before anything is written home. A log without any
+//! Extent record was written before they existed: open records them once from the journal.
 //! A commit appends the records of the inodes and entries it changed and journals the header
 //! with the new length, in the same journal transaction as the data: the records are
 //! visible exactly when the transaction is. Replay applies them in order (each is a state,
@@ -23,6 +30,11 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"ATFSJMET");
 pub const VERSION: u32 = 1;
 /// Offset of the first record.
 pub const LOG_START: u64 = 4096;
+/// Extents are recorded rounded up to this many bytes (fewer Extent records).
+pub const EXTENT_GRAIN: u64 = 1 << 20;
+/// Length of a framed Extent record.
+pub const EXTENT_RECORD_LEN: u64 = 8 + 1 + 16;
+
 /// Largest record payload (an entry with a 255-byte name is 274 bytes).
 const RECORD_MAX: usize = 512;
 
@@ -33,6 +45,7 @@ pub enum Record {
     FreeInode { ino: Ino },
     Entry { dir: Ino, name: Vec<u8>, ino: Ino },
     NoEntry { dir: Ino, name: Vec<u8> },
+    Extent { ino: Ino, end: u64 },
 }
 
 fn kind_code(k: FileKind) -> u8 {
@@ -84,6 +97,11 @@ impl Record {
                 p.extend_from_slice(&dir.to_le_bytes());
                 p.push(name.len() as u8);
                 p.extend_from_slice(name);
+            }
+            Record::Extent { ino, end } => {
+                p.push(5);
+                p.extend_from_slice(&ino.to_le_bytes());
+                p.extend_from_slice(&end.to_le_bytes());
             }
         }
         assert!(
@@ -156,6 +174,10 @@ impl Record {
                     name: q.take(n)?.to_vec(),
                 }
             }
+            5 => Record::Extent {
+                ino: q.u64()?,
+                end: q.u64()?,
+            },
             t => return Err(format!("record type {t}")),
         };
         if q.at != p.len() {
@@ -281,12 +303,19 @@ mod tests {
                 name: b"y".to_vec(),
             },
             Record::FreeInode { ino: 9 },
+            Record::Extent {
+                ino: 9,
+                end: EXTENT_GRAIN,
+            },
         ];
         let mut b = Vec::new();
         for r in &recs {
             r.encode(&mut b);
         }
         assert_eq!(parse_log(&b), Ok(recs));
+        let mut one = Vec::new();
+        Record::Extent { ino: 0, end: 1 }.encode(&mut one);
+        assert_eq!(one.len() as u64, EXTENT_RECORD_LEN);
         let mut bad = b.clone();
         bad[10] ^= 1;
         assert!(parse_log(&bad).is_err());

@@ -15,8 +15,11 @@ use crate::home::HomeNamer;
 use crate::layout::superblock;
 use crate::{BlockKey, Checkpointer, Journal, JournalConfig};
 use hostfs::{HostFs, RealHostFs};
-use meta_log::{header_block, parse_header, parse_log, Record, LOG_START};
-use namespace::{Dirty, Inner};
+use meta_log::{
+    header_block, parse_header, parse_log, Record, EXTENT_GRAIN, EXTENT_RECORD_LEN, LOG_START,
+};
+use namespace::{Dirty, Extents, Inner};
+use std::collections::HashMap;
 use parking_lot::{Mutex, MutexGuard};
 use pmem::{MappedRegion, Region};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -165,6 +168,11 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
             parent: root.meta.ino,
         }
         .encode(&mut log);
+        Record::Extent {
+            ino: META_FILE as Ino,
+            end: EXTENT_GRAIN,
+        }
+        .encode(&mut log);
         journal.write(&mut core, META_FILE, LOG_START, &log, Some(0))?;
         core.put_block(
             meta_header_key(),
@@ -181,13 +189,24 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
     }
 
     fn start(journal: Journal<R, H>, config: &StoreConfig) -> Result<Self> {
-        let (nodes, log_len) = read_metadata(&journal)?;
+        let (nodes, extents, log_len) = read_metadata(&journal)?;
+        let (extents, record_now) = match extents {
+            Extents::Recorded(e) => {
+                // Before anything can be written home: no version past its file's end.
+                journal.verify_extents(&|f| e.get(&(f as Ino)).copied().unwrap_or(0))?;
+                (e, false)
+            }
+            Extents::Unrecorded => (HashMap::new(), true),
+        };
         let store = JournalStore {
             journal: Arc::new(journal),
-            inner: Mutex::new(Inner::new(nodes, log_len)),
+            inner: Mutex::new(Inner::new(nodes, extents, log_len)),
             config: config.clone(),
             checkpointer: Mutex::new(None),
         };
+        if record_now {
+            store.record_extents()?;
+        }
         store.free_orphans()?;
         if config.journal.checkpoint_period.is_some() {
             let c = store.journal.start_checkpointer().map_err(|e| Error::Io {
@@ -209,6 +228,35 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
         let s = self.inner.lock();
         s.check_open()?;
         Ok(s)
+    }
+
+    /// A log written before extents were recorded: record every file's extent once, from
+    /// the journal as it is.
+    fn record_extents(&self) -> Result<()> {
+        let mut s = self.inner.lock();
+        let ends = self.journal.journaled_ends();
+        let mut core = crate::Tx::new();
+        let mut log = Vec::new();
+        let mut extents = HashMap::new();
+        for (&file, &end) in &ends {
+            extents.insert(file as Ino, grain_up(end));
+        }
+        let meta_end = grain_up(s.log_len + (ends.len() as u64 + 1) * EXTENT_RECORD_LEN);
+        let meta = extents.entry(META_FILE as Ino).or_insert(0);
+        *meta = (*meta).max(meta_end);
+        let mut sorted: Vec<_> = extents.iter().collect();
+        sorted.sort_unstable();
+        for (&ino, &end) in sorted {
+            Record::Extent { ino, end }.encode(&mut log);
+        }
+        let new_len = s.log_len + log.len() as u64;
+        self.journal
+            .write(&mut core, META_FILE, s.log_len, &log, Some(s.log_len))?;
+        core.put_block(meta_header_key(), &header_block(new_len));
+        self.journal.commit(core)?;
+        s.log_len = new_len;
+        s.extents = extents;
+        Ok(())
     }
 
     /// Files unlinked while open when the store stopped: freed now.
@@ -282,12 +330,17 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
         if log.is_empty() && core.is_empty() {
             return Ok(());
         }
+        let extents = grown_extents(s, &core, log.len() as u64);
+        for &(ino, end) in &extents {
+            Record::Extent { ino, end }.encode(&mut log);
+        }
         let new_len = s.log_len + log.len() as u64;
         self.journal
             .write(&mut core, META_FILE, s.log_len, &log, Some(s.log_len))?;
         core.put_block(meta_header_key(), &header_block(new_len));
         self.journal.commit(core)?;
         s.log_len = new_len;
+        s.extents.extend(extents);
         for &ino in &dirty.inodes {
             if let Some(n) = s.nodes.get(&ino) {
                 let size = n.meta.size;
@@ -315,6 +368,10 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
         for r in s.snapshot() {
             r.encode(&mut log);
         }
+        let recorded = s.extents.get(&(META_FILE as Ino)).copied().unwrap_or(0);
+        if LOG_START + log.len() as u64 > recorded {
+            return Ok(());
+        }
         let blocks = (log.len() as u64).div_ceil(4096) + 2;
         if blocks > self.journal.geometry().blocks() as u64 / 4 {
             return Ok(());
@@ -337,6 +394,29 @@ impl<R: Region, H: HostFs> Drop for JournalStore<R, H> {
     }
 }
 
+/// `end` rounded up to the extent grain.
+fn grain_up(end: u64) -> u64 {
+    end.div_ceil(EXTENT_GRAIN).max(1) * EXTENT_GRAIN
+}
+
+/// The Extent records a commit of `core` (and `log_bytes` of metadata records) needs: one for
+/// each home file it journals past its recorded end, the metadata log's own included.
+fn grown_extents(s: &Inner, core: &crate::Tx, log_bytes: u64) -> Vec<(Ino, u64)> {
+    let recorded = |ino: Ino| s.extents.get(&ino).copied().unwrap_or(0);
+    let mut out: Vec<(Ino, u64)> = core
+        .journaled_ends()
+        .into_iter()
+        .map(|(file, end)| (file as Ino, end))
+        .filter(|&(ino, end)| ino != META_FILE as Ino && end > recorded(ino))
+        .map(|(ino, end)| (ino, grain_up(end)))
+        .collect();
+    let meta_end = s.log_len + log_bytes + (out.len() as u64 + 1) * EXTENT_RECORD_LEN;
+    if meta_end > recorded(META_FILE as Ino) {
+        out.push((META_FILE as Ino, grain_up(meta_end)));
+    }
+    out
+}
+
 fn meta_header_key() -> BlockKey {
     BlockKey {
         file: META_FILE,
@@ -344,10 +424,11 @@ fn meta_header_key() -> BlockKey {
     }
 }
 
+/// Nodes and extents replayed from a metadata log.
+type Replayed = (HashMap<Ino, namespace::Node>, Extents, u64);
+
 /// Read and replay the metadata log.
-fn read_metadata<R: Region, H: HostFs>(
-    journal: &Journal<R, H>,
-) -> Result<(std::collections::HashMap<Ino, namespace::Node>, u64)> {
+fn read_metadata<R: Region, H: HostFs>(journal: &Journal<R, H>) -> Result<Replayed> {
     let corrupt = |what: String| Error::Corrupt { what, offset: 0 };
     let mut header = vec![0u8; 4096];
     journal.read(None, META_FILE, 0, &mut header)?;
@@ -360,6 +441,7 @@ fn read_metadata<R: Region, H: HostFs>(
     let mut log = vec![0u8; (log_len - LOG_START) as usize];
     journal.read(None, META_FILE, LOG_START, &mut log)?;
     let records = parse_log(&log).map_err(|e| corrupt(format!("metadata log: {e}")))?;
-    let nodes = namespace::replay(records).map_err(|e| corrupt(format!("metadata log: {e}")))?;
-    Ok((nodes, log_len))
+    let (nodes, extents) =
+        namespace::replay(records).map_err(|e| corrupt(format!("metadata log: {e}")))?;
+    Ok((nodes, extents, log_len))
 }

@@ -121,10 +121,12 @@ pub struct Inner {
     pub durable: HashMap<Ino, u64>,
     /// Per file: no byte at or past this offset can hold stale data (home file or journal).
     pub high_water: HashMap<Ino, u64>,
+    /// Per home file: the recorded end past which the journal holds no version.
+    pub extents: HashMap<Ino, u64>,
 }
 
 impl Inner {
-    pub fn new(nodes: HashMap<Ino, Node>, log_len: u64) -> Inner {
+    pub fn new(nodes: HashMap<Ino, Node>, extents: HashMap<Ino, u64>, log_len: u64) -> Inner {
         let next_ino = nodes.keys().max().copied().unwrap_or(ROOT_INO) + 1;
         let used_blocks = nodes.values().map(Node::blocks).sum();
         let durable = nodes.iter().map(|(i, n)| (*i, n.meta.size)).collect();
@@ -140,6 +142,7 @@ impl Inner {
             log_len,
             durable,
             high_water: HashMap::new(),
+            extents,
         }
     }
 
@@ -556,6 +559,9 @@ impl Inner {
             .filter_map(|i| self.nodes.get(i))
             .map(inode_record)
             .collect();
+        let mut extents: Vec<_> = self.extents.iter().collect();
+        extents.sort_unstable();
+        out.extend(extents.into_iter().map(|(&ino, &end)| Record::Extent { ino, end }));
         for ino in inos {
             if let Ok(entries) = self.entries(*ino) {
                 for (name, child) in entries {
@@ -582,11 +588,28 @@ fn inode_record(n: &Node) -> Record {
     }
 }
 
-/// Rebuild the nodes from a metadata log.
-pub fn replay(records: Vec<Record>) -> std::result::Result<HashMap<Ino, Node>, String> {
+/// The recorded extents of the home files, or none at all in a log written before them.
+#[derive(Debug)]
+pub enum Extents {
+    Recorded(HashMap<Ino, u64>),
+    Unrecorded,
+}
+
+/// Rebuild the nodes and the extents from a metadata log.
+pub fn replay(
+    records: Vec<Record>,
+) -> std::result::Result<(HashMap<Ino, Node>, Extents), String> {
     let mut nodes: HashMap<Ino, Node> = HashMap::new();
+    let mut extents: Option<HashMap<Ino, u64>> = None;
     for rec in records {
         match rec {
+            Record::Extent { ino, end } => {
+                if ino > INO_MAX {
+                    return Err(format!("extent of inode {ino}"));
+                }
+                let e = extents.get_or_insert_with(HashMap::new).entry(ino).or_insert(0);
+                *e = (*e).max(end);
+            }
             Record::Inode { meta, parent } => {
                 if meta.ino == 0 || meta.ino > INO_MAX {
                     return Err(format!("inode number {}", meta.ino));
@@ -621,7 +644,7 @@ pub fn replay(records: Vec<Record>) -> std::result::Result<HashMap<Ino, Node>, S
         }
     }
     check_tree(&nodes)?;
-    Ok(nodes)
+    Ok((nodes, extents.map_or(Extents::Unrecorded, Extents::Recorded)))
 }
 
 fn check_tree(nodes: &HashMap<Ino, Node>) -> std::result::Result<(), String> {

@@ -7,6 +7,7 @@
 mod background;
 mod checkpoint;
 mod commit;
+mod extents;
 mod fsck;
 mod gc;
 mod media;

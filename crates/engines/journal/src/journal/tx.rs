@@ -35,6 +35,17 @@ impl Tx {
         (self.blocks, self.appended, self.appended_bytes)
     }
 
+    /// Per home file, the end (bytes) of the last block the transaction journals.
+    pub fn journaled_ends(&self) -> BTreeMap<u16, u64> {
+        let mut ends = BTreeMap::new();
+        for key in self.blocks.keys() {
+            let end = (key.block as u64 + 1) * BLOCK_LEN;
+            let e = ends.entry(key.file).or_insert(0);
+            *e = end.max(*e);
+        }
+        ends
+    }
+
     /// Take over `other`'s blocks (its versions win) and appended files.
     pub fn absorb(&mut self, other: Tx) {
         self.blocks.extend(other.blocks);
@@ -106,6 +117,18 @@ impl<R: Region, H: HostFs> Journal<R, H> {
             done += n;
         }
         Ok(())
+    }
+
+    /// Per home file with a version in the journal, the end (bytes) of its last one.
+    pub fn journaled_ends(&self) -> std::collections::HashMap<u16, u64> {
+        let st = self.state.lock();
+        let mut ends = std::collections::HashMap::new();
+        for (key, _) in st.versions.iter() {
+            let end = (key.block as u64 + 1) * BLOCK_LEN;
+            let e = ends.entry(key.file).or_insert(0);
+            *e = end.max(*e);
+        }
+        ends
     }
 
     /// End (bytes) of the last journaled block of `file` (0 when none).
