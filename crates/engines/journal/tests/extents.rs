@@ -105,9 +105,17 @@ fn a_version_far_past_its_home_file_is_refused_and_nothing_is_written() {
         Err(e) => panic!("wrong error: {e}"),
         Ok(_) => panic!("a version 18 GB past its file was accepted"),
     }
-    assert!(h.live_image().same_tree(&before), "the home directory changed");
+    assert!(
+        h.live_image().same_tree(&before),
+        "the home directory changed"
+    );
     let name = format!("{ino}.data");
-    let f = h.open(std::path::Path::new(&name), &hostfs::OpenOptions::read_only()).unwrap();
+    let f = h
+        .open(
+            std::path::Path::new(&name),
+            &hostfs::OpenOptions::read_only(),
+        )
+        .unwrap();
     assert_eq!(h.file_stat(&f).unwrap().len, 8192);
 }
 
@@ -116,7 +124,10 @@ fn a_version_just_past_the_recorded_extent_is_refused() {
     let (mut pm, host, ino) = store_with_version();
     // The extent is recorded in 1 MiB grains: block 256 starts exactly at the end.
     redirect(&mut pm, ino, 256);
-    assert!(matches!(reopen(pm.clone(), &host).1, Err(Error::Corrupt { .. })));
+    assert!(matches!(
+        reopen(pm.clone(), &host).1,
+        Err(Error::Corrupt { .. })
+    ));
     redirect(&mut pm, ino, 255);
     assert!(reopen(pm, &host).1.is_ok(), "a version inside the extent");
 }

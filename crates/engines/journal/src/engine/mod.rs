@@ -10,6 +10,7 @@ mod api;
 mod data;
 pub mod meta_log;
 mod namespace;
+mod shared;
 
 use crate::home::HomeNamer;
 use crate::layout::superblock;
@@ -18,10 +19,10 @@ use hostfs::{HostFs, RealHostFs};
 use meta_log::{
     header_block, parse_header, parse_log, Record, EXTENT_GRAIN, EXTENT_RECORD_LEN, LOG_START,
 };
-use namespace::{Dirty, Extents, Inner};
-use std::collections::HashMap;
+use namespace::{Extents, Inner};
 use parking_lot::{Mutex, MutexGuard};
 use pmem::{MappedRegion, Region};
+use std::collections::HashMap;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -305,26 +306,28 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
     /// Commit transaction `t`: its metadata records and data in one journal commit. On an
     /// error every change of the transaction is rolled back.
     fn commit(&self, s: &mut Inner, t: TxId) -> Result<()> {
-        let tx = s.txs.remove(&t.0).ok_or(Error::NoSuchTransaction(t.0))?;
+        let mut tx = s.txs.remove(&t.0).ok_or(Error::NoSuchTransaction(t.0))?;
         s.unbind(t);
-        let namespace::Tx {
-            undo, dirty, core, ..
-        } = tx;
-        match self.persist(s, &dirty, core) {
-            Ok(()) => Ok(()),
+        let core = std::mem::take(&mut tx.core);
+        match self.persist(s, &tx, core) {
+            Ok(()) => {
+                s.committed(&tx);
+                // The transaction is committed: a compaction that fails leaves the log as
+                // it is (valid, only longer) and is tried again after a later commit.
+                let _ = self.maybe_compact(s);
+                Ok(())
+            }
             Err(e) => {
-                s.roll_back(namespace::Tx {
-                    undo,
-                    ..Default::default()
-                });
+                s.roll_back(tx);
                 Err(e)
             }
         }
     }
 
-    fn persist(&self, s: &mut Inner, dirty: &Dirty, mut core: crate::Tx) -> Result<()> {
+    fn persist(&self, s: &mut Inner, tx: &namespace::Tx, mut core: crate::Tx) -> Result<()> {
+        let dirty = &tx.dirty;
         let mut log = Vec::new();
-        for r in s.records(dirty) {
+        for r in s.records(tx) {
             r.encode(&mut log);
         }
         if log.is_empty() && core.is_empty() {
@@ -347,9 +350,6 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
                 s.durable.insert(ino, size);
             }
         }
-        // The transaction is committed: a compaction that fails leaves the log as it is
-        // (valid, only longer) and is tried again after a later commit.
-        let _ = self.maybe_compact(s);
         Ok(())
     }
 

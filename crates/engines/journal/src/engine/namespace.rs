@@ -91,6 +91,7 @@ pub struct Dirty {
 
 #[derive(Debug, Default)]
 pub struct Tx {
+    pub id: u64,
     /// Images of every inode changed, first change first (`None`: it did not exist).
     pub undo: Vec<(Ino, Option<Node>)>,
     pub files: HashSet<Ino>,
@@ -98,6 +99,11 @@ pub struct Tx {
     pub dirty: Dirty,
     /// The transaction's journaled blocks and appends.
     pub core: crate::Tx,
+    /// Links this transaction added (negative: dropped), per inode.
+    pub nlink: HashMap<Ino, i64>,
+    /// Attributes (and a directory's parent) as this transaction last left them, kept when
+    /// another open transaction changes the same inode after it.
+    pub own: HashMap<Ino, (Metadata, Ino)>,
 }
 
 pub fn name_str(name: &[u8]) -> String {
@@ -123,6 +129,8 @@ pub struct Inner {
     pub high_water: HashMap<Ino, u64>,
     /// Per home file: the recorded end past which the journal holds no version.
     pub extents: HashMap<Ino, u64>,
+    /// Inodes changed by open transactions: the committed image, and who changed it last.
+    pub shared: HashMap<Ino, super::shared::Shared>,
 }
 
 impl Inner {
@@ -143,6 +151,7 @@ impl Inner {
             durable,
             high_water: HashMap::new(),
             extents,
+            shared: HashMap::new(),
         }
     }
 
@@ -257,6 +266,8 @@ impl Inner {
 
     /// Save the image of `ino` in `tx` before its first change there, and mark it dirty.
     pub fn save(&mut self, tx: TxId, ino: Ino) -> Result<()> {
+        self.tx_check(Some(tx))?;
+        self.note_change(tx, ino);
         let image = self.nodes.get(&ino).cloned();
         let t = self.tx_mut(tx)?;
         if !t.undo.iter().any(|(i, _)| *i == ino) {
@@ -353,10 +364,10 @@ impl Inner {
         self.entries_mut(parent)?.insert(name.to_vec(), ino);
         self.touch_entry(tx, parent, name)?;
         self.durable.insert(ino, 0);
-        let dir = self.node_mut(parent)?;
         if kind == FileKind::Dir {
-            dir.meta.nlink += 1;
+            self.add_links(tx, parent, 1)?;
         }
+        let dir = self.node_mut(parent)?;
         dir.meta.mtime = now_ns();
         dir.meta.ctime = dir.meta.mtime;
         Ok(meta)
@@ -387,16 +398,17 @@ impl Inner {
         let now = now_ns();
         let child = self.node_mut(ino)?;
         let was_dir = child.meta.is_dir();
-        child.meta.nlink = if was_dir {
-            0
+        let dropped = if was_dir {
+            child.meta.nlink
         } else {
-            child.meta.nlink.saturating_sub(1)
+            child.meta.nlink.min(1)
         };
         child.meta.ctime = now;
-        let dir = self.node_mut(parent)?;
+        self.add_links(tx, ino, -(dropped as i64))?;
         if was_dir {
-            dir.meta.nlink -= 1;
+            self.add_links(tx, parent, -1)?;
         }
+        let dir = self.node_mut(parent)?;
         dir.meta.mtime = now;
         dir.meta.ctime = now;
         self.reap(ino, tx)
@@ -470,8 +482,8 @@ impl Inner {
             if let Body::Dir { parent: p, .. } = &mut self.node_mut(ino)?.body {
                 *p = new_parent;
             }
-            self.node_mut(parent)?.meta.nlink -= 1;
-            self.node_mut(new_parent)?.meta.nlink += 1;
+            self.add_links(tx, parent, -1)?;
+            self.add_links(tx, new_parent, 1)?;
         }
         for dir in [parent, new_parent] {
             let d = self.node_mut(dir)?;
@@ -493,8 +505,8 @@ impl Inner {
         self.save(tx, ino)?;
         self.entries_mut(new_parent)?.insert(new_name.to_vec(), ino);
         self.touch_entry(tx, new_parent, new_name)?;
+        self.add_links(tx, ino, 1)?;
         let n = self.node_mut(ino)?;
-        n.meta.nlink += 1;
         n.meta.ctime = now_ns();
         Ok(n.meta)
     }
@@ -511,24 +523,25 @@ impl Inner {
     pub fn begin(&mut self) -> TxId {
         let tx = TxId(self.next_tx);
         self.next_tx += 1;
-        self.txs.insert(tx.0, Tx::default());
+        self.txs.insert(
+            tx.0,
+            Tx {
+                id: tx.0,
+                ..Tx::default()
+            },
+        );
         tx
     }
 
-    /// Undo a removed transaction's changes.
-    pub fn roll_back(&mut self, t: Tx) {
-        for (ino, image) in t.undo.into_iter().rev() {
-            self.put(ino, image);
-        }
-    }
-
-    /// The metadata records of what `dirty` names, as it is now.
-    pub fn records(&self, dirty: &Dirty) -> Vec<Record> {
+    /// The metadata records of what removed transaction `t` changed: its inodes as it
+    /// left them (see [`super::shared`]), its entries as they are now.
+    pub fn records(&self, t: &Tx) -> Vec<Record> {
+        let dirty = &t.dirty;
         let mut live = Vec::new();
         let mut freed = Vec::new();
         for &ino in &dirty.inodes {
-            match self.nodes.get(&ino) {
-                Some(n) => live.push(inode_record(n)),
+            match self.committed_by(t, ino) {
+                Some(n) => live.push(inode_record(&n)),
                 None => freed.push(Record::FreeInode { ino }),
             }
         }
@@ -561,7 +574,11 @@ impl Inner {
             .collect();
         let mut extents: Vec<_> = self.extents.iter().collect();
         extents.sort_unstable();
-        out.extend(extents.into_iter().map(|(&ino, &end)| Record::Extent { ino, end }));
+        out.extend(
+            extents
+                .into_iter()
+                .map(|(&ino, &end)| Record::Extent { ino, end }),
+        );
         for ino in inos {
             if let Ok(entries) = self.entries(*ino) {
                 for (name, child) in entries {
@@ -577,7 +594,7 @@ impl Inner {
     }
 }
 
-fn inode_record(n: &Node) -> Record {
+pub fn inode_record(n: &Node) -> Record {
     let parent = match n.body {
         Body::Dir { parent, .. } => parent,
         Body::File => 0,
@@ -596,9 +613,7 @@ pub enum Extents {
 }
 
 /// Rebuild the nodes and the extents from a metadata log.
-pub fn replay(
-    records: Vec<Record>,
-) -> std::result::Result<(HashMap<Ino, Node>, Extents), String> {
+pub fn replay(records: Vec<Record>) -> std::result::Result<(HashMap<Ino, Node>, Extents), String> {
     let mut nodes: HashMap<Ino, Node> = HashMap::new();
     let mut extents: Option<HashMap<Ino, u64>> = None;
     for rec in records {
@@ -607,7 +622,10 @@ pub fn replay(
                 if ino > INO_MAX {
                     return Err(format!("extent of inode {ino}"));
                 }
-                let e = extents.get_or_insert_with(HashMap::new).entry(ino).or_insert(0);
+                let e = extents
+                    .get_or_insert_with(HashMap::new)
+                    .entry(ino)
+                    .or_insert(0);
                 *e = (*e).max(end);
             }
             Record::Inode { meta, parent } => {
@@ -644,7 +662,10 @@ pub fn replay(
         }
     }
     check_tree(&nodes)?;
-    Ok((nodes, extents.map_or(Extents::Unrecorded, Extents::Recorded)))
+    Ok((
+        nodes,
+        extents.map_or(Extents::Unrecorded, Extents::Recorded),
+    ))
 }
 
 fn check_tree(nodes: &HashMap<Ino, Node>) -> std::result::Result<(), String> {
