@@ -290,7 +290,7 @@ impl<R: Region, H: HostFs> Store for JournalStore<R, H> {
     fn statfs(&self) -> Result<StatFs> {
         let s = self.lock_open()?;
         let capacity = self.config.capacity_bytes / 4096;
-        let inodes_total = super::namespace::INO_MAX - 1;
+        let inodes_total = s.ino_max - 1;
         Ok(StatFs {
             block_size: 4096,
             blocks_total: capacity,
@@ -339,7 +339,7 @@ impl<R: Region, H: HostFs> Store for JournalStore<R, H> {
             report.problem(p.clone(), "PM journal");
         }
         let s = self.inner.lock();
-        let extent = |f: u16| s.extents.get(&(f as Ino)).copied().unwrap_or(0);
+        let extent = |f: u32| s.extents.get(&(f as Ino)).copied().unwrap_or(0);
         if let Err(e) = self.journal.verify_extents(&extent) {
             report.problem(e.to_string(), "PM journal");
         }

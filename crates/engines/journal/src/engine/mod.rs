@@ -29,7 +29,7 @@ use std::sync::Arc;
 use store::{Error, Ino, Result, TxId};
 
 /// Home file id of the metadata log.
-pub const META_FILE: u16 = 0;
+pub const META_FILE: u32 = 0;
 /// Name of the metadata log in the home directory.
 pub const META_NAME: &str = "atomfs-journal.meta";
 
@@ -190,7 +190,8 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
     }
 
     fn start(journal: Journal<R, H>, config: &StoreConfig) -> Result<Self> {
-        let (nodes, extents, log_len) = read_metadata(&journal)?;
+        let ino_max = journal.geometry().format().file_id_max() as Ino;
+        let (nodes, extents, log_len) = read_metadata(&journal, ino_max)?;
         let (extents, record_now) = match extents {
             Extents::Recorded(e) => {
                 // Before anything can be written home: no version past its file's end.
@@ -201,7 +202,7 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
         };
         let store = JournalStore {
             journal: Arc::new(journal),
-            inner: Mutex::new(Inner::new(nodes, extents, log_len)),
+            inner: Mutex::new(Inner::new(nodes, extents, log_len, ino_max)),
             config: config.clone(),
             checkpointer: Mutex::new(None),
         };
@@ -428,7 +429,7 @@ fn meta_header_key() -> BlockKey {
 type Replayed = (HashMap<Ino, namespace::Node>, Extents, u64);
 
 /// Read and replay the metadata log.
-fn read_metadata<R: Region, H: HostFs>(journal: &Journal<R, H>) -> Result<Replayed> {
+fn read_metadata<R: Region, H: HostFs>(journal: &Journal<R, H>, ino_max: Ino) -> Result<Replayed> {
     let corrupt = |what: String| Error::Corrupt { what, offset: 0 };
     let mut header = vec![0u8; 4096];
     journal.read(None, META_FILE, 0, &mut header)?;
@@ -442,6 +443,6 @@ fn read_metadata<R: Region, H: HostFs>(journal: &Journal<R, H>) -> Result<Replay
     journal.read(None, META_FILE, LOG_START, &mut log)?;
     let records = parse_log(&log).map_err(|e| corrupt(format!("metadata log: {e}")))?;
     let (nodes, extents) =
-        namespace::replay(records).map_err(|e| corrupt(format!("metadata log: {e}")))?;
+        namespace::replay(records, ino_max).map_err(|e| corrupt(format!("metadata log: {e}")))?;
     Ok((nodes, extents, log_len))
 }

@@ -11,9 +11,6 @@ use store::{
     ROOT_INO,
 };
 
-/// Largest inode number (the journal header's 16-bit home file id).
-pub const INO_MAX: Ino = u16::MAX as Ino;
-
 #[derive(Clone, Debug)]
 pub enum Body {
     File,
@@ -131,10 +128,17 @@ pub struct Inner {
     pub extents: HashMap<Ino, u64>,
     /// Inodes changed by open transactions: the committed image, and who changed it last.
     pub shared: HashMap<Ino, super::shared::Shared>,
+    /// Largest inode number: the largest home file id of the journal's header format.
+    pub ino_max: Ino,
 }
 
 impl Inner {
-    pub fn new(nodes: HashMap<Ino, Node>, extents: HashMap<Ino, u64>, log_len: u64) -> Inner {
+    pub fn new(
+        nodes: HashMap<Ino, Node>,
+        extents: HashMap<Ino, u64>,
+        log_len: u64,
+        ino_max: Ino,
+    ) -> Inner {
         let next_ino = nodes.keys().max().copied().unwrap_or(ROOT_INO) + 1;
         let used_blocks = nodes.values().map(Node::blocks).sum();
         let durable = nodes.iter().map(|(i, n)| (*i, n.meta.size)).collect();
@@ -152,6 +156,7 @@ impl Inner {
             high_water: HashMap::new(),
             extents,
             shared: HashMap::new(),
+            ino_max,
         }
     }
 
@@ -325,7 +330,7 @@ impl Inner {
 
     /// A free inode number: the next never used one, else one whose removal is committed.
     fn alloc_ino(&mut self) -> Result<Ino> {
-        if self.next_ino <= INO_MAX {
+        if self.next_ino <= self.ino_max {
             self.next_ino += 1;
             return Ok(self.next_ino - 1);
         }
@@ -334,7 +339,7 @@ impl Inner {
             .values()
             .flat_map(|t| t.undo.iter().map(|(i, _)| *i))
             .collect();
-        (ROOT_INO + 1..=INO_MAX)
+        (ROOT_INO + 1..=self.ino_max)
             .find(|i| !self.nodes.contains_key(i) && !pending.contains(i))
             .ok_or_else(|| Error::NoSpace("no free inode".into()))
     }
@@ -613,13 +618,16 @@ pub enum Extents {
 }
 
 /// Rebuild the nodes and the extents from a metadata log.
-pub fn replay(records: Vec<Record>) -> std::result::Result<(HashMap<Ino, Node>, Extents), String> {
+pub fn replay(
+    records: Vec<Record>,
+    ino_max: Ino,
+) -> std::result::Result<(HashMap<Ino, Node>, Extents), String> {
     let mut nodes: HashMap<Ino, Node> = HashMap::new();
     let mut extents: Option<HashMap<Ino, u64>> = None;
     for rec in records {
         match rec {
             Record::Extent { ino, end } => {
-                if ino > INO_MAX {
+                if ino > ino_max {
                     return Err(format!("extent of inode {ino}"));
                 }
                 let e = extents
@@ -629,7 +637,7 @@ pub fn replay(records: Vec<Record>) -> std::result::Result<(HashMap<Ino, Node>, 
                 *e = (*e).max(end);
             }
             Record::Inode { meta, parent } => {
-                if meta.ino == 0 || meta.ino > INO_MAX {
+                if meta.ino == 0 || meta.ino > ino_max {
                     return Err(format!("inode number {}", meta.ino));
                 }
                 let body = match (meta.kind, nodes.remove(&meta.ino).map(|n| n.body)) {

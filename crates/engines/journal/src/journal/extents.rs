@@ -13,7 +13,7 @@ use pmem::Region;
 impl<R: Region, H: HostFs> Journal<R, H> {
     /// Check every committed version against `extent(file)`, the recorded end (bytes) of its
     /// home file: a version of a block that ends past it is corruption. Nothing is written.
-    pub fn verify_extents(&self, extent: &dyn Fn(u16) -> u64) -> JournalResult<()> {
+    pub fn verify_extents(&self, extent: &dyn Fn(u32) -> u64) -> JournalResult<()> {
         let st = self.state.lock();
         let mut worst: Option<(u64, crate::BlockKey, u64)> = None;
         for (key, v) in st.versions.iter() {

@@ -26,7 +26,7 @@ pub fn exercise(image: &[u8], cfg: &JournalConfig) -> Result<(), journal::Journa
         "fsck after recovery: {findings:?}"
     );
     let mut buf = vec![0u8; 4096];
-    for file in 0..4u16 {
+    for file in 0..4u32 {
         for block in 0..4u32 {
             j.read_block(BlockKey { file, block }, &mut buf)?;
         }
