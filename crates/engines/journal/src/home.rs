@@ -1,7 +1,7 @@
 //! Home files: the journal's file ids mapped to files of the home directory.
 
 use hostfs::{HostFs, HostFsResult, OpenOptions};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -14,6 +14,8 @@ pub struct HomeFiles<H: HostFs> {
     host: H,
     namer: HomeNamer,
     open: parking_lot::Mutex<OpenFiles<H::File>>,
+    /// Files written since the journal was opened.
+    written: parking_lot::Mutex<HashSet<u32>>,
 }
 
 struct OpenFiles<F> {
@@ -52,6 +54,7 @@ impl<H: HostFs> HomeFiles<H> {
                 order: VecDeque::new(),
                 max: open_max.max(1),
             }),
+            written: parking_lot::Mutex::new(HashSet::new()),
         }
     }
 
@@ -100,7 +103,39 @@ impl<H: HostFs> HomeFiles<H> {
     /// Write `data` at `off` of a home file (not durable until [`HomeFiles::sync`]).
     pub fn write_at(&self, file: u32, off: u64, data: &[u8]) -> HostFsResult<()> {
         let f = self.file(file)?;
+        self.written.lock().insert(file);
         self.host.write_all_at(&f, off, data)
+    }
+
+    /// Whether `file` was written since the journal was opened.
+    pub fn was_written(&self, file: u32) -> bool {
+        self.written.lock().contains(&file)
+    }
+
+    /// Make a home file's data, length and times durable.
+    pub fn sync_all(&self, file: u32) -> HostFsResult<()> {
+        let f = self.file(file)?;
+        self.host.sync_all(&f)
+    }
+
+    /// The host's stat of a home file, `None` when it does not exist (never creates it).
+    pub fn stat(&self, file: u32) -> HostFsResult<Option<hostfs::Stat>> {
+        match self.host.stat(&(self.namer)(file)) {
+            Ok(st) => Ok(Some(st)),
+            Err(e) if e.errno() == libc::ENOENT => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The host's stat of an open (or created) home file.
+    pub fn stat_open(&self, file: u32) -> HostFsResult<hostfs::Stat> {
+        let f = self.file(file)?;
+        self.host.file_stat(&f)
+    }
+
+    /// The path of a home file, relative to the home directory.
+    pub fn path(&self, file: u32) -> PathBuf {
+        (self.namer)(file)
     }
 
     /// Length of a home file (0 when it does not exist yet).

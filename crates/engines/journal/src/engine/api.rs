@@ -343,6 +343,14 @@ impl<R: Region, H: HostFs> Store for JournalStore<R, H> {
         if let Err(e) = self.journal.verify_extents(&extent) {
             report.problem(e.to_string(), "PM journal");
         }
+        match self.home_problems(&s, super::home_check::LastClose::Unclean) {
+            Ok(problems) => {
+                for p in problems {
+                    report.problem(p, "home directory");
+                }
+            }
+            Err(e) => report.problem(e.to_string(), "home directory"),
+        }
         check_links(&s.nodes, &mut report);
         report.checked.push(("inodes".into(), s.nodes.len() as u64));
         report
@@ -357,6 +365,7 @@ impl<R: Region, H: HostFs> Store for JournalStore<R, H> {
     fn unmount(&self) -> Result<()> {
         let mut s = self.lock_open()?;
         self.journal.checkpoint()?;
+        self.record_clean_close(&mut s)?;
         s.closed = true;
         drop(s);
         self.checkpointer.lock().take();

@@ -12,7 +12,14 @@
 //! Entry     (3): dir u64 | ino u64 | name_len u8 | name
 //! NoEntry   (4): dir u64 | name_len u8 | name
 //! Extent    (5): ino u64 | end u64
+//! Home      (6): ino u64 | host_ino u64 | len u64 | mtime_ns u64 | ctime_ns u64
+//! Clean     (7): (no payload)
 //! ```
+//! A Home record names the host file of inode `ino` (its host inode number) and a length it
+//! has at least; `mtime_ns` and `ctime_ns` are its modification and change times when the
+//! record was written by a clean close (0 otherwise). A log whose last record is Clean was closed cleanly: nothing wrote a home
+//! file after those records. Open refuses a home file missing, replaced, shorter than
+//! recorded, or (after a clean close) changed (see `engine/home_check.rs`).
 //! An Extent record bounds the home file of `ino` (file id `ino`; 0 is this log): no
 //! journaled version of it lies at or past `end`. A commit that journals a block past the
 //! recorded end logs a new one (rounded up to [`EXTENT_GRAIN`]); extents never shrink and
@@ -46,6 +53,20 @@ pub enum Record {
     Entry { dir: Ino, name: Vec<u8>, ino: Ino },
     NoEntry { dir: Ino, name: Vec<u8> },
     Extent { ino: Ino, end: u64 },
+    Home(HomeRecord),
+    Clean,
+}
+
+/// What the store knows of a home file (a [`Record::Home`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HomeRecord {
+    pub ino: Ino,
+    pub host_ino: u64,
+    pub len: u64,
+    /// Modification time at a clean close; 0: not recorded.
+    pub mtime_ns: u64,
+    /// Change time at a clean close; 0: not recorded.
+    pub ctime_ns: u64,
 }
 
 fn kind_code(k: FileKind) -> u8 {
@@ -103,6 +124,13 @@ impl Record {
                 p.extend_from_slice(&ino.to_le_bytes());
                 p.extend_from_slice(&end.to_le_bytes());
             }
+            Record::Home(h) => {
+                p.push(6);
+                for v in [h.ino, h.host_ino, h.len, h.mtime_ns, h.ctime_ns] {
+                    p.extend_from_slice(&v.to_le_bytes());
+                }
+            }
+            Record::Clean => p.push(7),
         }
         assert!(
             p.len() <= RECORD_MAX,
@@ -178,6 +206,14 @@ impl Record {
                 ino: q.u64()?,
                 end: q.u64()?,
             },
+            6 => Record::Home(HomeRecord {
+                ino: q.u64()?,
+                host_ino: q.u64()?,
+                len: q.u64()?,
+                mtime_ns: q.u64()?,
+                ctime_ns: q.u64()?,
+            }),
+            7 => Record::Clean,
             t => return Err(format!("record type {t}")),
         };
         if q.at != p.len() {
@@ -307,6 +343,14 @@ mod tests {
                 ino: 9,
                 end: EXTENT_GRAIN,
             },
+            Record::Home(HomeRecord {
+                ino: 9,
+                host_ino: 12345,
+                len: 8192,
+                mtime_ns: 76,
+                ctime_ns: 77,
+            }),
+            Record::Clean,
         ];
         let mut b = Vec::new();
         for r in &recs {

@@ -8,6 +8,7 @@
 
 mod api;
 mod data;
+mod home_check;
 pub mod meta_log;
 mod namespace;
 mod shared;
@@ -15,6 +16,7 @@ mod shared;
 use crate::home::HomeNamer;
 use crate::layout::superblock;
 use crate::{BlockKey, Checkpointer, Journal, JournalConfig};
+use home_check::LastClose;
 use hostfs::{HostFs, RealHostFs};
 use meta_log::{
     header_block, parse_header, parse_log, Record, EXTENT_GRAIN, EXTENT_RECORD_LEN, LOG_START,
@@ -191,7 +193,13 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
 
     fn start(journal: Journal<R, H>, config: &StoreConfig) -> Result<Self> {
         let ino_max = journal.geometry().format().file_id_max() as Ino;
-        let (nodes, extents, log_len) = read_metadata(&journal, ino_max)?;
+        let Replayed {
+            nodes,
+            extents,
+            log_len,
+            homes,
+            last,
+        } = read_metadata(&journal, ino_max)?;
         let (extents, record_now) = match extents {
             Extents::Recorded(e) => {
                 // Before anything can be written home: no version past its file's end.
@@ -206,6 +214,12 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
             config: config.clone(),
             checkpointer: Mutex::new(None),
         };
+        {
+            let mut s = store.inner.lock();
+            s.homes = homes;
+            // Before anything is written home: no home file changed behind our back.
+            store.check_homes(&s, last)?;
+        }
         if record_now {
             store.record_extents()?;
         }
@@ -334,6 +348,10 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
         if log.is_empty() && core.is_empty() {
             return Ok(());
         }
+        let homes = self.grown_homes(s, core.appended_files())?;
+        for h in &homes {
+            Record::Home(*h).encode(&mut log);
+        }
         let extents = grown_extents(s, &core, log.len() as u64);
         for &(ino, end) in &extents {
             Record::Extent { ino, end }.encode(&mut log);
@@ -345,10 +363,53 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
         self.journal.commit(core)?;
         s.log_len = new_len;
         s.extents.extend(extents);
+        s.homes.extend(homes.into_iter().map(|h| (h.ino, h)));
         for &ino in &dirty.inodes {
-            if let Some(n) = s.nodes.get(&ino) {
-                let size = n.meta.size;
-                s.durable.insert(ino, size);
+            match s.nodes.get(&ino) {
+                Some(n) => {
+                    let size = n.meta.size;
+                    s.durable.insert(ino, size);
+                }
+                None => {
+                    s.homes.remove(&ino);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Append `records` to the metadata log in a commit of their own.
+    fn log_records(&self, s: &mut Inner, records: &[Record]) -> Result<()> {
+        let mut log = Vec::new();
+        for r in records {
+            r.encode(&mut log);
+        }
+        let core = crate::Tx::new();
+        let extents = grown_extents(s, &core, log.len() as u64);
+        let mut tail = Vec::new();
+        for &(ino, end) in &extents {
+            Record::Extent { ino, end }.encode(&mut tail);
+        }
+        // Extent records go first: a Clean record must stay the last one.
+        tail.extend_from_slice(&log);
+        let mut core = core;
+        let new_len = s.log_len + tail.len() as u64;
+        self.journal
+            .write(&mut core, META_FILE, s.log_len, &tail, Some(s.log_len))?;
+        core.put_block(meta_header_key(), &header_block(new_len));
+        self.journal.commit(core)?;
+        s.log_len = new_len;
+        s.extents.extend(extents);
+        Ok(())
+    }
+
+    /// A clean close: the home files' identities and change times, then Clean.
+    fn record_clean_close(&self, s: &mut Inner) -> Result<()> {
+        let records = self.close_records(s)?;
+        self.log_records(s, &records)?;
+        for r in records {
+            if let Record::Home(h) = r {
+                s.homes.insert(h.ino, h);
             }
         }
         Ok(())
@@ -426,7 +487,13 @@ fn meta_header_key() -> BlockKey {
 }
 
 /// Nodes and extents replayed from a metadata log.
-type Replayed = (HashMap<Ino, namespace::Node>, Extents, u64);
+struct Replayed {
+    nodes: HashMap<Ino, namespace::Node>,
+    extents: Extents,
+    log_len: u64,
+    homes: HashMap<Ino, meta_log::HomeRecord>,
+    last: LastClose,
+}
 
 /// Read and replay the metadata log.
 fn read_metadata<R: Region, H: HostFs>(journal: &Journal<R, H>, ino_max: Ino) -> Result<Replayed> {
@@ -442,7 +509,14 @@ fn read_metadata<R: Region, H: HostFs>(journal: &Journal<R, H>, ino_max: Ino) ->
     let mut log = vec![0u8; (log_len - LOG_START) as usize];
     journal.read(None, META_FILE, LOG_START, &mut log)?;
     let records = parse_log(&log).map_err(|e| corrupt(format!("metadata log: {e}")))?;
+    let (homes, last) = home_check::replay_homes(&records);
     let (nodes, extents) =
         namespace::replay(records, ino_max).map_err(|e| corrupt(format!("metadata log: {e}")))?;
-    Ok((nodes, extents, log_len))
+    Ok(Replayed {
+        nodes,
+        extents,
+        log_len,
+        homes,
+        last,
+    })
 }

@@ -4,7 +4,7 @@
 //! one): the transaction keeps the undo images of what it changed and the set of inodes and
 //! entries to write to the metadata log when it commits.
 
-use super::meta_log::Record;
+use super::meta_log::{HomeRecord, Record};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use store::{
     now_ns, path::check_entry_name, Error, Fh, FileKind, Ino, Metadata, OpenFlags, Result, TxId,
@@ -130,6 +130,8 @@ pub struct Inner {
     pub shared: HashMap<Ino, super::shared::Shared>,
     /// Largest inode number: the largest home file id of the journal's header format.
     pub ino_max: Ino,
+    /// What the store recorded of each home file (live inodes).
+    pub homes: HashMap<Ino, super::meta_log::HomeRecord>,
 }
 
 impl Inner {
@@ -157,6 +159,7 @@ impl Inner {
             extents,
             shared: HashMap::new(),
             ino_max,
+            homes: HashMap::new(),
         }
     }
 
@@ -577,6 +580,15 @@ impl Inner {
             .filter_map(|i| self.nodes.get(i))
             .map(inode_record)
             .collect();
+        let mut homes: Vec<_> = self.homes.values().copied().collect();
+        homes.sort_unstable_by_key(|h| h.ino);
+        out.extend(homes.into_iter().map(|h| {
+            Record::Home(HomeRecord {
+                mtime_ns: 0,
+                ctime_ns: 0,
+                ..h
+            })
+        }));
         let mut extents: Vec<_> = self.extents.iter().collect();
         extents.sort_unstable();
         out.extend(
@@ -626,6 +638,7 @@ pub fn replay(
     let mut extents: Option<HashMap<Ino, u64>> = None;
     for rec in records {
         match rec {
+            Record::Home(_) | Record::Clean => {}
             Record::Extent { ino, end } => {
                 if ino > ino_max {
                     return Err(format!("extent of inode {ino}"));

@@ -35,6 +35,11 @@ impl Tx {
         (self.blocks, self.appended, self.appended_bytes)
     }
 
+    /// Home files the transaction appended to directly.
+    pub fn appended_files(&self) -> impl Iterator<Item = u32> + '_ {
+        self.appended.iter().copied()
+    }
+
     /// Per home file, the end (bytes) of the last block the transaction journals.
     pub fn journaled_ends(&self) -> BTreeMap<u32, u64> {
         let mut ends = BTreeMap::new();
