@@ -34,6 +34,21 @@ impl Node {
         }
     }
 
+    /// A copy of the node without a directory's entries (an undo or committed image: the
+    /// entries are kept per name, so an operation never copies a large directory).
+    pub fn without_entries(&self) -> Node {
+        Node {
+            meta: self.meta,
+            body: match &self.body {
+                Body::File => Body::File,
+                Body::Dir { parent, .. } => Body::Dir {
+                    entries: BTreeMap::new(),
+                    parent: *parent,
+                },
+            },
+        }
+    }
+
     pub fn new(ino: Ino, kind: FileKind, perm: u32, parent: Ino) -> Node {
         let now = now_ns();
         let dir = kind == FileKind::Dir;
@@ -89,13 +104,16 @@ pub struct Dirty {
 #[derive(Debug, Default)]
 pub struct Tx {
     pub id: u64,
-    /// Images of every inode changed, first change first (`None`: it did not exist).
+    /// Images of every inode changed, first change first (`None`: it did not exist);
+    /// a directory's image has no entries (`entry_undo` keeps those the transaction changed).
     pub undo: Vec<(Ino, Option<Node>)>,
     pub files: HashSet<Ino>,
     pub created: HashSet<Ino>,
     pub dirty: Dirty,
     /// The transaction's journaled blocks and appends.
     pub core: crate::Tx,
+    /// The first value of every entry the transaction changed (`None`: no entry).
+    pub entry_undo: HashMap<(Ino, Vec<u8>), Option<Ino>>,
     /// Links this transaction added (negative: dropped), per inode.
     pub nlink: HashMap<Ino, i64>,
     /// Attributes (and a directory's parent) as this transaction last left them, kept when
@@ -276,7 +294,7 @@ impl Inner {
     pub fn save(&mut self, tx: TxId, ino: Ino) -> Result<()> {
         self.tx_check(Some(tx))?;
         self.note_change(tx, ino);
-        let image = self.nodes.get(&ino).cloned();
+        let image = self.nodes.get(&ino).map(Node::without_entries);
         let t = self.tx_mut(tx)?;
         if !t.undo.iter().any(|(i, _)| *i == ino) {
             t.undo.push((ino, image));
@@ -285,8 +303,19 @@ impl Inner {
         Ok(())
     }
 
-    fn touch_entry(&mut self, tx: TxId, dir: Ino, name: &[u8]) -> Result<()> {
-        self.tx_mut(tx)?.dirty.entries.insert((dir, name.to_vec()));
+    /// Set (or remove) the entry `name` of `dir` in `tx`, keeping its first value in the
+    /// transaction for an abort.
+    fn set_entry(&mut self, tx: TxId, dir: Ino, name: &[u8], to: Option<Ino>) -> Result<()> {
+        let before = self.entries(dir)?.get(name).copied();
+        let t = self.tx_mut(tx)?;
+        let key = (dir, name.to_vec());
+        t.entry_undo.entry(key.clone()).or_insert(before);
+        t.dirty.entries.insert(key);
+        let entries = self.entries_mut(dir)?;
+        match to {
+            Some(ino) => entries.insert(name.to_vec(), ino),
+            None => entries.remove(name),
+        };
         Ok(())
     }
 
@@ -369,8 +398,7 @@ impl Inner {
         let node = Node::new(ino, kind, perm, parent);
         let meta = node.meta;
         self.put(ino, Some(node));
-        self.entries_mut(parent)?.insert(name.to_vec(), ino);
-        self.touch_entry(tx, parent, name)?;
+        self.set_entry(tx, parent, name, Some(ino))?;
         self.durable.insert(ino, 0);
         if kind == FileKind::Dir {
             self.add_links(tx, parent, 1)?;
@@ -401,8 +429,7 @@ impl Inner {
             .ok_or_else(|| Error::NotFound(name_str(name)))?;
         self.save(tx, parent)?;
         self.save(tx, ino)?;
-        self.entries_mut(parent)?.remove(name);
-        self.touch_entry(tx, parent, name)?;
+        self.set_entry(tx, parent, name, None)?;
         let now = now_ns();
         let child = self.node_mut(ino)?;
         let was_dir = child.meta.is_dir();
@@ -481,10 +508,8 @@ impl Inner {
         self.save(tx, parent)?;
         self.save(tx, new_parent)?;
         self.save(tx, ino)?;
-        self.entries_mut(parent)?.remove(name);
-        self.entries_mut(new_parent)?.insert(new_name.to_vec(), ino);
-        self.touch_entry(tx, parent, name)?;
-        self.touch_entry(tx, new_parent, new_name)?;
+        self.set_entry(tx, parent, name, None)?;
+        self.set_entry(tx, new_parent, new_name, Some(ino))?;
         let now = now_ns();
         if self.node(ino)?.meta.is_dir() {
             if let Body::Dir { parent: p, .. } = &mut self.node_mut(ino)?.body {
@@ -511,8 +536,7 @@ impl Inner {
     ) -> Result<Metadata> {
         self.save(tx, new_parent)?;
         self.save(tx, ino)?;
-        self.entries_mut(new_parent)?.insert(new_name.to_vec(), ino);
-        self.touch_entry(tx, new_parent, new_name)?;
+        self.set_entry(tx, new_parent, new_name, Some(ino))?;
         self.add_links(tx, ino, 1)?;
         let n = self.node_mut(ino)?;
         n.meta.ctime = now_ns();

@@ -10,7 +10,9 @@
 //!   inode owns the live values; when another one changes it after, the values the first
 //!   left are kept in its `own` map ([`Inner::note_change`]); a commit logs its own values,
 //!   an abort of the last changer puts the committed ones back;
-//! - entries are logged per name already; an abort puts back only the names it touched.
+//! - entries are logged per name already; an abort puts back only the names it touched
+//!   (their first values, kept per transaction: no image of a directory holds its entries,
+//!   so no operation copies a large directory).
 //!
 //! The committed image of each such inode is kept in [`Shared`] from the first change by an
 //! open transaction until no open transaction has changed it any more. Two open
@@ -51,7 +53,7 @@ impl Inner {
                 self.shared.insert(
                     ino,
                     Shared {
-                        committed: live.cloned(),
+                        committed: live.map(Node::without_entries),
                         last: tx.0,
                     },
                 );
@@ -81,13 +83,14 @@ impl Inner {
     }
 
     /// `ino` as removed transaction `t` leaves it on top of the committed state (`None`:
-    /// freed). Only other transactions' changes are left out.
+    /// freed), without a directory's entries (they are logged per name). Only other
+    /// transactions' changes are left out.
     pub fn committed_by(&self, t: &Tx, ino: Ino) -> Option<Node> {
         let live = self.nodes.get(&ino)?;
         let sh = self.shared.get(&ino);
         let base = match sh.and_then(|s| s.committed.as_ref()) {
             Some(base) if self.changed_by_other(t.id, ino) => base,
-            _ => return Some(live.clone()),
+            _ => return Some(live.without_entries()),
         };
         let (mut meta, parent) = match (sh.map(|s| s.last), t.own.get(&ino)) {
             (Some(last), _) if last == t.id => (live.meta, parent_of(live)),
@@ -96,23 +99,9 @@ impl Inner {
         };
         let links = base.meta.nlink as i64 + t.nlink.get(&ino).copied().unwrap_or(0);
         meta.nlink = links.clamp(0, u32::MAX as i64) as u32;
-        let mut node = Node {
-            meta,
-            body: base.body.clone(),
-        };
+        let mut node = base.without_entries();
+        node.meta = meta;
         set_parent(&mut node, parent);
-        if let (Body::Dir { entries, .. }, Body::Dir { entries: now, .. }) =
-            (&mut node.body, &live.body)
-        {
-            for (dir, name) in &t.dirty.entries {
-                if *dir == ino {
-                    match now.get(name) {
-                        Some(child) => entries.insert(name.clone(), *child),
-                        None => entries.remove(name),
-                    };
-                }
-            }
-        }
         Some(node)
     }
 
@@ -133,9 +122,18 @@ impl Inner {
     /// Undo removed transaction `t`'s changes, keeping other transactions' changes.
     pub fn roll_back(&mut self, t: Tx) {
         for (ino, image) in t.undo.iter().rev() {
-            match (image, self.nodes.get(ino).cloned()) {
+            let live = self.nodes.get(ino).map(|n| (n.meta, parent_of(n)));
+            match (image, live) {
                 (Some(image), Some(live)) => self.take_back(&t, *ino, image, live),
                 _ => self.put(*ino, image.clone()),
+            }
+        }
+        for ((dir, name), before) in &t.entry_undo {
+            if let Some(Body::Dir { entries, .. }) = self.nodes.get_mut(dir).map(|n| &mut n.body) {
+                match before {
+                    Some(child) => entries.insert(name.clone(), *child),
+                    None => entries.remove(name),
+                };
             }
         }
         for (ino, _) in &t.undo {
@@ -149,37 +147,24 @@ impl Inner {
     }
 
     /// Take `t`'s own changes out of a live inode (other transactions may have changed it
-    /// too, and committed meanwhile).
-    fn take_back(&mut self, t: &Tx, ino: Ino, image: &Node, mut live: Node) {
-        let links = live.meta.nlink as i64 - t.nlink.get(&ino).copied().unwrap_or(0);
-        let last = self.shared.get(&ino).map(|s| s.last);
-        if last == Some(t.id) {
-            let base = self
-                .shared
-                .get(&ino)
-                .and_then(|s| s.committed.clone())
-                .unwrap_or_else(|| image.clone());
-            live.meta = base.meta;
-            set_parent(&mut live, parent_of(&base));
+    /// too, and committed meanwhile). Entries are put back per name by the caller.
+    fn take_back(&mut self, t: &Tx, ino: Ino, image: &Node, live: (store::Metadata, Ino)) {
+        let (mut meta, mut parent) = live;
+        let links = meta.nlink as i64 - t.nlink.get(&ino).copied().unwrap_or(0);
+        let sh = self.shared.get(&ino);
+        if sh.map(|s| s.last) == Some(t.id) {
+            let base = sh.and_then(|s| s.committed.as_ref()).unwrap_or(image);
+            meta = base.meta;
+            parent = parent_of(base);
         }
-        live.meta.nlink = links.clamp(0, u32::MAX as i64) as u32;
-        if let (
-            Body::Dir { entries, .. },
-            Body::Dir {
-                entries: before, ..
-            },
-        ) = (&mut live.body, &image.body)
-        {
-            for (dir, name) in &t.dirty.entries {
-                if *dir == ino {
-                    match before.get(name) {
-                        Some(child) => entries.insert(name.clone(), *child),
-                        None => entries.remove(name),
-                    };
-                }
-            }
+        meta.nlink = links.clamp(0, u32::MAX as i64) as u32;
+        let blocks_before = self.nodes.get(&ino).map_or(0, Node::blocks);
+        if let Some(n) = self.nodes.get_mut(&ino) {
+            n.meta = meta;
+            set_parent(n, parent);
+            let blocks_after = n.blocks();
+            self.used_blocks = self.used_blocks - blocks_before + blocks_after;
         }
-        self.put(ino, Some(live));
     }
 
     /// Drop the committed image of `ino` once no open transaction has changed it.
