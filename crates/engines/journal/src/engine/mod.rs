@@ -46,7 +46,16 @@ pub struct StoreConfig {
     pub capacity_bytes: u64,
     /// The metadata log is compacted when it is longer than this and than 4 times a snapshot.
     pub log_compact_min: u64,
+    /// Longest metadata log: a commit past it fails with NoSpace (nothing of it is applied).
+    pub metadata_log_bytes_max: u64,
+    /// Open file handles at once (EMFILE past it).
+    pub open_files_max: usize,
+    /// Open user transactions at once (EMFILE past it).
+    pub open_transactions_max: usize,
 }
+
+/// The longest metadata log any store reads (a sanity bound on a corrupt header).
+pub const METADATA_LOG_BYTES_LIMIT: u64 = 1 << 34;
 
 impl Default for StoreConfig {
     fn default() -> Self {
@@ -54,6 +63,9 @@ impl Default for StoreConfig {
             journal: JournalConfig::default(),
             capacity_bytes: 1 << 40,
             log_compact_min: 4 << 20,
+            metadata_log_bytes_max: METADATA_LOG_BYTES_LIMIT,
+            open_files_max: 65_536,
+            open_transactions_max: 4_096,
         }
     }
 }
@@ -357,6 +369,15 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
             Record::Extent { ino, end }.encode(&mut log);
         }
         let new_len = s.log_len + log.len() as u64;
+        let log_max = self
+            .config
+            .metadata_log_bytes_max
+            .min(METADATA_LOG_BYTES_LIMIT);
+        if new_len > log_max {
+            return Err(Error::NoSpace(format!(
+                "metadata log full: {new_len} bytes past its {log_max}"
+            )));
+        }
         self.journal
             .write(&mut core, META_FILE, s.log_len, &log, Some(s.log_len))?;
         core.put_block(meta_header_key(), &header_block(new_len));
@@ -423,7 +444,13 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
             return Ok(());
         }
         let estimate = s.nodes.len() as u64 * 128;
-        if s.log_len < self.config.log_compact_min || s.log_len < 4 * estimate {
+        // Compact early enough that the log stays well inside its maximum.
+        let log_max = self
+            .config
+            .metadata_log_bytes_max
+            .min(METADATA_LOG_BYTES_LIMIT);
+        let compact_at = self.config.log_compact_min.min(log_max / 2);
+        if s.log_len < compact_at || s.log_len < 4 * estimate {
             return Ok(());
         }
         let mut log = Vec::new();
@@ -503,7 +530,7 @@ fn read_metadata<R: Region, H: HostFs>(journal: &Journal<R, H>, ino_max: Ino) ->
     let log_len = parse_header(&header)
         .map_err(|e| corrupt(format!("metadata log: {e}")))?
         .ok_or_else(|| corrupt("metadata log missing (not a journal store)".into()))?;
-    if log_len > 1 << 34 {
+    if log_len > METADATA_LOG_BYTES_LIMIT {
         return Err(corrupt(format!("metadata log length {log_len}")));
     }
     let mut log = vec![0u8; (log_len - LOG_START) as usize];
