@@ -129,3 +129,32 @@ fn both_commit_in_either_order() {
         }
     }
 }
+
+#[test]
+fn a_commit_does_not_carry_another_transactions_pending_attributes() {
+    let (region, host, s) = new_store();
+    let d = s.mkdir(ROOT_INO, b"d", 0o755, None).unwrap().ino;
+    let a = s.tx_begin(&[]).unwrap();
+    let attr = store::SetAttr {
+        perm: Some(0o700),
+        ..Default::default()
+    };
+    s.setattr(d, &attr, Some(a)).unwrap();
+    let b = s.tx_begin(&[]).unwrap();
+    s.create(d, b"x", 0o644, Some(b)).unwrap();
+    s.tx_commit(b).unwrap();
+    assert_eq!(
+        s.getattr(d).unwrap().perm,
+        0o700,
+        "live: the pending chmod shows"
+    );
+    drop(s);
+    let s = crash(&region, &host);
+    assert_eq!(
+        s.getattr(d).unwrap().perm,
+        0o755,
+        "the uncommitted chmod leaked"
+    );
+    assert!(s.lookup(d, b"x").is_ok());
+    assert!(s.fsck().unwrap().is_clean());
+}

@@ -14,11 +14,13 @@
 //! Extent    (5): ino u64 | end u64
 //! Home      (6): ino u64 | host_ino u64 | len u64 | mtime_ns u64 | ctime_ns u64
 //! Clean     (7): (no payload)
+//! Opened    (8): (no payload)
 //! ```
 //! A Home record names the host file of inode `ino` (its host inode number) and a length it
 //! has at least; `mtime_ns` and `ctime_ns` are its modification and change times when the
 //! record was written by a clean close (0 otherwise). A log whose last record is Clean was closed cleanly: nothing wrote a home
-//! file after those records. Open refuses a home file missing, replaced, shorter than
+//! file after those records. An open that finds Clean logs Opened before anything can
+//! write a home file (an append goes home before its commit). Open refuses a home file missing, replaced, shorter than
 //! recorded, or (after a clean close) changed (see `engine/home_check.rs`).
 //! An Extent record bounds the home file of `ino` (file id `ino`; 0 is this log): no
 //! journaled version of it lies at or past `end`. A commit that journals a block past the
@@ -55,6 +57,7 @@ pub enum Record {
     Extent { ino: Ino, end: u64 },
     Home(HomeRecord),
     Clean,
+    Opened,
 }
 
 /// What the store knows of a home file (a [`Record::Home`]).
@@ -131,6 +134,7 @@ impl Record {
                 }
             }
             Record::Clean => p.push(7),
+            Record::Opened => p.push(8),
         }
         assert!(
             p.len() <= RECORD_MAX,
@@ -214,6 +218,7 @@ impl Record {
                 ctime_ns: q.u64()?,
             }),
             7 => Record::Clean,
+            8 => Record::Opened,
             t => return Err(format!("record type {t}")),
         };
         if q.at != p.len() {
@@ -351,6 +356,7 @@ mod tests {
                 ctime_ns: 77,
             }),
             Record::Clean,
+            Record::Opened,
         ];
         let mut b = Vec::new();
         for r in &recs {

@@ -231,6 +231,11 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
             s.homes = homes;
             // Before anything is written home: no home file changed behind our back.
             store.check_homes(&s, last)?;
+            if last == LastClose::Clean {
+                // persist: the log no longer ends with Clean before any home file can change
+                // (an append is written home before its commit).
+                store.log_records(&mut s, &[Record::Opened])?;
+            }
         }
         if record_now {
             store.record_extents()?;
@@ -336,6 +341,7 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
         let mut tx = s.txs.remove(&t.0).ok_or(Error::NoSuchTransaction(t.0))?;
         s.unbind(t);
         let core = std::mem::take(&mut tx.core);
+        s.close_spans(&mut tx);
         match self.persist(s, &tx, core) {
             Ok(()) => {
                 s.committed(&tx);

@@ -116,9 +116,8 @@ pub struct Tx {
     pub entry_undo: HashMap<(Ino, Vec<u8>), Option<Ino>>,
     /// Links this transaction added (negative: dropped), per inode.
     pub nlink: HashMap<Ino, i64>,
-    /// Attributes (and a directory's parent) as this transaction last left them, kept when
-    /// another open transaction changes the same inode after it.
-    pub own: HashMap<Ino, (Metadata, Ino)>,
+    /// What this transaction did to each inode's fields (see [`super::shared`]).
+    pub own: HashMap<Ino, super::shared::Own>,
 }
 
 pub fn name_str(name: &[u8]) -> String {
@@ -662,7 +661,7 @@ pub fn replay(
     let mut extents: Option<HashMap<Ino, u64>> = None;
     for rec in records {
         match rec {
-            Record::Home(_) | Record::Clean => {}
+            Record::Home(_) | Record::Clean | Record::Opened => {}
             Record::Extent { ino, end } => {
                 if ino > ino_max {
                     return Err(format!("extent of inode {ino}"));
