@@ -1,5 +1,6 @@
 //! Fuzz target `journal_open`: hostile NJS journal images through open (recovery), fsck,
-//! reads, a commit, a checkpoint and reopen (crates/engines/journal/tests/common/hostile.rs).
+//! the extent check (no version past its home file's recorded end), reads, a commit, a
+//! checkpoint and reopen (crates/engines/journal/tests/common/hostile.rs).
 //! Never a panic, a hang or an out-of-range access; an image that opens comes out of
 //! recovery fsck-clean.
 //!

@@ -5,6 +5,7 @@
 pub mod cache;
 pub mod every_engine;
 pub mod fuse;
+pub mod journal;
 pub mod mmio;
 pub mod pool;
 pub mod sqlite;
@@ -213,6 +214,9 @@ fn measure(
     }
     if suite == cache::SUITE {
         return cache::run(opts, notes);
+    }
+    if suite == journal::SUITE {
+        return journal::run(opts, notes);
     }
     let (figs, disks) = match suite {
         "sqlite" => return sqlite::run(opts, notes),

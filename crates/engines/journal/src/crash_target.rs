@@ -57,6 +57,7 @@ impl JournalTarget {
                 },
                 capacity_bytes: 64 << 20,
                 log_compact_min: 16 << 10,
+                ..StoreConfig::default()
             },
             label,
         }

@@ -84,6 +84,9 @@ pub struct JournalConfig {
     /// has been written more than this many times more (0: always, as in the seed). Each swap
     /// costs three persistence points; a small slack keeps wear within a few writes.
     pub wear_slack: u32,
+    /// Home files kept open at once (the least recently opened beyond it are closed and
+    /// reopened when needed again).
+    pub open_files_max: usize,
     /// Mechanisms on or off.
     pub variant: Variant,
 }
@@ -95,6 +98,7 @@ impl Default for JournalConfig {
             free_percent_min: 25,
             checkpoint_period: Some(Duration::from_secs(5)),
             wear_slack: 4,
+            open_files_max: 1024,
             variant: Variant::NJS,
         }
     }
@@ -108,6 +112,7 @@ impl JournalConfig {
             free_percent_min: 25,
             checkpoint_period: None,
             wear_slack: 1,
+            open_files_max: 4,
             variant: Variant::NJS,
         }
     }

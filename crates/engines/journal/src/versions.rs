@@ -83,6 +83,11 @@ impl VersionTable {
         self.map.is_empty()
     }
 
+    /// Every home block with a version and the position of its newest one.
+    pub fn iter(&self) -> impl Iterator<Item = (&BlockKey, &Versions)> {
+        self.map.iter()
+    }
+
     /// Every (home block, latest position), sorted by home block.
     pub fn latest_sorted(&self) -> Vec<(BlockKey, u64)> {
         let mut v: Vec<_> = self.map.iter().map(|(k, v)| (*k, v.latest)).collect();

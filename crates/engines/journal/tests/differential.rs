@@ -28,6 +28,7 @@ fn config() -> StoreConfig {
         },
         capacity_bytes: 64 << 20,
         log_compact_min: 8 << 10,
+        ..StoreConfig::default()
     }
 }
 

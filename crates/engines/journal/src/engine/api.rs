@@ -8,8 +8,8 @@ use pmem::Region;
 use std::any::Any;
 use std::collections::HashMap;
 use store::{
-    path::check_entry_name, DirEntry, Error, Fh, FileKind, FsckReport, Ino, Metadata, OpenFlags,
-    Result, SetAttr, StatFs, Store, TxId, NAME_MAX, ROOT_INO,
+    path::check_entry_name, DirEntry, Error, Fh, FileKind, FsckReport, Ino, Limit, Metadata,
+    OpenFlags, Result, SetAttr, StatFs, Store, TxId, NAME_MAX, ROOT_INO,
 };
 
 impl<R: Region, H: HostFs> Store for JournalStore<R, H> {
@@ -167,6 +167,12 @@ impl<R: Region, H: HostFs> Store for JournalStore<R, H> {
     fn open(&self, ino: Ino, flags: OpenFlags) -> Result<Fh> {
         let mut s = self.lock_open()?;
         s.file_node(ino)?;
+        if s.handles.len() >= self.config.open_files_max {
+            return Err(Error::TooMany {
+                what: "open files",
+                max: self.config.open_files_max as u64,
+            });
+        }
         let fh = s.next_fh;
         s.next_fh += 1;
         let handle = Handle {
@@ -260,6 +266,12 @@ impl<R: Region, H: HostFs> Store for JournalStore<R, H> {
         for fh in files {
             s.check_bind(*fh, None)?;
         }
+        if s.txs.len() >= self.config.open_transactions_max {
+            return Err(Error::TooMany {
+                what: "open transactions",
+                max: self.config.open_transactions_max as u64,
+            });
+        }
         let tx = s.begin();
         for fh in files {
             s.bind(tx, *fh)?;
@@ -290,7 +302,7 @@ impl<R: Region, H: HostFs> Store for JournalStore<R, H> {
     fn statfs(&self) -> Result<StatFs> {
         let s = self.lock_open()?;
         let capacity = self.config.capacity_bytes / 4096;
-        let inodes_total = super::namespace::INO_MAX - 1;
+        let inodes_total = s.ino_max - 1;
         Ok(StatFs {
             block_size: 4096,
             blocks_total: capacity,
@@ -332,6 +344,57 @@ impl<R: Region, H: HostFs> Store for JournalStore<R, H> {
         ]
     }
 
+    fn limits(&self) -> Result<Vec<Limit>> {
+        let mut all = store::common_limits(&self.statfs()?);
+        let blocks = self.journal.geometry().blocks() as u64;
+        let s = self.lock_open()?;
+        let cfg = &self.config;
+        all.push(Limit::new(
+            "open files",
+            cfg.open_files_max as u64,
+            Some(s.handles.len() as u64),
+            "EMFILE",
+        ));
+        all.push(Limit::new(
+            "open transactions",
+            cfg.open_transactions_max as u64,
+            Some(s.txs.len() as u64),
+            "EMFILE",
+        ));
+        all.push(Limit::new(
+            "journal blocks (PM; a full journal checkpoints before the next commit)",
+            blocks,
+            Some(blocks - self.journal.free_blocks()),
+            "none",
+        ));
+        all.push(Limit::new(
+            "journal blocks per transaction (over-written blocks and metadata)",
+            blocks,
+            None,
+            "ENOSPC",
+        ));
+        all.push(Limit::new(
+            "metadata log bytes",
+            cfg.metadata_log_bytes_max
+                .min(super::METADATA_LOG_BYTES_LIMIT),
+            Some(s.log_len),
+            "ENOSPC",
+        ));
+        all.push(Limit::new(
+            "file size bytes",
+            super::data::FILE_SIZE_MAX,
+            None,
+            "EFBIG",
+        ));
+        all.push(Limit::new(
+            "home files open at once (closed and reopened past it)",
+            cfg.journal.open_files_max as u64,
+            Some(self.journal.home().open_count() as u64),
+            "none",
+        ));
+        Ok(all)
+    }
+
     fn fsck(&self) -> Result<FsckReport> {
         let mut report = FsckReport::default();
         let j = self.journal.fsck();
@@ -339,6 +402,18 @@ impl<R: Region, H: HostFs> Store for JournalStore<R, H> {
             report.problem(p.clone(), "PM journal");
         }
         let s = self.inner.lock();
+        let extent = |f: u32| s.extents.get(&(f as Ino)).copied().unwrap_or(0);
+        if let Err(e) = self.journal.verify_extents(&extent) {
+            report.problem(e.to_string(), "PM journal");
+        }
+        match self.home_problems(&s, super::home_check::LastClose::Unclean) {
+            Ok(problems) => {
+                for p in problems {
+                    report.problem(p, "home directory");
+                }
+            }
+            Err(e) => report.problem(e.to_string(), "home directory"),
+        }
         check_links(&s.nodes, &mut report);
         report.checked.push(("inodes".into(), s.nodes.len() as u64));
         report
@@ -353,6 +428,7 @@ impl<R: Region, H: HostFs> Store for JournalStore<R, H> {
     fn unmount(&self) -> Result<()> {
         let mut s = self.lock_open()?;
         self.journal.checkpoint()?;
+        self.record_clean_close(&mut s)?;
         s.closed = true;
         drop(s);
         self.checkpointer.lock().take();

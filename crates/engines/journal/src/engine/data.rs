@@ -30,7 +30,7 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
         if let Some(&hw) = s.high_water.get(&ino) {
             return Ok(hw);
         }
-        let id = ino as u16;
+        let id = ino as u32;
         let hw = self
             .journal
             .home()
@@ -65,7 +65,7 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
         while at < end {
             let n = (end - at).min(ZERO_CHUNK as u64) as usize;
             self.journal
-                .write(core, ino as u16, at, &zeros[..n], durable)?;
+                .write(core, ino as u32, at, &zeros[..n], durable)?;
             at += n as u64;
         }
         Ok(())
@@ -180,7 +180,7 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
         if r.is_ok() {
             r = self
                 .journal
-                .write(&mut core, ino as u16, off, data, durable)
+                .write(&mut core, ino as u32, off, data, durable)
                 .map_err(Error::from);
         }
         s.tx_mut(t)?.core = core;
@@ -230,7 +230,7 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
         if r.is_ok() {
             r = self
                 .journal
-                .write(&mut shadow.core, ino as u16, off, data, None)
+                .write(&mut shadow.core, ino as u32, off, data, None)
                 .map_err(Error::from);
         }
         if r.is_ok() {
@@ -308,7 +308,7 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
             return Ok(0);
         }
         let n = buf.len().min((size - off) as usize);
-        self.journal.read(core, ino as u16, off, &mut buf[..n])?;
+        self.journal.read(core, ino as u32, off, &mut buf[..n])?;
         Ok(n)
     }
 

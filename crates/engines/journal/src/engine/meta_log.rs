@@ -11,7 +11,23 @@
 //! FreeInode (2): ino u64
 //! Entry     (3): dir u64 | ino u64 | name_len u8 | name
 //! NoEntry   (4): dir u64 | name_len u8 | name
+//! Extent    (5): ino u64 | end u64
+//! Home      (6): ino u64 | host_ino u64 | len u64 | mtime_ns u64 | ctime_ns u64
+//! Clean     (7): (no payload)
+//! Opened    (8): (no payload)
 //! ```
+//! A Home record names the host file of inode `ino` (its host inode number) and a length it
+//! has at least; `mtime_ns` and `ctime_ns` are its modification and change times when the
+//! record was written by a clean close (0 otherwise). A log whose last record is Clean was closed cleanly: nothing wrote a home
+//! file after those records. An open that finds Clean logs Opened before anything can
+//! write a home file (an append goes home before its commit). Open refuses a home file missing, replaced, shorter than
+//! recorded, or (after a clean close) changed (see `engine/home_check.rs`).
+//! An Extent record bounds the home file of `ino` (file id `ino`; 0 is this log): no
+//! journaled version of it lies at or past `end`. A commit that journals a block past the
+//! recorded end logs a new one (rounded up to [`EXTENT_GRAIN`]); extents never shrink and
+//! outlive their inode (a freed inode's versions may still be in the journal). Open checks
+//! every journaled version against them before anything is written home. A log without any
+//! Extent record was written before they existed: open records them once from the journal.
 //! A commit appends the records of the inodes and entries it changed and journals the header
 //! with the new length, in the same journal transaction as the data: the records are
 //! visible exactly when the transaction is. Replay applies them in order (each is a state,
@@ -23,6 +39,11 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"ATFSJMET");
 pub const VERSION: u32 = 1;
 /// Offset of the first record.
 pub const LOG_START: u64 = 4096;
+/// Extents are recorded rounded up to this many bytes (fewer Extent records).
+pub const EXTENT_GRAIN: u64 = 1 << 20;
+/// Length of a framed Extent record.
+pub const EXTENT_RECORD_LEN: u64 = 8 + 1 + 16;
+
 /// Largest record payload (an entry with a 255-byte name is 274 bytes).
 const RECORD_MAX: usize = 512;
 
@@ -33,6 +54,22 @@ pub enum Record {
     FreeInode { ino: Ino },
     Entry { dir: Ino, name: Vec<u8>, ino: Ino },
     NoEntry { dir: Ino, name: Vec<u8> },
+    Extent { ino: Ino, end: u64 },
+    Home(HomeRecord),
+    Clean,
+    Opened,
+}
+
+/// What the store knows of a home file (a [`Record::Home`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HomeRecord {
+    pub ino: Ino,
+    pub host_ino: u64,
+    pub len: u64,
+    /// Modification time at a clean close; 0: not recorded.
+    pub mtime_ns: u64,
+    /// Change time at a clean close; 0: not recorded.
+    pub ctime_ns: u64,
 }
 
 fn kind_code(k: FileKind) -> u8 {
@@ -76,6 +113,19 @@ impl Record {
                 p.push(name.len() as u8);
                 p.extend_from_slice(name);
             }
+            Record::Extent { ino, end } => {
+                p.push(5);
+                p.extend_from_slice(&ino.to_le_bytes());
+                p.extend_from_slice(&end.to_le_bytes());
+            }
+            Record::Home(h) => {
+                p.push(6);
+                for v in [h.ino, h.host_ino, h.len, h.mtime_ns, h.ctime_ns] {
+                    p.extend_from_slice(&v.to_le_bytes());
+                }
+            }
+            Record::Clean => p.push(7),
+            Record::Opened => p.push(8),
         }
         assert!(
             p.len() <= RECORD_MAX,
@@ -148,6 +198,19 @@ impl Record {
                     name: q.take(n)?.to_vec(),
                 }
             }
+            5 => Record::Extent {
+                ino: q.u64()?,
+                end: q.u64()?,
+            },
+            6 => Record::Home(HomeRecord {
+                ino: q.u64()?,
+                host_ino: q.u64()?,
+                len: q.u64()?,
+                mtime_ns: q.u64()?,
+                ctime_ns: q.u64()?,
+            }),
+            7 => Record::Clean,
+            8 => Record::Opened,
             t => return Err(format!("record type {t}")),
         };
         if q.at != p.len() {
@@ -274,12 +337,28 @@ mod tests {
                 name: b"y".to_vec(),
             },
             Record::FreeInode { ino: 9 },
+            Record::Extent {
+                ino: 9,
+                end: EXTENT_GRAIN,
+            },
+            Record::Home(HomeRecord {
+                ino: 9,
+                host_ino: 12345,
+                len: 8192,
+                mtime_ns: 76,
+                ctime_ns: 77,
+            }),
+            Record::Clean,
+            Record::Opened,
         ];
         let mut b = Vec::new();
         for r in &recs {
             r.encode(&mut b);
         }
         assert_eq!(parse_log(&b), Ok(recs));
+        let mut one = Vec::new();
+        Record::Extent { ino: 0, end: 1 }.encode(&mut one);
+        assert_eq!(one.len() as u64, EXTENT_RECORD_LEN);
         let mut bad = b.clone();
         bad[10] ^= 1;
         assert!(parse_log(&bad).is_err());

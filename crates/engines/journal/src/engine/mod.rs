@@ -8,24 +8,30 @@
 
 mod api;
 mod data;
+mod home_check;
 pub mod meta_log;
 mod namespace;
+mod shared;
 
 use crate::home::HomeNamer;
 use crate::layout::superblock;
 use crate::{BlockKey, Checkpointer, Journal, JournalConfig};
+use home_check::LastClose;
 use hostfs::{HostFs, RealHostFs};
-use meta_log::{header_block, parse_header, parse_log, Record, LOG_START};
-use namespace::{Dirty, Inner};
+use meta_log::{
+    header_block, parse_header, parse_log, Record, EXTENT_GRAIN, EXTENT_RECORD_LEN, LOG_START,
+};
+use namespace::{Extents, Inner};
 use parking_lot::{Mutex, MutexGuard};
 use pmem::{MappedRegion, Region};
+use std::collections::HashMap;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use store::{Error, Ino, Result, TxId};
 
 /// Home file id of the metadata log.
-pub const META_FILE: u16 = 0;
+pub const META_FILE: u32 = 0;
 /// Name of the metadata log in the home directory.
 pub const META_NAME: &str = "atomfs-journal.meta";
 
@@ -40,7 +46,16 @@ pub struct StoreConfig {
     pub capacity_bytes: u64,
     /// The metadata log is compacted when it is longer than this and than 4 times a snapshot.
     pub log_compact_min: u64,
+    /// Longest metadata log: a commit past it fails with NoSpace (nothing of it is applied).
+    pub metadata_log_bytes_max: u64,
+    /// Open file handles at once (EMFILE past it).
+    pub open_files_max: usize,
+    /// Open user transactions at once (EMFILE past it).
+    pub open_transactions_max: usize,
 }
+
+/// The longest metadata log any store reads (a sanity bound on a corrupt header).
+pub const METADATA_LOG_BYTES_LIMIT: u64 = 1 << 34;
 
 impl Default for StoreConfig {
     fn default() -> Self {
@@ -48,6 +63,9 @@ impl Default for StoreConfig {
             journal: JournalConfig::default(),
             capacity_bytes: 1 << 40,
             log_compact_min: 4 << 20,
+            metadata_log_bytes_max: METADATA_LOG_BYTES_LIMIT,
+            open_files_max: 65_536,
+            open_transactions_max: 4_096,
         }
     }
 }
@@ -165,6 +183,11 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
             parent: root.meta.ino,
         }
         .encode(&mut log);
+        Record::Extent {
+            ino: META_FILE as Ino,
+            end: EXTENT_GRAIN,
+        }
+        .encode(&mut log);
         journal.write(&mut core, META_FILE, LOG_START, &log, Some(0))?;
         core.put_block(
             meta_header_key(),
@@ -181,13 +204,42 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
     }
 
     fn start(journal: Journal<R, H>, config: &StoreConfig) -> Result<Self> {
-        let (nodes, log_len) = read_metadata(&journal)?;
+        let ino_max = journal.geometry().format().file_id_max() as Ino;
+        let Replayed {
+            nodes,
+            extents,
+            log_len,
+            homes,
+            last,
+        } = read_metadata(&journal, ino_max)?;
+        let (extents, record_now) = match extents {
+            Extents::Recorded(e) => {
+                // Before anything can be written home: no version past its file's end.
+                journal.verify_extents(&|f| e.get(&(f as Ino)).copied().unwrap_or(0))?;
+                (e, false)
+            }
+            Extents::Unrecorded => (HashMap::new(), true),
+        };
         let store = JournalStore {
             journal: Arc::new(journal),
-            inner: Mutex::new(Inner::new(nodes, log_len)),
+            inner: Mutex::new(Inner::new(nodes, extents, log_len, ino_max)),
             config: config.clone(),
             checkpointer: Mutex::new(None),
         };
+        {
+            let mut s = store.inner.lock();
+            s.homes = homes;
+            // Before anything is written home: no home file changed behind our back.
+            store.check_homes(&s, last)?;
+            if last == LastClose::Clean {
+                // persist: the log no longer ends with Clean before any home file can change
+                // (an append is written home before its commit).
+                store.log_records(&mut s, &[Record::Opened])?;
+            }
+        }
+        if record_now {
+            store.record_extents()?;
+        }
         store.free_orphans()?;
         if config.journal.checkpoint_period.is_some() {
             let c = store.journal.start_checkpointer().map_err(|e| Error::Io {
@@ -209,6 +261,35 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
         let s = self.inner.lock();
         s.check_open()?;
         Ok(s)
+    }
+
+    /// A log written before extents were recorded: record every file's extent once, from
+    /// the journal as it is.
+    fn record_extents(&self) -> Result<()> {
+        let mut s = self.inner.lock();
+        let ends = self.journal.journaled_ends();
+        let mut core = crate::Tx::new();
+        let mut log = Vec::new();
+        let mut extents = HashMap::new();
+        for (&file, &end) in &ends {
+            extents.insert(file as Ino, grain_up(end));
+        }
+        let meta_end = grain_up(s.log_len + (ends.len() as u64 + 1) * EXTENT_RECORD_LEN);
+        let meta = extents.entry(META_FILE as Ino).or_insert(0);
+        *meta = (*meta).max(meta_end);
+        let mut sorted: Vec<_> = extents.iter().collect();
+        sorted.sort_unstable();
+        for (&ino, &end) in sorted {
+            Record::Extent { ino, end }.encode(&mut log);
+        }
+        let new_len = s.log_len + log.len() as u64;
+        self.journal
+            .write(&mut core, META_FILE, s.log_len, &log, Some(s.log_len))?;
+        core.put_block(meta_header_key(), &header_block(new_len));
+        self.journal.commit(core)?;
+        s.log_len = new_len;
+        s.extents = extents;
+        Ok(())
     }
 
     /// Files unlinked while open when the store stopped: freed now.
@@ -257,46 +338,107 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
     /// Commit transaction `t`: its metadata records and data in one journal commit. On an
     /// error every change of the transaction is rolled back.
     fn commit(&self, s: &mut Inner, t: TxId) -> Result<()> {
-        let tx = s.txs.remove(&t.0).ok_or(Error::NoSuchTransaction(t.0))?;
+        let mut tx = s.txs.remove(&t.0).ok_or(Error::NoSuchTransaction(t.0))?;
         s.unbind(t);
-        let namespace::Tx {
-            undo, dirty, core, ..
-        } = tx;
-        match self.persist(s, &dirty, core) {
-            Ok(()) => Ok(()),
+        let core = std::mem::take(&mut tx.core);
+        s.close_spans(&mut tx);
+        match self.persist(s, &tx, core) {
+            Ok(()) => {
+                s.committed(&tx);
+                // The transaction is committed: a compaction that fails leaves the log as
+                // it is (valid, only longer) and is tried again after a later commit.
+                let _ = self.maybe_compact(s);
+                Ok(())
+            }
             Err(e) => {
-                s.roll_back(namespace::Tx {
-                    undo,
-                    ..Default::default()
-                });
+                s.roll_back(tx);
                 Err(e)
             }
         }
     }
 
-    fn persist(&self, s: &mut Inner, dirty: &Dirty, mut core: crate::Tx) -> Result<()> {
+    fn persist(&self, s: &mut Inner, tx: &namespace::Tx, mut core: crate::Tx) -> Result<()> {
+        let dirty = &tx.dirty;
         let mut log = Vec::new();
-        for r in s.records(dirty) {
+        for r in s.records(tx) {
             r.encode(&mut log);
         }
         if log.is_empty() && core.is_empty() {
             return Ok(());
         }
+        let homes = self.grown_homes(s, core.appended_files())?;
+        for h in &homes {
+            Record::Home(*h).encode(&mut log);
+        }
+        let extents = grown_extents(s, &core, log.len() as u64);
+        for &(ino, end) in &extents {
+            Record::Extent { ino, end }.encode(&mut log);
+        }
         let new_len = s.log_len + log.len() as u64;
+        let log_max = self
+            .config
+            .metadata_log_bytes_max
+            .min(METADATA_LOG_BYTES_LIMIT);
+        if new_len > log_max {
+            return Err(Error::NoSpace(format!(
+                "metadata log full: {new_len} bytes past its {log_max}"
+            )));
+        }
         self.journal
             .write(&mut core, META_FILE, s.log_len, &log, Some(s.log_len))?;
         core.put_block(meta_header_key(), &header_block(new_len));
         self.journal.commit(core)?;
         s.log_len = new_len;
+        s.extents.extend(extents);
+        s.homes.extend(homes.into_iter().map(|h| (h.ino, h)));
         for &ino in &dirty.inodes {
-            if let Some(n) = s.nodes.get(&ino) {
-                let size = n.meta.size;
-                s.durable.insert(ino, size);
+            match s.nodes.get(&ino) {
+                Some(n) => {
+                    let size = n.meta.size;
+                    s.durable.insert(ino, size);
+                }
+                None => {
+                    s.homes.remove(&ino);
+                }
             }
         }
-        // The transaction is committed: a compaction that fails leaves the log as it is
-        // (valid, only longer) and is tried again after a later commit.
-        let _ = self.maybe_compact(s);
+        Ok(())
+    }
+
+    /// Append `records` to the metadata log in a commit of their own.
+    fn log_records(&self, s: &mut Inner, records: &[Record]) -> Result<()> {
+        let mut log = Vec::new();
+        for r in records {
+            r.encode(&mut log);
+        }
+        let core = crate::Tx::new();
+        let extents = grown_extents(s, &core, log.len() as u64);
+        let mut tail = Vec::new();
+        for &(ino, end) in &extents {
+            Record::Extent { ino, end }.encode(&mut tail);
+        }
+        // Extent records go first: a Clean record must stay the last one.
+        tail.extend_from_slice(&log);
+        let mut core = core;
+        let new_len = s.log_len + tail.len() as u64;
+        self.journal
+            .write(&mut core, META_FILE, s.log_len, &tail, Some(s.log_len))?;
+        core.put_block(meta_header_key(), &header_block(new_len));
+        self.journal.commit(core)?;
+        s.log_len = new_len;
+        s.extents.extend(extents);
+        Ok(())
+    }
+
+    /// A clean close: the home files' identities and change times, then Clean.
+    fn record_clean_close(&self, s: &mut Inner) -> Result<()> {
+        let records = self.close_records(s)?;
+        self.log_records(s, &records)?;
+        for r in records {
+            if let Record::Home(h) = r {
+                s.homes.insert(h.ino, h);
+            }
+        }
         Ok(())
     }
 
@@ -308,12 +450,22 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
             return Ok(());
         }
         let estimate = s.nodes.len() as u64 * 128;
-        if s.log_len < self.config.log_compact_min || s.log_len < 4 * estimate {
+        // Compact early enough that the log stays well inside its maximum.
+        let log_max = self
+            .config
+            .metadata_log_bytes_max
+            .min(METADATA_LOG_BYTES_LIMIT);
+        let compact_at = self.config.log_compact_min.min(log_max / 2);
+        if s.log_len < compact_at || s.log_len < 4 * estimate {
             return Ok(());
         }
         let mut log = Vec::new();
         for r in s.snapshot() {
             r.encode(&mut log);
+        }
+        let recorded = s.extents.get(&(META_FILE as Ino)).copied().unwrap_or(0);
+        if LOG_START + log.len() as u64 > recorded {
+            return Ok(());
         }
         let blocks = (log.len() as u64).div_ceil(4096) + 2;
         if blocks > self.journal.geometry().blocks() as u64 / 4 {
@@ -337,6 +489,29 @@ impl<R: Region, H: HostFs> Drop for JournalStore<R, H> {
     }
 }
 
+/// `end` rounded up to the extent grain.
+fn grain_up(end: u64) -> u64 {
+    end.div_ceil(EXTENT_GRAIN).max(1) * EXTENT_GRAIN
+}
+
+/// The Extent records a commit of `core` (and `log_bytes` of metadata records) needs: one for
+/// each home file it journals past its recorded end, the metadata log's own included.
+fn grown_extents(s: &Inner, core: &crate::Tx, log_bytes: u64) -> Vec<(Ino, u64)> {
+    let recorded = |ino: Ino| s.extents.get(&ino).copied().unwrap_or(0);
+    let mut out: Vec<(Ino, u64)> = core
+        .journaled_ends()
+        .into_iter()
+        .map(|(file, end)| (file as Ino, end))
+        .filter(|&(ino, end)| ino != META_FILE as Ino && end > recorded(ino))
+        .map(|(ino, end)| (ino, grain_up(end)))
+        .collect();
+    let meta_end = s.log_len + log_bytes + (out.len() as u64 + 1) * EXTENT_RECORD_LEN;
+    if meta_end > recorded(META_FILE as Ino) {
+        out.push((META_FILE as Ino, grain_up(meta_end)));
+    }
+    out
+}
+
 fn meta_header_key() -> BlockKey {
     BlockKey {
         file: META_FILE,
@@ -344,22 +519,37 @@ fn meta_header_key() -> BlockKey {
     }
 }
 
+/// Nodes and extents replayed from a metadata log.
+struct Replayed {
+    nodes: HashMap<Ino, namespace::Node>,
+    extents: Extents,
+    log_len: u64,
+    homes: HashMap<Ino, meta_log::HomeRecord>,
+    last: LastClose,
+}
+
 /// Read and replay the metadata log.
-fn read_metadata<R: Region, H: HostFs>(
-    journal: &Journal<R, H>,
-) -> Result<(std::collections::HashMap<Ino, namespace::Node>, u64)> {
+fn read_metadata<R: Region, H: HostFs>(journal: &Journal<R, H>, ino_max: Ino) -> Result<Replayed> {
     let corrupt = |what: String| Error::Corrupt { what, offset: 0 };
     let mut header = vec![0u8; 4096];
     journal.read(None, META_FILE, 0, &mut header)?;
     let log_len = parse_header(&header)
         .map_err(|e| corrupt(format!("metadata log: {e}")))?
         .ok_or_else(|| corrupt("metadata log missing (not a journal store)".into()))?;
-    if log_len > 1 << 34 {
+    if log_len > METADATA_LOG_BYTES_LIMIT {
         return Err(corrupt(format!("metadata log length {log_len}")));
     }
     let mut log = vec![0u8; (log_len - LOG_START) as usize];
     journal.read(None, META_FILE, LOG_START, &mut log)?;
     let records = parse_log(&log).map_err(|e| corrupt(format!("metadata log: {e}")))?;
-    let nodes = namespace::replay(records).map_err(|e| corrupt(format!("metadata log: {e}")))?;
-    Ok((nodes, log_len))
+    let (homes, last) = home_check::replay_homes(&records);
+    let (nodes, extents) =
+        namespace::replay(records, ino_max).map_err(|e| corrupt(format!("metadata log: {e}")))?;
+    Ok(Replayed {
+        nodes,
+        extents,
+        log_len,
+        homes,
+        last,
+    })
 }

@@ -4,15 +4,12 @@
 //! one): the transaction keeps the undo images of what it changed and the set of inodes and
 //! entries to write to the metadata log when it commits.
 
-use super::meta_log::Record;
+use super::meta_log::{HomeRecord, Record};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use store::{
     now_ns, path::check_entry_name, Error, Fh, FileKind, Ino, Metadata, OpenFlags, Result, TxId,
     ROOT_INO,
 };
-
-/// Largest inode number (the journal header's 16-bit home file id).
-pub const INO_MAX: Ino = u16::MAX as Ino;
 
 #[derive(Clone, Debug)]
 pub enum Body {
@@ -34,6 +31,21 @@ impl Node {
         match self.body {
             Body::File => self.meta.size.div_ceil(4096),
             Body::Dir { .. } => 0,
+        }
+    }
+
+    /// A copy of the node without a directory's entries (an undo or committed image: the
+    /// entries are kept per name, so an operation never copies a large directory).
+    pub fn without_entries(&self) -> Node {
+        Node {
+            meta: self.meta,
+            body: match &self.body {
+                Body::File => Body::File,
+                Body::Dir { parent, .. } => Body::Dir {
+                    entries: BTreeMap::new(),
+                    parent: *parent,
+                },
+            },
         }
     }
 
@@ -92,13 +104,21 @@ pub struct Dirty {
 
 #[derive(Debug, Default)]
 pub struct Tx {
-    /// Images of every inode changed, first change first (`None`: it did not exist).
+    pub id: u64,
+    /// Images of every inode changed, first change first (`None`: it did not exist);
+    /// a directory's image has no entries (`entry_undo` keeps those the transaction changed).
     pub undo: Vec<(Ino, Option<Node>)>,
     pub files: HashSet<Ino>,
     pub created: HashSet<Ino>,
     pub dirty: Dirty,
     /// The transaction's journaled blocks and appends.
     pub core: crate::Tx,
+    /// The first value of every entry the transaction changed (`None`: no entry).
+    pub entry_undo: HashMap<(Ino, Vec<u8>), Option<Ino>>,
+    /// Links this transaction added (negative: dropped), per inode.
+    pub nlink: HashMap<Ino, i64>,
+    /// What this transaction did to each inode's fields (see [`super::shared`]).
+    pub own: HashMap<Ino, super::shared::Own>,
 }
 
 pub fn name_str(name: &[u8]) -> String {
@@ -122,10 +142,23 @@ pub struct Inner {
     pub durable: HashMap<Ino, u64>,
     /// Per file: no byte at or past this offset can hold stale data (home file or journal).
     pub high_water: HashMap<Ino, u64>,
+    /// Per home file: the recorded end past which the journal holds no version.
+    pub extents: HashMap<Ino, u64>,
+    /// Inodes changed by open transactions: the committed image, and who changed it last.
+    pub shared: HashMap<Ino, super::shared::Shared>,
+    /// Largest inode number: the largest home file id of the journal's header format.
+    pub ino_max: Ino,
+    /// What the store recorded of each home file (live inodes).
+    pub homes: HashMap<Ino, super::meta_log::HomeRecord>,
 }
 
 impl Inner {
-    pub fn new(nodes: HashMap<Ino, Node>, log_len: u64) -> Inner {
+    pub fn new(
+        nodes: HashMap<Ino, Node>,
+        extents: HashMap<Ino, u64>,
+        log_len: u64,
+        ino_max: Ino,
+    ) -> Inner {
         let next_ino = nodes.keys().max().copied().unwrap_or(ROOT_INO) + 1;
         let used_blocks = nodes.values().map(Node::blocks).sum();
         let durable = nodes.iter().map(|(i, n)| (*i, n.meta.size)).collect();
@@ -141,6 +174,10 @@ impl Inner {
             log_len,
             durable,
             high_water: HashMap::new(),
+            extents,
+            shared: HashMap::new(),
+            ino_max,
+            homes: HashMap::new(),
         }
     }
 
@@ -255,7 +292,9 @@ impl Inner {
 
     /// Save the image of `ino` in `tx` before its first change there, and mark it dirty.
     pub fn save(&mut self, tx: TxId, ino: Ino) -> Result<()> {
-        let image = self.nodes.get(&ino).cloned();
+        self.tx_check(Some(tx))?;
+        self.note_change(tx, ino);
+        let image = self.nodes.get(&ino).map(Node::without_entries);
         let t = self.tx_mut(tx)?;
         if !t.undo.iter().any(|(i, _)| *i == ino) {
             t.undo.push((ino, image));
@@ -264,8 +303,19 @@ impl Inner {
         Ok(())
     }
 
-    fn touch_entry(&mut self, tx: TxId, dir: Ino, name: &[u8]) -> Result<()> {
-        self.tx_mut(tx)?.dirty.entries.insert((dir, name.to_vec()));
+    /// Set (or remove) the entry `name` of `dir` in `tx`, keeping its first value in the
+    /// transaction for an abort.
+    fn set_entry(&mut self, tx: TxId, dir: Ino, name: &[u8], to: Option<Ino>) -> Result<()> {
+        let before = self.entries(dir)?.get(name).copied();
+        let t = self.tx_mut(tx)?;
+        let key = (dir, name.to_vec());
+        t.entry_undo.entry(key.clone()).or_insert(before);
+        t.dirty.entries.insert(key);
+        let entries = self.entries_mut(dir)?;
+        match to {
+            Some(ino) => entries.insert(name.to_vec(), ino),
+            None => entries.remove(name),
+        };
         Ok(())
     }
 
@@ -312,7 +362,7 @@ impl Inner {
 
     /// A free inode number: the next never used one, else one whose removal is committed.
     fn alloc_ino(&mut self) -> Result<Ino> {
-        if self.next_ino <= INO_MAX {
+        if self.next_ino <= self.ino_max {
             self.next_ino += 1;
             return Ok(self.next_ino - 1);
         }
@@ -321,7 +371,7 @@ impl Inner {
             .values()
             .flat_map(|t| t.undo.iter().map(|(i, _)| *i))
             .collect();
-        (ROOT_INO + 1..=INO_MAX)
+        (ROOT_INO + 1..=self.ino_max)
             .find(|i| !self.nodes.contains_key(i) && !pending.contains(i))
             .ok_or_else(|| Error::NoSpace("no free inode".into()))
     }
@@ -348,13 +398,12 @@ impl Inner {
         let node = Node::new(ino, kind, perm, parent);
         let meta = node.meta;
         self.put(ino, Some(node));
-        self.entries_mut(parent)?.insert(name.to_vec(), ino);
-        self.touch_entry(tx, parent, name)?;
+        self.set_entry(tx, parent, name, Some(ino))?;
         self.durable.insert(ino, 0);
-        let dir = self.node_mut(parent)?;
         if kind == FileKind::Dir {
-            dir.meta.nlink += 1;
+            self.add_links(tx, parent, 1)?;
         }
+        let dir = self.node_mut(parent)?;
         dir.meta.mtime = now_ns();
         dir.meta.ctime = dir.meta.mtime;
         Ok(meta)
@@ -380,21 +429,21 @@ impl Inner {
             .ok_or_else(|| Error::NotFound(name_str(name)))?;
         self.save(tx, parent)?;
         self.save(tx, ino)?;
-        self.entries_mut(parent)?.remove(name);
-        self.touch_entry(tx, parent, name)?;
+        self.set_entry(tx, parent, name, None)?;
         let now = now_ns();
         let child = self.node_mut(ino)?;
         let was_dir = child.meta.is_dir();
-        child.meta.nlink = if was_dir {
-            0
+        let dropped = if was_dir {
+            child.meta.nlink
         } else {
-            child.meta.nlink.saturating_sub(1)
+            child.meta.nlink.min(1)
         };
         child.meta.ctime = now;
-        let dir = self.node_mut(parent)?;
+        self.add_links(tx, ino, -(dropped as i64))?;
         if was_dir {
-            dir.meta.nlink -= 1;
+            self.add_links(tx, parent, -1)?;
         }
+        let dir = self.node_mut(parent)?;
         dir.meta.mtime = now;
         dir.meta.ctime = now;
         self.reap(ino, tx)
@@ -459,17 +508,15 @@ impl Inner {
         self.save(tx, parent)?;
         self.save(tx, new_parent)?;
         self.save(tx, ino)?;
-        self.entries_mut(parent)?.remove(name);
-        self.entries_mut(new_parent)?.insert(new_name.to_vec(), ino);
-        self.touch_entry(tx, parent, name)?;
-        self.touch_entry(tx, new_parent, new_name)?;
+        self.set_entry(tx, parent, name, None)?;
+        self.set_entry(tx, new_parent, new_name, Some(ino))?;
         let now = now_ns();
         if self.node(ino)?.meta.is_dir() {
             if let Body::Dir { parent: p, .. } = &mut self.node_mut(ino)?.body {
                 *p = new_parent;
             }
-            self.node_mut(parent)?.meta.nlink -= 1;
-            self.node_mut(new_parent)?.meta.nlink += 1;
+            self.add_links(tx, parent, -1)?;
+            self.add_links(tx, new_parent, 1)?;
         }
         for dir in [parent, new_parent] {
             let d = self.node_mut(dir)?;
@@ -489,10 +536,9 @@ impl Inner {
     ) -> Result<Metadata> {
         self.save(tx, new_parent)?;
         self.save(tx, ino)?;
-        self.entries_mut(new_parent)?.insert(new_name.to_vec(), ino);
-        self.touch_entry(tx, new_parent, new_name)?;
+        self.set_entry(tx, new_parent, new_name, Some(ino))?;
+        self.add_links(tx, ino, 1)?;
         let n = self.node_mut(ino)?;
-        n.meta.nlink += 1;
         n.meta.ctime = now_ns();
         Ok(n.meta)
     }
@@ -509,24 +555,25 @@ impl Inner {
     pub fn begin(&mut self) -> TxId {
         let tx = TxId(self.next_tx);
         self.next_tx += 1;
-        self.txs.insert(tx.0, Tx::default());
+        self.txs.insert(
+            tx.0,
+            Tx {
+                id: tx.0,
+                ..Tx::default()
+            },
+        );
         tx
     }
 
-    /// Undo a removed transaction's changes.
-    pub fn roll_back(&mut self, t: Tx) {
-        for (ino, image) in t.undo.into_iter().rev() {
-            self.put(ino, image);
-        }
-    }
-
-    /// The metadata records of what `dirty` names, as it is now.
-    pub fn records(&self, dirty: &Dirty) -> Vec<Record> {
+    /// The metadata records of what removed transaction `t` changed: its inodes as it
+    /// left them (see [`super::shared`]), its entries as they are now.
+    pub fn records(&self, t: &Tx) -> Vec<Record> {
+        let dirty = &t.dirty;
         let mut live = Vec::new();
         let mut freed = Vec::new();
         for &ino in &dirty.inodes {
-            match self.nodes.get(&ino) {
-                Some(n) => live.push(inode_record(n)),
+            match self.committed_by(t, ino) {
+                Some(n) => live.push(inode_record(&n)),
                 None => freed.push(Record::FreeInode { ino }),
             }
         }
@@ -557,6 +604,22 @@ impl Inner {
             .filter_map(|i| self.nodes.get(i))
             .map(inode_record)
             .collect();
+        let mut homes: Vec<_> = self.homes.values().copied().collect();
+        homes.sort_unstable_by_key(|h| h.ino);
+        out.extend(homes.into_iter().map(|h| {
+            Record::Home(HomeRecord {
+                mtime_ns: 0,
+                ctime_ns: 0,
+                ..h
+            })
+        }));
+        let mut extents: Vec<_> = self.extents.iter().collect();
+        extents.sort_unstable();
+        out.extend(
+            extents
+                .into_iter()
+                .map(|(&ino, &end)| Record::Extent { ino, end }),
+        );
         for ino in inos {
             if let Ok(entries) = self.entries(*ino) {
                 for (name, child) in entries {
@@ -572,7 +635,7 @@ impl Inner {
     }
 }
 
-fn inode_record(n: &Node) -> Record {
+pub fn inode_record(n: &Node) -> Record {
     let parent = match n.body {
         Body::Dir { parent, .. } => parent,
         Body::File => 0,
@@ -583,13 +646,35 @@ fn inode_record(n: &Node) -> Record {
     }
 }
 
-/// Rebuild the nodes from a metadata log.
-pub fn replay(records: Vec<Record>) -> std::result::Result<HashMap<Ino, Node>, String> {
+/// The recorded extents of the home files, or none at all in a log written before them.
+#[derive(Debug)]
+pub enum Extents {
+    Recorded(HashMap<Ino, u64>),
+    Unrecorded,
+}
+
+/// Rebuild the nodes and the extents from a metadata log.
+pub fn replay(
+    records: Vec<Record>,
+    ino_max: Ino,
+) -> std::result::Result<(HashMap<Ino, Node>, Extents), String> {
     let mut nodes: HashMap<Ino, Node> = HashMap::new();
+    let mut extents: Option<HashMap<Ino, u64>> = None;
     for rec in records {
         match rec {
+            Record::Home(_) | Record::Clean | Record::Opened => {}
+            Record::Extent { ino, end } => {
+                if ino > ino_max {
+                    return Err(format!("extent of inode {ino}"));
+                }
+                let e = extents
+                    .get_or_insert_with(HashMap::new)
+                    .entry(ino)
+                    .or_insert(0);
+                *e = (*e).max(end);
+            }
             Record::Inode { meta, parent } => {
-                if meta.ino == 0 || meta.ino > INO_MAX {
+                if meta.ino == 0 || meta.ino > ino_max {
                     return Err(format!("inode number {}", meta.ino));
                 }
                 let body = match (meta.kind, nodes.remove(&meta.ino).map(|n| n.body)) {
@@ -622,7 +707,10 @@ pub fn replay(records: Vec<Record>) -> std::result::Result<HashMap<Ino, Node>, S
         }
     }
     check_tree(&nodes)?;
-    Ok(nodes)
+    Ok((
+        nodes,
+        extents.map_or(Extents::Unrecorded, Extents::Recorded),
+    ))
 }
 
 fn check_tree(nodes: &HashMap<Ino, Node>) -> std::result::Result<(), String> {

@@ -23,6 +23,13 @@ impl<R: Region, H: HostFs> Journal<R, H> {
     /// transaction is committed (its appends lie past the durable ends, unpublished).
     pub fn commit(&self, tx: super::Tx) -> JournalResult<()> {
         let (blocks, appended, appended_bytes) = tx.into_parts();
+        let file_id_max = self.geometry.format().file_id_max();
+        if let Some(key) = blocks.keys().find(|k| k.file > file_id_max) {
+            return Err(JournalError::Config(format!(
+                "home file id {} past this journal format's {file_id_max}",
+                key.file
+            )));
+        }
         for &file in &appended {
             // persist: appended home blocks are durable before the commit point publishes
             // the sizes that reach them.

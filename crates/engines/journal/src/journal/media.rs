@@ -19,7 +19,7 @@ pub(super) fn format(region: &impl Region, g: Geometry) {
     region.fill(RESERVED_OFF, crate::layout::HEADERS_OFF - RESERVED_OFF, 0);
     for slot in 0..g.blocks() {
         let h = Header::free(slot, slot, 0);
-        region.write(g.header_off(slot), &h.encode());
+        region.write(g.header_off(slot), &h.encode(g.format()));
     }
     // persist: headers and a clear swap record before the superblock makes this a journal.
     region.persist(RESERVED_OFF, g.blocks_off() - RESERVED_OFF);
@@ -51,7 +51,7 @@ impl<R: Region, H: HostFs> Journal<R, H> {
     /// Store both words of a header and flush them (durable at the next fence).
     pub(super) fn put_header(&self, h: &Header) {
         let off = self.geometry.header_off(h.jh_number);
-        self.region.store_u64(off, h.word0());
+        self.region.store_u64(off, h.word0(self.geometry.format()));
         self.region.store_u64(off + 8, h.word1());
         self.region.flush(off, 16);
     }
@@ -64,7 +64,7 @@ impl<R: Region, H: HostFs> Journal<R, H> {
         }
         h.flags = flags;
         let off = self.geometry.header_off(slot);
-        self.region.store_u64(off, h.word0());
+        self.region.store_u64(off, h.word0(self.geometry.format()));
         self.region.flush(off, 8);
     }
 

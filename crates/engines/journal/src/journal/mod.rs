@@ -7,6 +7,7 @@
 mod background;
 mod checkpoint;
 mod commit;
+mod extents;
 mod fsck;
 mod gc;
 mod media;
@@ -123,11 +124,12 @@ impl<R: Region, H: HostFs> Journal<R, H> {
             ));
         }
         let geometry = Superblock::read(&region)?.geometry();
+        let open_files_max = config.open_files_max;
         let journal = Journal {
             region,
             geometry,
             config,
-            home: HomeFiles::new(host, namer),
+            home: HomeFiles::new(host, namer, open_files_max),
             state: Mutex::new(State {
                 p_first: 0,
                 p_checkpoint: 0,

@@ -23,7 +23,7 @@ impl<R: Region, H: HostFs> Journal<R, H> {
             slot_b: b.jh_number,
             header_b: b,
         };
-        let bytes = record.encode();
+        let bytes = record.encode(&self.geometry);
         let check = SwapRecord::decode(&bytes, &self.geometry);
         assert!(
             matches!(check, Ok(Some(r)) if r == record),

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 #[derive(Debug, Default)]
 pub struct Tx {
     blocks: BTreeMap<BlockKey, Box<[u8]>>,
-    appended: BTreeSet<u16>,
+    appended: BTreeSet<u32>,
     appended_bytes: u64,
 }
 
@@ -31,8 +31,24 @@ impl Tx {
         self.blocks.is_empty() && self.appended.is_empty()
     }
 
-    pub(super) fn into_parts(self) -> (BTreeMap<BlockKey, Box<[u8]>>, BTreeSet<u16>, u64) {
+    pub(super) fn into_parts(self) -> (BTreeMap<BlockKey, Box<[u8]>>, BTreeSet<u32>, u64) {
         (self.blocks, self.appended, self.appended_bytes)
+    }
+
+    /// Home files the transaction appended to directly.
+    pub fn appended_files(&self) -> impl Iterator<Item = u32> + '_ {
+        self.appended.iter().copied()
+    }
+
+    /// Per home file, the end (bytes) of the last block the transaction journals.
+    pub fn journaled_ends(&self) -> BTreeMap<u32, u64> {
+        let mut ends = BTreeMap::new();
+        for key in self.blocks.keys() {
+            let end = (key.block as u64 + 1) * BLOCK_LEN;
+            let e = ends.entry(key.file).or_insert(0);
+            *e = end.max(*e);
+        }
+        ends
     }
 
     /// Take over `other`'s blocks (its versions win) and appended files.
@@ -49,7 +65,7 @@ impl Tx {
     }
 }
 
-fn block_key(file: u16, block: u64) -> JournalResult<BlockKey> {
+fn block_key(file: u32, block: u64) -> JournalResult<BlockKey> {
     BlockKey::new(file, block).ok_or_else(|| {
         JournalError::Config(format!(
             "home block {block} of file {file} past the 64 GiB limit"
@@ -66,11 +82,17 @@ impl<R: Region, H: HostFs> Journal<R, H> {
     pub fn write(
         &self,
         tx: &mut Tx,
-        file: u16,
+        file: u32,
         off: u64,
         data: &[u8],
         durable_len: Option<u64>,
     ) -> JournalResult<()> {
+        let file_id_max = self.geometry.format().file_id_max();
+        if file > file_id_max {
+            return Err(JournalError::Config(format!(
+                "home file id {file} past this journal format's {file_id_max}"
+            )));
+        }
         let direct = durable_len.is_some();
         let durable_len = durable_len.unwrap_or(u64::MAX);
         let durable_blocks = durable_len.div_ceil(BLOCK_LEN);
@@ -108,8 +130,20 @@ impl<R: Region, H: HostFs> Journal<R, H> {
         Ok(())
     }
 
+    /// Per home file with a version in the journal, the end (bytes) of its last one.
+    pub fn journaled_ends(&self) -> std::collections::HashMap<u32, u64> {
+        let st = self.state.lock();
+        let mut ends = std::collections::HashMap::new();
+        for (key, _) in st.versions.iter() {
+            let end = (key.block as u64 + 1) * BLOCK_LEN;
+            let e = ends.entry(key.file).or_insert(0);
+            *e = end.max(*e);
+        }
+        ends
+    }
+
     /// End (bytes) of the last journaled block of `file` (0 when none).
-    pub fn journaled_end(&self, file: u16) -> u64 {
+    pub fn journaled_end(&self, file: u32) -> u64 {
         let st = self.state.lock();
         st.versions
             .latest_sorted()
@@ -146,7 +180,7 @@ impl<R: Region, H: HostFs> Journal<R, H> {
     }
 
     /// Read `buf.len()` bytes at `off` of home file `file` as `tx` sees it (or as committed).
-    pub fn read(&self, tx: Option<&Tx>, file: u16, off: u64, buf: &mut [u8]) -> JournalResult<()> {
+    pub fn read(&self, tx: Option<&Tx>, file: u32, off: u64, buf: &mut [u8]) -> JournalResult<()> {
         let mut block_buf = vec![0u8; BLOCK_LEN as usize];
         let mut done = 0usize;
         while done < buf.len() {

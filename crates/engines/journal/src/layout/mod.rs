@@ -22,8 +22,10 @@ pub use swap_record::SwapRecord;
 
 /// Size of a journal block and of a home block.
 pub const BLOCK_LEN: u64 = 4096;
-/// Format version this build writes and reads.
-pub const VERSION: u32 = 1;
+/// Format version this build writes (it reads [`VERSION_NARROW`] too).
+pub const VERSION: u32 = 2;
+/// The first format version: 16-bit home file ids (at most 65,535 inodes).
+pub const VERSION_NARROW: u32 = 1;
 /// Offset of the reserved header block (the swap record).
 pub const RESERVED_OFF: u64 = 4096;
 /// Offset of the first journal header.
@@ -34,21 +36,55 @@ pub const HEADER_LEN: u64 = 16;
 pub const JOURNAL_BLOCKS_MAX: u32 = (1 << 24) - 1;
 /// Smallest journal that can hold a transaction and still garbage-collect.
 pub const JOURNAL_BLOCKS_MIN: u32 = 4;
-/// Largest home file id (16-bit field).
-pub const FILE_ID_MAX: u32 = u16::MAX as u32;
+/// Largest home file id (32 bits in format version 2).
+pub const FILE_ID_MAX: u32 = u32::MAX;
+
+/// How a header holds its home file id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeaderFormat {
+    /// Format version 1: 16-bit file ids, 24-bit jh_number.
+    Narrow,
+    /// Format version 2: 32-bit file ids, jh_number kept mod 256.
+    Wide,
+}
+
+impl HeaderFormat {
+    pub fn version(self) -> u32 {
+        match self {
+            HeaderFormat::Narrow => VERSION_NARROW,
+            HeaderFormat::Wide => VERSION,
+        }
+    }
+
+    pub fn of_version(version: u32) -> Option<HeaderFormat> {
+        match version {
+            VERSION_NARROW => Some(HeaderFormat::Narrow),
+            VERSION => Some(HeaderFormat::Wide),
+            _ => None,
+        }
+    }
+
+    /// Largest home file id a header of this format holds.
+    pub fn file_id_max(self) -> u32 {
+        match self {
+            HeaderFormat::Narrow => u16::MAX as u32,
+            HeaderFormat::Wide => FILE_ID_MAX,
+        }
+    }
+}
 /// Largest home block number (24-bit field: home files up to 64 GiB).
 pub const HOME_BLOCK_MAX: u64 = (1 << 24) - 1;
 
 /// A home block: a file id and a block number within the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct BlockKey {
-    pub file: u16,
+    pub file: u32,
     pub block: u32,
 }
 
 impl BlockKey {
     /// The key, or `None` when the block number does not fit the header's 24-bit field.
-    pub fn new(file: u16, block: u64) -> Option<BlockKey> {
+    pub fn new(file: u32, block: u64) -> Option<BlockKey> {
         (block <= HOME_BLOCK_MAX).then_some(BlockKey {
             file,
             block: block as u32,
@@ -60,6 +96,7 @@ impl BlockKey {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Geometry {
     blocks: u32,
+    format: HeaderFormat,
 }
 
 impl Geometry {
@@ -67,7 +104,20 @@ impl Geometry {
     pub fn new(blocks: u32) -> Option<Geometry> {
         (JOURNAL_BLOCKS_MIN..=JOURNAL_BLOCKS_MAX)
             .contains(&blocks)
-            .then_some(Geometry { blocks })
+            .then_some(Geometry {
+                blocks,
+                format: HeaderFormat::Wide,
+            })
+    }
+
+    /// As [`Geometry::new`], with headers of `format`.
+    pub fn with_format(blocks: u32, format: HeaderFormat) -> Option<Geometry> {
+        Geometry::new(blocks).map(|g| Geometry { format, ..g })
+    }
+
+    /// How the headers hold their home file ids.
+    pub fn format(&self) -> HeaderFormat {
+        self.format
     }
 
     /// The largest journal that fits in a region of `region_len` bytes.
@@ -76,7 +126,10 @@ impl Geometry {
         // Each block costs 4 KiB plus 16 bytes of header (headers padded to a block).
         let mut n = (avail / (BLOCK_LEN + HEADER_LEN)).min(JOURNAL_BLOCKS_MAX as u64) as u32;
         while n >= JOURNAL_BLOCKS_MIN {
-            let g = Geometry { blocks: n };
+            let g = Geometry {
+                blocks: n,
+                format: HeaderFormat::Wide,
+            };
             if g.region_len() <= region_len {
                 return Some(g);
             }

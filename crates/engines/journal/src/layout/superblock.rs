@@ -13,7 +13,7 @@
 //! p_first <= p_checkpoint <= p_first + N and ignores p_commit / p_first_free (the commit
 //! area is discarded whatever they say).
 
-use super::{Geometry, VERSION};
+use super::{Geometry, HeaderFormat};
 use crate::{JournalError, JournalResult};
 use pmem::Region;
 
@@ -89,7 +89,7 @@ impl Superblock {
     pub fn encode(&self) -> [u8; 20] {
         let mut b = [0u8; 20];
         b[0..8].copy_from_slice(&MAGIC.to_le_bytes());
-        b[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        b[8..12].copy_from_slice(&self.geometry.format().version().to_le_bytes());
         b[12..16].copy_from_slice(&self.geometry.blocks().to_le_bytes());
         let crc = pmem::crc::crc32c(&b[0..16]);
         b[16..20].copy_from_slice(&crc.to_le_bytes());
@@ -110,11 +110,9 @@ impl Superblock {
             return Err(JournalError::corrupt("superblock checksum", 16));
         }
         let version = word(8..12) as u32;
-        if version != VERSION {
-            return Err(JournalError::Version(version));
-        }
+        let format = HeaderFormat::of_version(version).ok_or(JournalError::Version(version))?;
         let blocks = word(12..16) as u32;
-        let geometry = Geometry::new(blocks)
+        let geometry = Geometry::with_format(blocks, format)
             .ok_or_else(|| JournalError::corrupt(format!("journal block count {blocks}"), 12))?;
         Ok(Superblock { geometry })
     }
@@ -171,9 +169,20 @@ mod tests {
 
     #[test]
     fn round_trip_and_rejects() {
+        let narrow = Geometry::with_format(64, HeaderFormat::Narrow);
+        let narrow = Superblock::new(narrow.unwrap_or_else(|| panic!("geometry")));
+        assert_eq!(Superblock::decode(&narrow.encode()).ok(), Some(narrow));
         let sb = Superblock::new(Geometry::new(64).unwrap_or_else(|| panic!("geometry")));
         let b = sb.encode();
         assert_eq!(Superblock::decode(&b).ok(), Some(sb));
+        let mut future = b;
+        future[8] = 3;
+        let crc = pmem::crc::crc32c(&future[0..16]);
+        future[16..20].copy_from_slice(&crc.to_le_bytes());
+        assert!(matches!(
+            Superblock::decode(&future),
+            Err(JournalError::Version(3))
+        ));
         let mut bad = b;
         bad[0] ^= 1;
         assert!(matches!(

@@ -29,12 +29,12 @@ pub struct SwapRecord {
 }
 
 impl SwapRecord {
-    pub fn encode(&self) -> [u8; RECORD_LEN] {
+    pub fn encode(&self, g: &Geometry) -> [u8; RECORD_LEN] {
         let mut b = [0u8; RECORD_LEN];
         b[0..4].copy_from_slice(&self.slot_a.to_le_bytes());
         b[4..8].copy_from_slice(&self.slot_b.to_le_bytes());
-        b[8..24].copy_from_slice(&self.header_a.encode());
-        b[24..40].copy_from_slice(&self.header_b.encode());
+        b[8..24].copy_from_slice(&self.header_a.encode(g.format()));
+        b[24..40].copy_from_slice(&self.header_b.encode(g.format()));
         let seal = (pmem::crc::crc32c(&b[0..40]) as u64) << 32 | SEAL_TAG;
         b[40..48].copy_from_slice(&seal.to_le_bytes());
         b

@@ -75,7 +75,7 @@ pub fn contents(j: &SimJournal) -> JournalResult<Vec<Vec<u8>>> {
             return Err(journal::JournalError::corrupt(format!("size {len}"), 0));
         }
         let mut buf = vec![0u8; len as usize];
-        j.read(None, i as u16 + 1, 0, &mut buf)?;
+        j.read(None, i as u32 + 1, 0, &mut buf)?;
         out.push(buf);
     }
     Ok(out)
@@ -91,7 +91,7 @@ pub fn write_tx(
     let mut tx = Tx::new();
     for (f, off, data) in writes {
         let durable = model[*f].len() as u64;
-        j.write(&mut tx, *f as u16 + 1, *off, data, Some(durable))
+        j.write(&mut tx, *f as u32 + 1, *off, data, Some(durable))
             .unwrap_or_else(|e| panic!("write: {e}"));
         let file = &mut next[*f];
         let end = *off as usize + data.len();
