@@ -14,6 +14,8 @@ pub struct Counters {
     pub read_hits: AtomicU64,
     pub read_misses: AtomicU64,
     pub orphan_chunks_dropped: AtomicU64,
+    pub home_conflicts_resolved: AtomicU64,
+    pub homes_adopted: AtomicU64,
 }
 
 impl Counters {
@@ -39,6 +41,8 @@ impl Counters {
             ("read_hits", &self.read_hits),
             ("read_misses", &self.read_misses),
             ("orphan_chunks_dropped", &self.orphan_chunks_dropped),
+            ("home_conflicts_resolved", &self.home_conflicts_resolved),
+            ("homes_adopted", &self.homes_adopted),
         ] {
             out.push((name.to_string(), c.load(Ordering::Relaxed)));
         }

@@ -58,6 +58,8 @@ impl CacheTarget {
                 stride_fixed: stride,
                 stride_min: 8,
                 flush_period,
+                home_conflict: Default::default(),
+                home_stamp: crate::HomeStampCheck::Length,
             },
             pool_len: 1 << 20,
             label,

@@ -3,7 +3,7 @@
 //! each file's open handle when it first caches it; a file unlinked while cached keeps its
 //! handle until the cache forgets it.
 
-use crate::backing::Backing;
+use crate::backing::{Backing, HomeStamp};
 use hostfs::{HostFs, HostFsError, OpenOptions};
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
@@ -106,6 +106,18 @@ impl<H: HostFs> HomeFiles<H> {
             }
         }
     }
+    /// Forget every path and descriptor (before the home tree is walked again at open:
+    /// recovery may have moved names back).
+    pub fn reset(&self) {
+        let mut st = self.state.lock();
+        st.paths.clear();
+        st.open.clear();
+        st.pinned.clear();
+    }
+    /// The path the file `id` is reached by, when it has one.
+    pub fn path_of(&self, id: u64) -> Option<PathBuf> {
+        self.state.lock().paths.get(&id).cloned()
+    }
     pub fn forget(&self, id: u64) {
         let mut st = self.state.lock();
         st.paths.remove(&id);
@@ -174,6 +186,23 @@ impl<H: HostFs> Backing for HomeFiles<H> {
         let f = self.file(id)?;
         // persist: the home file's data and length are durable (fdatasync).
         self.fs.sync_data(&f).map_err(host_err)
+    }
+    fn path_hint(&self, id: u64) -> Option<PathBuf> {
+        self.path_of(id)
+    }
+    fn stamp(&self, id: u64) -> Result<HomeStamp> {
+        let f = self.file(id)?;
+        let st = self.fs.file_stat(&f).map_err(host_err)?;
+        if st.nlink == 0 && !self.state.lock().pinned.contains(&id) {
+            // Unlinked by someone else while the cache held its descriptor.
+            return Err(Error::NotFound(format!(
+                "home file with inode {id} was deleted"
+            )));
+        }
+        Ok(HomeStamp {
+            len: st.len,
+            mtime_ns: st.mtime_ns,
+        })
     }
 }
 

@@ -4,12 +4,14 @@
 
 pub mod files;
 pub mod flush;
+pub mod home_state;
 pub mod intents;
 pub mod read;
 pub mod recovery;
 pub mod unit;
 pub mod write;
 
+pub use home_state::{HomeChange, HomeConflict, HomeConflictPolicy, HomeStampCheck, Prefer};
 pub use recovery::RecoveryReport;
 pub use unit::{Unit, UnitState};
 
@@ -282,7 +284,11 @@ impl<R: Region, B: Backing> Cache<R, B> {
                 );
             }
         }
+        let conflicts = self.home_conflicts()?;
         for (key, id) in self.file_list() {
+            if conflicts.iter().any(|c| c.key == key) {
+                continue;
+            }
             if let (Ok(home), Some(&len)) = (self.backing.len(id), lens.get(&key)) {
                 if home > len {
                     report.problem(
@@ -291,6 +297,13 @@ impl<R: Region, B: Backing> Cache<R, B> {
                     );
                 }
             }
+        }
+        for c in &conflicts {
+            let name = self.backing.path_hint(c.id);
+            report.problem(
+                format!("{}; {}", c.describe(name.as_deref()), home_state::CHOICES),
+                format!("key {}", c.key),
+            );
         }
         report.checked.push(("tags".into(), g.chunks()));
         report.checked.push(("valid chunks".into(), valid));

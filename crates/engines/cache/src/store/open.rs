@@ -3,7 +3,8 @@
 
 use super::tx::remove_path;
 use super::{CacheStore, Names, Tables, MARKER_NAME, TRASH_NAME};
-use crate::cache::Cache;
+use crate::cache::home_state::CHOICES;
+use crate::cache::{Cache, HomeChange, HomeConflict, HomeConflictPolicy, Prefer};
 use crate::format::intent::{Intent, IntentKind};
 use crate::home::{host_err, HomeFiles};
 use crate::{CacheConfig, Flusher};
@@ -59,7 +60,12 @@ impl HostCacheStore {
             other => other,
         })?;
         let region = MappedRegion::open(pool).map_err(pm_err)?;
-        Self::open_on(region, host, config)
+        Self::open_on(region, host, config).map_err(|e| match e {
+            Error::NotPermitted(m) => {
+                Error::NotPermitted(m.replace(" POOL ", &format!(" {} ", pool.display())))
+            }
+            other => other,
+        })
     }
 }
 
@@ -103,10 +109,16 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         check_marker(&*host, sb.store_id())?;
         walk(&*host, &files)?;
         let (cache, report) = Cache::open_deferred(region, files, config.clone())?;
+        unsettle_trash(&cache, &*host, Path::new(TRASH_NAME))?;
         replay_intents(&cache, &*host, &report.incomplete)?;
         cache.close_recovered_units();
         empty_trash(&*host)?;
-        let (names, found) = walk(&*host, cache.backing())?;
+        // Names may have moved back: reach every file by its path now.
+        cache.backing().reset();
+        let (mut names, mut found) = walk(&*host, cache.backing())?;
+        if settle_conflicts(&cache, &*host, config.home_conflict)? {
+            (names, found) = walk(&*host, cache.backing())?;
+        }
         Self::assemble(cache, host, names, found, config)
     }
 
@@ -196,6 +208,89 @@ fn check_marker<H: HostFs>(host: &H, store_id: u64) -> Result<()> {
     Ok(())
 }
 
+/// Home files changed behind the cache while PM holds dirty chunks of them: refuse to open
+/// (naming them and the two choices), or resolve them as `policy` says. Returns whether a
+/// file was written anew (a gone home file whose PM copy wins: `atomfs-recovered-INODE`).
+fn settle_conflicts<R: Region, H: HostFs>(
+    cache: &Cache<R, HomeFiles<H>>,
+    host: &H,
+    policy: HomeConflictPolicy,
+) -> Result<bool> {
+    let conflicts = cache.home_conflicts()?;
+    if conflicts.is_empty() {
+        return Ok(false);
+    }
+    let prefer = match policy {
+        HomeConflictPolicy::Resolve(prefer) => prefer,
+        HomeConflictPolicy::Refuse => {
+            let lines: Vec<String> = conflicts
+                .iter()
+                .map(|c| c.describe(cache.backing().path_of(c.id).as_deref()))
+                .collect();
+            return Err(Error::NotPermitted(format!(
+                "{}; {CHOICES}",
+                lines.join("; ")
+            )));
+        }
+    };
+    let mut recreated = false;
+    for c in &conflicts {
+        if (prefer, c.change) == (Prefer::Pm, HomeChange::Gone) {
+            recreate(cache, host, c)?;
+            recreated = true;
+        } else {
+            cache.resolve(c, prefer)?;
+        }
+    }
+    Ok(recreated)
+}
+
+/// A gone home file whose PM copy wins: written as `atomfs-recovered-INODE` in the home
+/// directory (the chunks the cache holds, holes elsewhere), then its record dropped (the
+/// walk adopts the new file).
+fn recreate<R: Region, H: HostFs>(
+    cache: &Cache<R, HomeFiles<H>>,
+    host: &H,
+    c: &HomeConflict,
+) -> Result<()> {
+    let name = PathBuf::from(format!("atomfs-recovered-{}", c.id));
+    let f = host.open(&name, &OpenOptions::create()).map_err(host_err)?;
+    let len = cache.len(c.key)?;
+    cache.pm_image(c.key, &mut |off, data| {
+        host.write_all_at(&f, off, data).map_err(host_err)
+    })?;
+    host.set_len(&f, len).map_err(host_err)?;
+    // persist: the recovered file's data and its name are durable before the cache drops
+    // its chunks.
+    host.sync_all(&f).map_err(host_err)?;
+    host.sync_dir(Path::new("")).map_err(host_err)?;
+    cache.delete_file(c.key)?;
+    cache.backing().forget(c.id);
+    Ok(())
+}
+
+/// Unsettle the home stamps of the files in the trash (the cache removes them itself).
+fn unsettle_trash<R: Region, H: HostFs>(
+    cache: &Cache<R, HomeFiles<H>>,
+    host: &H,
+    dir: &Path,
+) -> Result<()> {
+    let Ok(entries) = host.read_dir(dir) else {
+        return Ok(());
+    };
+    for e in entries {
+        match e.kind {
+            FileKind::Dir => unsettle_trash(cache, host, &dir.join(OsStr::from_bytes(&e.name)))?,
+            _ => {
+                if let Some(key) = cache.key_of(e.ino) {
+                    cache.unsettle_key(key)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Remove what the trash holds (names removed by transactions that committed or, at a crash,
 /// did not: see docs/engines/cache.md, "Not done yet").
 fn empty_trash<H: HostFs>(host: &H) -> Result<()> {
@@ -266,7 +361,7 @@ fn replay_intents<R: Region, H: HostFs>(
         let a = Path::new(OsStr::from_bytes(&it.a));
         let b = Path::new(OsStr::from_bytes(&it.b));
         if incomplete.contains(&stamp) {
-            undo_intent(host, &it, a, b)?;
+            undo_intent(cache, host, &it, a, b)?;
         } else if it.kind == IntentKind::Removed {
             remove_path(host, b)?;
         }
@@ -297,11 +392,23 @@ fn move_back<H: HostFs>(host: &H, from: &Path, to: &Path) -> Result<()> {
 }
 
 /// Undo one namespace change of a transaction that did not commit (idempotent).
-fn undo_intent<H: HostFs>(host: &H, it: &Intent, a: &Path, b: &Path) -> Result<()> {
+fn undo_intent<R: Region, H: HostFs>(
+    cache: &Cache<R, HomeFiles<H>>,
+    host: &H,
+    it: &Intent,
+    a: &Path,
+    b: &Path,
+) -> Result<()> {
     match it.kind {
         IntentKind::Created | IntentKind::CreatedDir | IntentKind::Linked => remove_path(host, a),
         IntentKind::Removed | IntentKind::Moved => move_back(host, b, a),
         IntentKind::Attr => {
+            if let Ok(st) = host.stat(a) {
+                if let Some(key) = cache.key_of(st.ino) {
+                    // The cache changes the home file's times back itself.
+                    cache.unsettle_key(key)?;
+                }
+            }
             if exists(host, a)? {
                 host.set_perm(a, it.perm).map_err(host_err)?;
                 host.set_times(a, Some(it.atime), Some(it.mtime))

@@ -144,9 +144,7 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
             } => {
                 let p = t.names.path(*ino)?;
                 self.host.set_perm(&p, *perm).map_err(host_err)?;
-                self.host
-                    .set_times(&p, Some(*atime), Some(*mtime))
-                    .map_err(host_err)?;
+                self.set_times_cached(t, *ino, &p, Some(*atime), Some(*mtime))?;
             }
             Undo::Linked { parent, name, ino } => {
                 let p = t.names.child(*parent, name)?;
@@ -366,6 +364,16 @@ impl<R: Region, H: HostFs> Store for CacheStore<R, H> {
     }
     fn as_any(&self) -> &dyn Any {
         self
+    }
+}
+
+impl<R: Region, H: HostFs> CacheStore<R, H> {
+    /// Write every dirty chunk home, the home files synced (`atomfs flush`): other readers
+    /// of the home directory see every write acknowledged before this call. Chunks of open
+    /// transactions wait for their commit. Returns the chunks written.
+    pub fn flush_home(&self) -> Result<usize> {
+        self.check_open()?;
+        self.cache.flush_all()
     }
 }
 
