@@ -60,6 +60,7 @@ impl CacheTarget {
                 flush_period,
                 home_conflict: Default::default(),
                 home_stamp: crate::HomeStampCheck::Length,
+                home_files_open_max: crate::home::OPEN_MAX,
             },
             pool_len: 1 << 20,
             label,

@@ -50,15 +50,24 @@ pub fn host_err(e: HostFsError) -> Error {
 
 impl<H: HostFs> HomeFiles<H> {
     pub fn new(fs: Arc<H>) -> Self {
+        Self::with_open_max(fs, OPEN_MAX)
+    }
+    /// Home files keeping at most `open_max` descriptors open (besides pinned ones).
+    pub fn with_open_max(fs: Arc<H>, open_max: usize) -> Self {
         HomeFiles {
             fs,
             state: Mutex::new(Descriptors {
                 paths: HashMap::new(),
                 open: HashMap::new(),
                 pinned: HashSet::new(),
-                open_max: OPEN_MAX,
+                open_max: open_max.max(1),
             }),
         }
+    }
+    /// The home-descriptor limit: (descriptors open now, the maximum besides pinned ones).
+    pub fn descriptors(&self) -> (u64, u64) {
+        let st = self.state.lock();
+        (st.open.len() as u64, st.open_max as u64)
     }
     pub fn fs(&self) -> &Arc<H> {
         &self.fs

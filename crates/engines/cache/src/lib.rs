@@ -62,6 +62,9 @@ pub struct CacheConfig {
     pub home_conflict: HomeConflictPolicy,
     /// What of a home file's stamp is compared to see a change behind the cache.
     pub home_stamp: cache::home_state::HomeStampCheck,
+    /// Home file descriptors kept open at most (past it, one is closed and reopened by its
+    /// path when needed; a file unlinked while cached keeps its descriptor besides).
+    pub home_files_open_max: usize,
 }
 
 impl Default for CacheConfig {
@@ -75,6 +78,7 @@ impl Default for CacheConfig {
             flush_period: Some(Duration::from_millis(10)),
             home_conflict: HomeConflictPolicy::Refuse,
             home_stamp: Default::default(),
+            home_files_open_max: home::OPEN_MAX,
         }
     }
 }
@@ -91,6 +95,7 @@ impl CacheConfig {
             flush_period: None,
             home_conflict: HomeConflictPolicy::Refuse,
             home_stamp: Default::default(),
+            home_files_open_max: 4,
         }
     }
 }

@@ -6,6 +6,7 @@ pub mod files;
 pub mod flush;
 pub mod home_state;
 pub mod intents;
+pub mod limits;
 pub mod read;
 pub mod recovery;
 pub mod unit;

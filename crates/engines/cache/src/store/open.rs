@@ -94,7 +94,7 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
     /// Format `region` as a new store over the (empty or existing) home `host`.
     pub fn create_on(region: R, host: H, config: &CacheConfig, home: &[u8]) -> Result<Self> {
         let host = Arc::new(host);
-        let files = HomeFiles::new(host.clone());
+        let files = HomeFiles::with_open_max(host.clone(), config.home_files_open_max);
         let cache = Cache::format(region, files, config.clone(), home)?;
         write_marker(&*host, cache.superblock().store_id())?;
         let (names, found) = walk(&*host, cache.backing())?;
@@ -104,7 +104,7 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
     /// Open a store: walk the home, recover the cache, reconcile the two.
     pub fn open_on(region: R, host: H, config: &CacheConfig) -> Result<Self> {
         let host = Arc::new(host);
-        let files = HomeFiles::new(host.clone());
+        let files = HomeFiles::with_open_max(host.clone(), config.home_files_open_max);
         let sb = crate::format::Superblock::read_from(&region)?;
         check_marker(&*host, sb.store_id())?;
         walk(&*host, &files)?;

@@ -235,7 +235,16 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         let st = self.host.file_stat(&f).map_err(host_err)?;
         self.sync_dir(dp)?;
         self.cache.backing().register(st.ino, p, Some(f));
-        let key = self.cache.create_file(st.ino, 0)?;
+        let key = match self.cache.create_file(st.ino, 0) {
+            Ok(key) => key,
+            Err(e) => {
+                // No record for it (files_max, keys): the home file goes again.
+                self.cache.backing().forget(st.ino);
+                self.host.unlink(p).map_err(host_err)?;
+                self.sync_dir(dp)?;
+                return Err(e);
+            }
+        };
         let ino = t.names.ino_of(st.ino);
         t.keys.insert(ino, key);
         Ok(ino)

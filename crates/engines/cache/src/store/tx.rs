@@ -342,6 +342,18 @@ impl<R: Region, H: HostFs> Store for CacheStore<R, H> {
     fn stats(&self) -> Vec<(String, u64)> {
         self.cache.stats()
     }
+    fn limits(&self) -> Result<Vec<store::Limit>> {
+        let mut all = store::common_limits(&self.statfs()?);
+        all.extend(self.cache.limits()?);
+        let (open, max) = self.cache.backing().descriptors();
+        all.push(store::Limit::new(
+            "home files open (descriptors; past it one is closed, reopened by path when needed)",
+            max,
+            Some(open),
+            "none",
+        ));
+        Ok(all)
+    }
     fn fsck(&self) -> Result<FsckReport> {
         self.check_open()?;
         let _t = self.t.lock();
