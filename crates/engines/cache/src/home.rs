@@ -4,10 +4,12 @@
 //! handle until the cache forgets it.
 
 use crate::backing::{Backing, HomeStamp};
-use hostfs::{HostFs, HostFsError, OpenOptions};
+use crate::format::CHUNK_SIZE;
+use hostfs::{Capability, HostFs, HostFsError, OpenOptions};
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use store::{Error, Result};
 
@@ -17,6 +19,73 @@ use store::{Error, Result};
 pub struct HomeFiles<H: HostFs> {
     fs: Arc<H>,
     state: Mutex<Descriptors<H>>,
+    io: Mutex<FlushIo>,
+    direct_writes: AtomicU64,
+}
+
+/// How whole chunks are written home.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlushIo {
+    /// O_DIRECT (pwritev2 RWF_ATOMIC of one aligned 4 KiB block from an aligned buffer:
+    /// past the page cache, never torn), then fdatasync. The file's partial last block goes
+    /// through the page cache.
+    Direct,
+    /// Through the page cache, then fdatasync.
+    Buffered(BufferedReason),
+}
+
+/// Why chunks go home through the page cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BufferedReason {
+    /// The home file system takes no O_DIRECT (tmpfs, for one).
+    NoDirectIo,
+    /// It takes O_DIRECT but no untorn direct 4 KiB write (RWF_ATOMIC), the direct write the
+    /// host layer offers.
+    NoUntornDirectWrite,
+    /// A direct write failed; every later write goes through the page cache.
+    DirectWriteFailed,
+}
+
+impl FlushIo {
+    /// The mode the file system of `fs` allows.
+    fn probe<H: HostFs>(fs: &H) -> FlushIo {
+        let caps = fs.capabilities();
+        if !caps.has(Capability::DirectIo) {
+            FlushIo::Buffered(BufferedReason::NoDirectIo)
+        } else if !caps.has(Capability::AtomicWrite {
+            len: CHUNK_SIZE as u32,
+        }) {
+            FlushIo::Buffered(BufferedReason::NoUntornDirectWrite)
+        } else {
+            FlushIo::Direct
+        }
+    }
+
+    /// The code `stats` shows as `flush_buffered_reason` (0: direct).
+    pub fn reason_code(self) -> u64 {
+        match self {
+            FlushIo::Direct => 0,
+            FlushIo::Buffered(BufferedReason::NoDirectIo) => 1,
+            FlushIo::Buffered(BufferedReason::NoUntornDirectWrite) => 2,
+            FlushIo::Buffered(BufferedReason::DirectWriteFailed) => 3,
+        }
+    }
+
+    /// In words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            FlushIo::Direct => "O_DIRECT (untorn 4 KiB writes) + fdatasync",
+            FlushIo::Buffered(BufferedReason::NoDirectIo) => {
+                "buffered + fdatasync: the home file system takes no O_DIRECT"
+            }
+            FlushIo::Buffered(BufferedReason::NoUntornDirectWrite) => {
+                "buffered + fdatasync: the home file system has no untorn O_DIRECT 4 KiB write (RWF_ATOMIC)"
+            }
+            FlushIo::Buffered(BufferedReason::DirectWriteFailed) => {
+                "buffered + fdatasync: a direct write failed"
+            }
+        }
+    }
 }
 
 struct Descriptors<H: HostFs> {
@@ -54,8 +123,11 @@ impl<H: HostFs> HomeFiles<H> {
     }
     /// Home files keeping at most `open_max` descriptors open (besides pinned ones).
     pub fn with_open_max(fs: Arc<H>, open_max: usize) -> Self {
+        let io = FlushIo::probe(&*fs);
         HomeFiles {
             fs,
+            io: Mutex::new(io),
+            direct_writes: AtomicU64::new(0),
             state: Mutex::new(Descriptors {
                 paths: HashMap::new(),
                 open: HashMap::new(),
@@ -123,6 +195,14 @@ impl<H: HostFs> HomeFiles<H> {
         st.open.clear();
         st.pinned.clear();
     }
+    /// How whole chunks are written home now.
+    pub fn flush_io(&self) -> FlushIo {
+        *self.io.lock()
+    }
+    /// Chunks written home with O_DIRECT so far.
+    pub fn direct_writes(&self) -> u64 {
+        self.direct_writes.load(Ordering::Relaxed)
+    }
     /// The path the file `id` is reached by, when it has one.
     pub fn path_of(&self, id: u64) -> Option<PathBuf> {
         self.state.lock().paths.get(&id).cloned()
@@ -181,6 +261,19 @@ impl<H: HostFs> Backing for HomeFiles<H> {
     }
     fn write(&self, id: u64, off: u64, data: &[u8]) -> Result<()> {
         let f = self.file(id)?;
+        let whole = data.len() as u64 == CHUNK_SIZE && off.is_multiple_of(CHUNK_SIZE);
+        if whole && *self.io.lock() == FlushIo::Direct {
+            match self.fs.atomic_write(&f, off, data) {
+                Ok(()) => {
+                    self.direct_writes.fetch_add(1, Ordering::Relaxed);
+                    return Ok(());
+                }
+                Err(_) => {
+                    // Through the page cache from now on (the reason is in `stats`).
+                    *self.io.lock() = FlushIo::Buffered(BufferedReason::DirectWriteFailed);
+                }
+            }
+        }
         self.fs.write_all_at(&f, off, data).map_err(host_err)
     }
     fn set_len(&self, id: u64, len: u64) -> Result<()> {

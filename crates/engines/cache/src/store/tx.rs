@@ -340,7 +340,17 @@ impl<R: Region, H: HostFs> Store for CacheStore<R, H> {
         })
     }
     fn stats(&self) -> Vec<(String, u64)> {
-        self.cache.stats()
+        let mut out = self.cache.stats();
+        let home = self.cache.backing();
+        let io = home.flush_io();
+        out.push((
+            "flush_direct".into(),
+            u64::from(io == crate::home::FlushIo::Direct),
+        ));
+        // 0 direct; 1 no O_DIRECT; 2 no untorn direct 4 KiB write; 3 a direct write failed.
+        out.push(("flush_buffered_reason".into(), io.reason_code()));
+        out.push(("flush_direct_writes".into(), home.direct_writes()));
+        out
     }
     fn limits(&self) -> Result<Vec<store::Limit>> {
         let mut all = store::common_limits(&self.statfs()?);
