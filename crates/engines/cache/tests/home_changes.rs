@@ -250,3 +250,57 @@ fn a_changed_home_file_with_no_dirty_chunk_wins_at_open() {
     s.unmount().unwrap();
     assert_eq!(std::fs::read(&a).unwrap(), theirs);
 }
+
+#[test]
+fn a_stat_puts_the_data_in_the_home_file_and_a_second_stat_changes_nothing() {
+    let sc = Scratch::new();
+    let s = HostCacheStore::create(
+        &sc.home(),
+        &sc.pool(),
+        POOL_LEN,
+        &config(HomeConflictPolicy::Refuse),
+    )
+    .unwrap();
+    let m = s.create(store::ROOT_INO, b"a", 0o644, None).unwrap();
+    let fh = s
+        .open(
+            m.ino,
+            store::OpenFlags {
+                read: true,
+                write: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    s.write(fh, 0, &[5u8; C + 10]).unwrap();
+    let a = sc.home().join("a");
+    assert!(
+        std::fs::read(&a).unwrap().is_empty(),
+        "PM only before the stat"
+    );
+    let first = s.fstat(fh).unwrap();
+    assert_eq!(
+        std::fs::read(&a).unwrap(),
+        vec![5u8; C + 10],
+        "home after a stat"
+    );
+    let dirty = s.stats().into_iter().find(|(k, _)| k == "dirty_chunks_max");
+    assert_eq!(
+        dirty,
+        Some(("dirty_chunks_max".into(), 2)),
+        "not synced: still dirty"
+    );
+    let home_mtime = std::fs::metadata(&a).unwrap().modified().unwrap();
+    // (The atime moved: this test read the home file.)
+    let second = s.getattr(m.ino).unwrap();
+    assert_eq!((second.size, second.mtime), (first.size, first.mtime));
+    assert_eq!(
+        std::fs::metadata(&a).unwrap().modified().unwrap(),
+        home_mtime
+    );
+    s.flush_home().unwrap();
+    let dirty = s.stats().into_iter().find(|(k, _)| k == "dirty_chunks_max");
+    assert_eq!(dirty, Some(("dirty_chunks_max".into(), 0)));
+    s.release(fh).unwrap();
+    s.unmount().unwrap();
+}

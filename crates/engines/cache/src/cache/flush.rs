@@ -17,6 +17,16 @@ use pmem::Region;
 use std::collections::BTreeMap;
 use store::Result;
 
+/// What a write-back makes of the chunks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum WriteBack {
+    /// Written home, the home files synced, the chunks clean.
+    Durable,
+    /// Written into the home files only (readers of the home file system see them); the
+    /// chunks stay dirty until a durable flush (the PM copy is the durable one meanwhile).
+    Visible,
+}
+
 /// Where a file's write-back in one flush stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum BatchState {
@@ -94,6 +104,12 @@ impl<R: Region, B: Backing> Cache<R, B> {
     /// A file whose home changed behind the cache is skipped (its chunks stay dirty; the
     /// error is pending, and the next open refuses until it is resolved).
     pub fn flush_chunks(&self, chunks: Vec<u64>) -> Result<usize> {
+        self.write_back(chunks, WriteBack::Durable)
+    }
+
+    /// Write the given chunks (valid and dirty) home, synced and cleaned (`Durable`), or
+    /// only into the home file (`Visible`: they stay dirty); returns how many.
+    fn write_back(&self, chunks: Vec<u64>, how: WriteBack) -> Result<usize> {
         let mut batch: BTreeMap<u64, FileBatch> = BTreeMap::new();
         let mut first_error = None;
         for chunk in chunks {
@@ -101,17 +117,27 @@ impl<R: Region, B: Backing> Cache<R, B> {
             let tag = self.tag(chunk)?;
             if !(tag.valid() && tag.dirty()) {
                 self.dirty.lock().remove(&chunk);
+                self.shown.lock().remove(&chunk);
                 continue;
             }
             if self.is_open(tag.stamp) {
                 // An open transaction's chunk: home gets it only after the commit.
                 continue;
             }
+            if how == WriteBack::Visible && self.shown.lock().get(&chunk) == Some(&tag) {
+                // Already in the home file as it is (a second stat changes nothing).
+                continue;
+            }
             let Some(entry) = self.batch_entry(&mut batch, tag.key, &mut first_error) else {
                 continue;
             };
             match self.write_home(&entry.file, chunk, &tag) {
-                Ok(()) => entry.chunks.push((chunk, tag)),
+                Ok(()) => {
+                    if how == WriteBack::Visible {
+                        self.shown.lock().insert(chunk, tag);
+                    }
+                    entry.chunks.push((chunk, tag));
+                }
                 Err(e) => {
                     entry.state = BatchState::Failed;
                     self.record_error(&e);
@@ -121,6 +147,14 @@ impl<R: Region, B: Backing> Cache<R, B> {
         }
         let mut cleaned = 0;
         for entry in batch.into_values() {
+            if how == WriteBack::Visible {
+                // Not synced: the stamp stays unsettled until a durable flush.
+                if entry.state != BatchState::Refused {
+                    self.end_home_change(&entry.file, false);
+                }
+                cleaned += entry.chunks.len();
+                continue;
+            }
             let synced = match entry.state {
                 BatchState::Writing => self.backing.sync(entry.file.id),
                 BatchState::Failed => {
@@ -184,6 +218,7 @@ impl<R: Region, B: Backing> Cache<R, B> {
                 };
                 self.set_status(*chunk, &clean);
                 self.dirty.lock().remove(chunk);
+                self.shown.lock().remove(chunk);
                 Counters::bump(&self.counters.chunks_flushed);
                 n += 1;
             }
@@ -200,21 +235,32 @@ impl<R: Region, B: Backing> Cache<R, B> {
         Ok(n)
     }
 
-    /// Flush the dirty chunks of one file (the seed's `stat()` rule, and its fsync of a
-    /// file whose earlier flush failed).
-    pub fn flush_file(&self, key: u64) -> Result<usize> {
+    /// The seed's `stat()` rule: the file's dirty chunks written into its home file, so
+    /// that its length and data seen through the home file system are right — without the
+    /// home sync (the chunks stay dirty and durable in PM; the flusher syncs them).
+    pub fn show_file(&self, key: u64) -> Result<usize> {
+        let chunks = self.dirty_chunks_of(key)?;
+        self.write_back(chunks, WriteBack::Visible)
+    }
+
+    fn dirty_chunks_of(&self, key: u64) -> Result<Vec<u64>> {
         let f = self.file(key)?;
         let size = self.record(&f).size;
         let count = size.div_ceil(CHUNK_SIZE).min(self.geometry().slots());
         let dirty = self.dirty.lock();
-        let chunks: Vec<u64> = (0..count)
+        Ok((0..count)
             .flat_map(|i| {
                 let s = self.slot_of(key, i);
                 [s * 2, s * 2 + 1]
             })
             .filter(|c| dirty.contains(c))
-            .collect();
-        drop(dirty);
+            .collect())
+    }
+
+    /// Flush the dirty chunks of one file, synced (`atomfs flush` of a file, its fsync
+    /// after an earlier failed flush).
+    pub fn flush_file(&self, key: u64) -> Result<usize> {
+        let chunks = self.dirty_chunks_of(key)?;
         let n = self.flush_chunks(chunks)?;
         if self.dirty.lock().is_empty() {
             // Nothing is left to write home: no earlier failure is pending any more.

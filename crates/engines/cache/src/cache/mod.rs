@@ -42,6 +42,9 @@ pub struct Cache<R: Region, B: Backing> {
     counters: Counters,
     /// Chunks that may be dirty (a superset; the tag decides).
     dirty: Mutex<BTreeSet<u64>>,
+    /// Dirty chunks written into their home file (not synced) by the stat rule, with the
+    /// tag they had: not written again while the tag is the same.
+    shown: Mutex<std::collections::HashMap<u64, Tag>>,
     /// The last home write-back error, until a flush succeeds.
     flush_error: Mutex<Option<String>>,
     /// Stamps of the open transactions (their chunks pin their slots).
@@ -113,6 +116,7 @@ impl<R: Region, B: Backing> Cache<R, B> {
             next_stamp: AtomicU64::new(1),
             counters: Counters::default(),
             dirty: Mutex::new(BTreeSet::new()),
+            shown: Mutex::new(std::collections::HashMap::new()),
             flush_error: Mutex::new(None),
             open_units: Mutex::new(HashSet::new()),
             free_units: Mutex::new((0..g.units_max()).rev().collect()),

@@ -187,8 +187,9 @@ impl<R: Region, H: HostFs> Store for CacheStore<R, H> {
         self.check_open()?;
         let t = self.t.lock();
         if let Some(&key) = t.keys.get(&ino) {
-            // The seed's stat() rule: the home file is brought up to date first.
-            let _ = self.cache.flush_file(key);
+            // The seed's stat() rule: the home file is brought up to date first (written,
+            // not synced: the data is durable in PM already).
+            let _ = self.cache.show_file(key);
         }
         self.meta(&t, ino)
     }
@@ -253,8 +254,9 @@ impl<R: Region, H: HostFs> Store for CacheStore<R, H> {
         let t = self.t.lock();
         let h = Self::handle(&t, fh)?;
         if let Some(&key) = t.keys.get(&h.ino) {
-            // The seed's stat() rule: the home file is brought up to date first.
-            let _ = self.cache.flush_file(key);
+            // The seed's stat() rule: the home file is brought up to date first (written,
+            // not synced: the data is durable in PM already).
+            let _ = self.cache.show_file(key);
         }
         self.meta(&t, h.ino)
     }
@@ -264,6 +266,11 @@ impl<R: Region, H: HostFs> Store for CacheStore<R, H> {
     }
     fn syncv(&self, fhs: &[Fh]) -> Result<()> {
         self.check_open()?;
+        if fhs.is_empty() {
+            // Nothing to commit: this engine takes it as sync(2) of the store — every
+            // dirty chunk home, synced (`atomfs flush` through a serving process).
+            return self.cache.flush_all().map(|_| ());
+        }
         self.do_syncv(fhs, true)
     }
     fn abortv(&self, fhs: &[Fh]) -> Result<()> {
