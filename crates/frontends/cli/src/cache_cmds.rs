@@ -9,7 +9,7 @@ use serde_json::json;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
-use store::{Error, Ino, Store, ROOT_INO};
+use store::Store;
 
 /// Which copy wins in `atomfs recover --prefer`.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -84,8 +84,8 @@ pub fn recover_prefer(pool: &Path, json: bool, prefer: PreferArg) -> CmdResult {
 }
 
 /// `atomfs flush POOL`: every dirty chunk of a cache store written home, the home files
-/// synced. Through a serving process (a mount, `atomfs serve`), every file is stat'ed: a
-/// stat writes the file's chunks home first (the seed's rule).
+/// synced — in this process, or through the process serving the store (a mount, `atomfs
+/// serve`).
 pub fn flush(pool: &Path, json: bool) -> CmdResult {
     let fs = crate::engine::open(pool)?;
     let store = fs.store();
@@ -101,29 +101,17 @@ pub fn flush(pool: &Path, json: bool) -> CmdResult {
             "pool": pool.display().to_string(),
             "chunks_flushed": s.flush_home()?,
         }),
-        None => json!({
-            "pool": pool.display().to_string(),
-            "files_flushed": stat_every_file(&**store, ROOT_INO)?,
-            "through": "the serving process (a stat flushes each file)",
-        }),
+        None => {
+            // A client of the serving process: a syncv of no files is the cache engine's
+            // sync of the whole store (every dirty chunk home, synced).
+            store.syncv(&[])?;
+            json!({
+                "pool": pool.display().to_string(),
+                "through": "the serving process (syncv of no files: every dirty chunk home, synced)",
+            })
+        }
     };
     fs.unmount()?;
     render::print(&value, json);
     Ok(ExitCode::SUCCESS)
-}
-
-/// Stat every regular file under `dir`; returns how many.
-fn stat_every_file(store: &dyn Store, dir: Ino) -> Result<u64, Error> {
-    let mut n = 0;
-    for e in store.read_dir(dir)? {
-        match e.kind {
-            store::FileKind::Dir => n += stat_every_file(store, e.ino)?,
-            store::FileKind::File => {
-                store.getattr(e.ino)?;
-                n += 1;
-            }
-            _ => {}
-        }
-    }
-    Ok(n)
 }
