@@ -110,10 +110,12 @@ impl HomeConflict {
             ),
             HomeChange::Gone => "is gone (deleted, replaced or moved away)".to_string(),
         };
-        format!(
-            "{file} {what} while the cache holds {} chunk(s) of it not yet written home",
-            self.dirty_chunks
-        )
+        match self.dirty_chunks {
+            0 => format!("{file} {what} while the cache holds chunks of it not yet written home"),
+            n => format!(
+                "{file} {what} while the cache holds {n} chunk(s) of it not yet written home"
+            ),
+        }
     }
 }
 
@@ -126,15 +128,17 @@ impl<R: Region, B: Backing> Cache<R, B> {
         let mut writers = f.home.lock();
         if check == Check::Yes && writers.active == 0 {
             if let Some(change) = self.home_change(f)? {
+                // (Counted and named in full by the next open, which refuses it.)
                 let conflict = HomeConflict {
                     key: 0,
                     id: f.id,
-                    dirty_chunks: 1,
+                    dirty_chunks: 0,
                     change,
                 };
+                let name = self.backing.path_hint(f.id);
                 return Err(Error::NotPermitted(format!(
                     "{}; {CHOICES}",
-                    conflict.describe(None)
+                    conflict.describe(name.as_deref())
                 )));
             }
         }
