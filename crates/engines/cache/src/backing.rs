@@ -20,6 +20,22 @@ pub trait Backing: Send + Sync + 'static {
     fn len(&self, id: u64) -> Result<u64>;
     /// fdatasync.
     fn sync(&self, id: u64) -> Result<()>;
+    /// The file's length and modification time now ([`Error::NotFound`] when it is gone):
+    /// what the cache records after its own home writes, to see changes made behind it.
+    fn stamp(&self, id: u64) -> Result<HomeStamp>;
+    /// The file's name, for messages (none by default).
+    fn path_hint(&self, _id: u64) -> Option<std::path::PathBuf> {
+        None
+    }
+}
+
+/// What the cache remembers of a home file after writing it: its length and modification
+/// time (ns). A home file whose stamp differs from the recorded one was changed by someone
+/// else (its identity, the inode number, is the record's `id`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HomeStamp {
+    pub len: u64,
+    pub mtime_ns: u64,
 }
 
 /// One in-memory home file.
@@ -27,6 +43,8 @@ pub trait Backing: Send + Sync + 'static {
 struct MemFile {
     live: Vec<u8>,
     durable: Vec<u8>,
+    /// Bumped by every change: the modification time of the model.
+    version: u64,
 }
 
 /// In-memory home files with a durable image per file (unsynced writes are lost by
@@ -34,6 +52,7 @@ struct MemFile {
 #[derive(Debug, Default)]
 pub struct MemBacking {
     files: Mutex<HashMap<u64, MemFile>>,
+    removed: Mutex<std::collections::HashSet<u64>>,
     fail_writes: std::sync::atomic::AtomicBool,
 }
 
@@ -66,24 +85,36 @@ impl MemBacking {
                     MemFile {
                         live: durable.clone(),
                         durable,
+                        version: f.version,
                     },
                 )
             })
             .collect();
         MemBacking {
             files: Mutex::new(files),
+            removed: Mutex::new(self.removed.lock().clone()),
             fail_writes: Default::default(),
         }
     }
-    /// Create (or replace) file `id` with durable contents `data`.
+    /// Create (or replace: a change behind the cache's back) file `id` with durable
+    /// contents `data`.
     pub fn put(&self, id: u64, data: &[u8]) {
-        self.files.lock().insert(
+        let mut files = self.files.lock();
+        let version = files.get(&id).map_or(0, |f| f.version) + 1;
+        files.insert(
             id,
             MemFile {
                 live: data.to_vec(),
                 durable: data.to_vec(),
+                version,
             },
         );
+        self.removed.lock().remove(&id);
+    }
+    /// Delete file `id` (behind the cache's back): it is gone until `put` again.
+    pub fn remove(&self, id: u64) {
+        self.files.lock().remove(&id);
+        self.removed.lock().insert(id);
     }
     /// The live contents of `id`.
     pub fn contents(&self, id: u64) -> Option<Vec<u8>> {
@@ -122,18 +153,17 @@ impl Backing for MemBacking {
             f.live.resize(end, 0);
         }
         f.live[off as usize..end].copy_from_slice(data);
+        f.version += 1;
         Ok(())
     }
     fn set_len(&self, id: u64, len: u64) -> Result<()> {
         if self.failing() {
             return Err(eio("set_len"));
         }
-        self.files
-            .lock()
-            .entry(id)
-            .or_default()
-            .live
-            .resize(len as usize, 0);
+        let mut files = self.files.lock();
+        let f = files.entry(id).or_default();
+        f.live.resize(len as usize, 0);
+        f.version += 1;
         Ok(())
     }
     fn len(&self, id: u64) -> Result<u64> {
@@ -151,6 +181,22 @@ impl Backing for MemBacking {
             f.durable = f.live.clone();
         }
         Ok(())
+    }
+    fn stamp(&self, id: u64) -> Result<HomeStamp> {
+        if self.removed.lock().contains(&id) {
+            return Err(Error::NotFound(format!("mem home file {id}")));
+        }
+        // A file never written is an empty home file; times start at 1 (0 means unknown).
+        Ok(self.files.lock().get(&id).map_or(
+            HomeStamp {
+                len: 0,
+                mtime_ns: 1,
+            },
+            |f| HomeStamp {
+                len: f.live.len() as u64,
+                mtime_ns: f.version + 1,
+            },
+        ))
     }
 }
 
@@ -170,5 +216,11 @@ impl<T: Backing> Backing for std::sync::Arc<T> {
     }
     fn sync(&self, id: u64) -> Result<()> {
         (**self).sync(id)
+    }
+    fn stamp(&self, id: u64) -> Result<HomeStamp> {
+        (**self).stamp(id)
+    }
+    fn path_hint(&self, id: u64) -> Option<std::path::PathBuf> {
+        (**self).path_hint(id)
     }
 }

@@ -13,7 +13,15 @@ pub struct Counters {
     pub flush_errors: AtomicU64,
     pub read_hits: AtomicU64,
     pub read_misses: AtomicU64,
+    /// Read misses loaded into a clean chunk (the next read of the block hits PM).
+    pub read_fills: AtomicU64,
+    /// Read fills that freed a clean chunk of another file first (Case 3-3).
+    pub read_fill_evictions: AtomicU64,
+    /// Read misses not cached (no room without a home write, or the length in flux).
+    pub read_fills_skipped: AtomicU64,
     pub orphan_chunks_dropped: AtomicU64,
+    pub home_conflicts_resolved: AtomicU64,
+    pub homes_adopted: AtomicU64,
 }
 
 impl Counters {
@@ -38,7 +46,12 @@ impl Counters {
             ("flush_errors", &self.flush_errors),
             ("read_hits", &self.read_hits),
             ("read_misses", &self.read_misses),
+            ("read_fills", &self.read_fills),
+            ("read_fill_evictions", &self.read_fill_evictions),
+            ("read_fills_skipped", &self.read_fills_skipped),
             ("orphan_chunks_dropped", &self.orphan_chunks_dropped),
+            ("home_conflicts_resolved", &self.home_conflicts_resolved),
+            ("homes_adopted", &self.homes_adopted),
         ] {
             out.push((name.to_string(), c.load(Ordering::Relaxed)));
         }

@@ -58,6 +58,9 @@ impl CacheTarget {
                 stride_fixed: stride,
                 stride_min: 8,
                 flush_period,
+                home_conflict: Default::default(),
+                home_stamp: crate::HomeStampCheck::Length,
+                home_files_open_max: crate::home::OPEN_MAX,
             },
             pool_len: 1 << 20,
             label,
@@ -294,6 +297,17 @@ fn io(path: &Path, op: &'static str, e: std::io::Error) -> Error {
 
 /// On real files the "pool" of a torture round is a directory: `home/` (the home files) and
 /// `cache.pool` (the mapped cache pool).
+impl CacheTarget {
+    /// The configuration of real-file stores: a killed process loses nothing of the home
+    /// file system (its page cache stays), so the mtime is compared too, as by default.
+    fn real_config(&self) -> CacheConfig {
+        CacheConfig {
+            home_stamp: crate::HomeStampCheck::LengthAndMtime,
+            ..self.config.clone()
+        }
+    }
+}
+
 impl KillTarget for CacheTarget {
     fn name(&self) -> String {
         CrashTarget::name(self)
@@ -306,14 +320,14 @@ impl KillTarget for CacheTarget {
             &home,
             &pool,
             8 << 20,
-            &self.config,
+            &self.real_config(),
         )?))
     }
     fn open_pool(&self, path: &Path) -> Result<Box<dyn Store>> {
         Ok(Box::new(crate::HostCacheStore::open(
             &path.join("home"),
             &path.join("cache.pool"),
-            &self.config,
+            &self.real_config(),
         )?))
     }
     fn remove_pool(&self, path: &Path) {

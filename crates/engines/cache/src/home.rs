@@ -3,11 +3,13 @@
 //! each file's open handle when it first caches it; a file unlinked while cached keeps its
 //! handle until the cache forgets it.
 
-use crate::backing::Backing;
-use hostfs::{HostFs, HostFsError, OpenOptions};
+use crate::backing::{Backing, HomeStamp};
+use crate::format::CHUNK_SIZE;
+use hostfs::{Capability, HostFs, HostFsError, OpenOptions};
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use store::{Error, Result};
 
@@ -17,6 +19,73 @@ use store::{Error, Result};
 pub struct HomeFiles<H: HostFs> {
     fs: Arc<H>,
     state: Mutex<Descriptors<H>>,
+    io: Mutex<FlushIo>,
+    direct_writes: AtomicU64,
+}
+
+/// How whole chunks are written home.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlushIo {
+    /// O_DIRECT (pwritev2 RWF_ATOMIC of one aligned 4 KiB block from an aligned buffer:
+    /// past the page cache, never torn), then fdatasync. The file's partial last block goes
+    /// through the page cache.
+    Direct,
+    /// Through the page cache, then fdatasync.
+    Buffered(BufferedReason),
+}
+
+/// Why chunks go home through the page cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BufferedReason {
+    /// The home file system takes no O_DIRECT (tmpfs, for one).
+    NoDirectIo,
+    /// It takes O_DIRECT but no untorn direct 4 KiB write (RWF_ATOMIC), the direct write the
+    /// host layer offers.
+    NoUntornDirectWrite,
+    /// A direct write failed; every later write goes through the page cache.
+    DirectWriteFailed,
+}
+
+impl FlushIo {
+    /// The mode the file system of `fs` allows.
+    fn probe<H: HostFs>(fs: &H) -> FlushIo {
+        let caps = fs.capabilities();
+        if !caps.has(Capability::DirectIo) {
+            FlushIo::Buffered(BufferedReason::NoDirectIo)
+        } else if !caps.has(Capability::AtomicWrite {
+            len: CHUNK_SIZE as u32,
+        }) {
+            FlushIo::Buffered(BufferedReason::NoUntornDirectWrite)
+        } else {
+            FlushIo::Direct
+        }
+    }
+
+    /// The code `stats` shows as `flush_buffered_reason` (0: direct).
+    pub fn reason_code(self) -> u64 {
+        match self {
+            FlushIo::Direct => 0,
+            FlushIo::Buffered(BufferedReason::NoDirectIo) => 1,
+            FlushIo::Buffered(BufferedReason::NoUntornDirectWrite) => 2,
+            FlushIo::Buffered(BufferedReason::DirectWriteFailed) => 3,
+        }
+    }
+
+    /// In words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            FlushIo::Direct => "O_DIRECT (untorn 4 KiB writes) + fdatasync",
+            FlushIo::Buffered(BufferedReason::NoDirectIo) => {
+                "buffered + fdatasync: the home file system takes no O_DIRECT"
+            }
+            FlushIo::Buffered(BufferedReason::NoUntornDirectWrite) => {
+                "buffered + fdatasync: the home file system has no untorn O_DIRECT 4 KiB write (RWF_ATOMIC)"
+            }
+            FlushIo::Buffered(BufferedReason::DirectWriteFailed) => {
+                "buffered + fdatasync: a direct write failed"
+            }
+        }
+    }
 }
 
 struct Descriptors<H: HostFs> {
@@ -50,15 +119,27 @@ pub fn host_err(e: HostFsError) -> Error {
 
 impl<H: HostFs> HomeFiles<H> {
     pub fn new(fs: Arc<H>) -> Self {
+        Self::with_open_max(fs, OPEN_MAX)
+    }
+    /// Home files keeping at most `open_max` descriptors open (besides pinned ones).
+    pub fn with_open_max(fs: Arc<H>, open_max: usize) -> Self {
+        let io = FlushIo::probe(&*fs);
         HomeFiles {
             fs,
+            io: Mutex::new(io),
+            direct_writes: AtomicU64::new(0),
             state: Mutex::new(Descriptors {
                 paths: HashMap::new(),
                 open: HashMap::new(),
                 pinned: HashSet::new(),
-                open_max: OPEN_MAX,
+                open_max: open_max.max(1),
             }),
         }
+    }
+    /// The home-descriptor limit: (descriptors open now, the maximum besides pinned ones).
+    pub fn descriptors(&self) -> (u64, u64) {
+        let st = self.state.lock();
+        (st.open.len() as u64, st.open_max as u64)
     }
     pub fn fs(&self) -> &Arc<H> {
         &self.fs
@@ -105,6 +186,26 @@ impl<H: HostFs> HomeFiles<H> {
                 Ok(())
             }
         }
+    }
+    /// Forget every path and descriptor (before the home tree is walked again at open:
+    /// recovery may have moved names back).
+    pub fn reset(&self) {
+        let mut st = self.state.lock();
+        st.paths.clear();
+        st.open.clear();
+        st.pinned.clear();
+    }
+    /// How whole chunks are written home now.
+    pub fn flush_io(&self) -> FlushIo {
+        *self.io.lock()
+    }
+    /// Chunks written home with O_DIRECT so far.
+    pub fn direct_writes(&self) -> u64 {
+        self.direct_writes.load(Ordering::Relaxed)
+    }
+    /// The path the file `id` is reached by, when it has one.
+    pub fn path_of(&self, id: u64) -> Option<PathBuf> {
+        self.state.lock().paths.get(&id).cloned()
     }
     pub fn forget(&self, id: u64) {
         let mut st = self.state.lock();
@@ -160,6 +261,19 @@ impl<H: HostFs> Backing for HomeFiles<H> {
     }
     fn write(&self, id: u64, off: u64, data: &[u8]) -> Result<()> {
         let f = self.file(id)?;
+        let whole = data.len() as u64 == CHUNK_SIZE && off.is_multiple_of(CHUNK_SIZE);
+        if whole && *self.io.lock() == FlushIo::Direct {
+            match self.fs.atomic_write(&f, off, data) {
+                Ok(()) => {
+                    self.direct_writes.fetch_add(1, Ordering::Relaxed);
+                    return Ok(());
+                }
+                Err(_) => {
+                    // Through the page cache from now on (the reason is in `stats`).
+                    *self.io.lock() = FlushIo::Buffered(BufferedReason::DirectWriteFailed);
+                }
+            }
+        }
         self.fs.write_all_at(&f, off, data).map_err(host_err)
     }
     fn set_len(&self, id: u64, len: u64) -> Result<()> {
@@ -174,6 +288,23 @@ impl<H: HostFs> Backing for HomeFiles<H> {
         let f = self.file(id)?;
         // persist: the home file's data and length are durable (fdatasync).
         self.fs.sync_data(&f).map_err(host_err)
+    }
+    fn path_hint(&self, id: u64) -> Option<PathBuf> {
+        self.path_of(id)
+    }
+    fn stamp(&self, id: u64) -> Result<HomeStamp> {
+        let f = self.file(id)?;
+        let st = self.fs.file_stat(&f).map_err(host_err)?;
+        if st.nlink == 0 && !self.state.lock().pinned.contains(&id) {
+            // Unlinked by someone else while the cache held its descriptor.
+            return Err(Error::NotFound(format!(
+                "home file with inode {id} was deleted"
+            )));
+        }
+        Ok(HomeStamp {
+            len: st.len,
+            mtime_ns: st.mtime_ns,
+        })
     }
 }
 

@@ -25,7 +25,10 @@ pub mod store;
 pub mod stride;
 
 pub use backing::{Backing, MemBacking};
-pub use cache::{Cache, RecoveryReport, Unit, UnitState};
+pub use cache::{
+    Cache, HomeChange, HomeConflict, HomeConflictPolicy, HomeStampCheck, Prefer, RecoveryReport,
+    Unit, UnitState,
+};
 pub use flusher::Flusher;
 pub use slot::WriteCase;
 pub use store::{recorded_home, CacheStore, HostCacheStore};
@@ -54,6 +57,14 @@ pub struct CacheConfig {
     /// Period of the background flush: `Some(0)` writes every chunk home before the write
     /// returns (write-through), `None` flushes only on demand (stat, sync, unmount, Case 3).
     pub flush_period: Option<Duration>,
+    /// What an open does with home files changed behind the cache while PM holds dirty
+    /// chunks of them: refuse (the default), or resolve them one way.
+    pub home_conflict: HomeConflictPolicy,
+    /// What of a home file's stamp is compared to see a change behind the cache.
+    pub home_stamp: cache::home_state::HomeStampCheck,
+    /// Home file descriptors kept open at most (past it, one is closed and reopened by its
+    /// path when needed; a file unlinked while cached keeps its descriptor besides).
+    pub home_files_open_max: usize,
 }
 
 impl Default for CacheConfig {
@@ -65,6 +76,9 @@ impl Default for CacheConfig {
             stride_fixed: None,
             stride_min: 64,
             flush_period: Some(Duration::from_millis(10)),
+            home_conflict: HomeConflictPolicy::Refuse,
+            home_stamp: Default::default(),
+            home_files_open_max: home::OPEN_MAX,
         }
     }
 }
@@ -79,6 +93,9 @@ impl CacheConfig {
             stride_fixed: None,
             stride_min: 1,
             flush_period: None,
+            home_conflict: HomeConflictPolicy::Refuse,
+            home_stamp: Default::default(),
+            home_files_open_max: 4,
         }
     }
 }

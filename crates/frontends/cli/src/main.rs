@@ -1,6 +1,7 @@
 //! `atomfs`: create, check, inspect, mount and demonstrate atomfs pools.
 
 mod bench;
+mod cache_cmds;
 mod check;
 mod crashtest;
 mod demo;
@@ -168,8 +169,22 @@ enum Command {
         json: bool,
     },
     /// Run crash recovery on a pool and report what was undone and redone.
-    #[command(after_help = "Example:\n  atomfs recover /dev/shm/a.pool")]
+    #[command(
+        after_help = "Examples:\n  atomfs recover /dev/shm/a.pool\n  atomfs recover /dev/shm/c.pool --prefer home"
+    )]
     Recover {
+        pool: PathBuf,
+        #[arg(long)]
+        json: bool,
+        /// Cache stores: a home file changed behind the cache while it held unwritten
+        /// chunks of it — write the cache's copy home (pm) or keep the home file (home).
+        #[arg(long, value_enum)]
+        prefer: Option<cache_cmds::PreferArg>,
+    },
+    /// Write every unwritten chunk of a cache store home, the home files synced: other
+    /// readers of the home directory then see the latest data.
+    #[command(after_help = "Example:\n  atomfs flush /dev/shm/c.pool")]
+    Flush {
         pool: PathBuf,
         #[arg(long)]
         json: bool,
@@ -349,7 +364,17 @@ fn run(cli: Cli) -> CmdResult {
         Fsck { pool, json, repair } => check::fsck(&pool, json, repair),
         Inspect { pool, what, json } => check::inspect(&pool, what, json),
         Salvage { pool, dir, json } => check::salvage(&pool, &dir, json),
-        Recover { pool, json } => engine::recover(&pool, json),
+        Recover {
+            pool,
+            json,
+            prefer: None,
+        } => engine::recover(&pool, json),
+        Recover {
+            pool,
+            json,
+            prefer: Some(prefer),
+        } => cache_cmds::recover_prefer(&pool, json, prefer),
+        Flush { pool, json } => cache_cmds::flush(&pool, json),
         Ls { pool, path, long } => files::ls(&pool, &path, long),
         Cat { pool, path } => files::cat(&pool, &path),
         Cp { pool, src, dst } => files::cp(&pool, &src, &dst),

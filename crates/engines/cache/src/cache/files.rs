@@ -2,6 +2,7 @@
 //! cleared, then the record), and length changes that keep the record invariants (the home
 //! file never longer than `size`; no valid chunk wholly past `size`).
 
+use super::home_state::Check;
 use super::Cache;
 use crate::backing::Backing;
 use crate::format::record::{self, FileRecord};
@@ -22,8 +23,9 @@ pub struct FileState {
     pub id: u64,
     /// Serialises the file's writes, length changes and delete (outermost lock).
     pub op: Arc<Mutex<()>>,
-    /// Serialises home writes against home truncation (taken after a slot lock).
-    pub home: Arc<Mutex<()>>,
+    /// Serialises home writes against home truncation (taken after a slot lock); counts
+    /// the home changes in progress (the record's home stamp is settled when none is).
+    pub home: Arc<Mutex<super::home_state::HomeWriters>>,
 }
 
 /// Every live file by key, the free records and the stride table.
@@ -58,7 +60,7 @@ impl Files {
             record,
             id,
             op: Arc::new(Mutex::new(())),
-            home: Arc::new(Mutex::new(())),
+            home: Arc::new(Mutex::new(Default::default())),
         };
         assert!(
             self.by_key.insert(key, state).is_none(),
@@ -128,6 +130,12 @@ impl<R: Region, B: Backing> Cache<R, B> {
             size,
         );
         files.insert(key, record, id, size);
+        let f = files.get(key).cloned();
+        drop(files);
+        if let Some(f) = f {
+            // The home file as it is now; a failure leaves the stamp unsettled.
+            let _ = self.settle(&f);
+        }
         Ok(key)
     }
 
@@ -201,16 +209,23 @@ impl<R: Region, B: Backing> Cache<R, B> {
     /// Shrink: the length first (reads stop at it), then the home file, then the chunks
     /// past it (recovery finishes both after a crash).
     fn shrink(&self, f: &FileState, key: u64, old: u64, len: u64) -> Result<()> {
-        {
+        self.begin_home_change(f, Check::No)?;
+        let truncated = {
             let _home = f.home.lock();
             self.store_size(f, len);
-            let home_len = self.backing.len(f.id)?;
-            if home_len > len {
-                self.backing.set_len(f.id, len)?;
-                self.backing.sync(f.id)?;
-            }
-        }
+            self.truncate_home(f, len)
+        };
+        self.end_home_change(f, truncated.is_ok());
+        truncated?;
         self.invalidate_from(key, len.div_ceil(CHUNK_SIZE), old)
+    }
+
+    pub(crate) fn truncate_home(&self, f: &FileState, len: u64) -> Result<()> {
+        if self.backing.len(f.id)? > len {
+            self.backing.set_len(f.id, len)?;
+            self.backing.sync(f.id)?;
+        }
+        Ok(())
     }
 
     /// Before the length grows from `old`: zero the bytes past `old` in its chunk when

@@ -7,6 +7,8 @@
 //! sync leaves the chunk dirty in PM (nothing is lost) and is kept as the pending flush
 //! error until a later flush succeeds.
 
+use super::files::FileState;
+use super::home_state::Check;
 use super::Cache;
 use crate::backing::Backing;
 use crate::counters::Counters;
@@ -15,15 +17,39 @@ use pmem::Region;
 use std::collections::BTreeMap;
 use store::Result;
 
+/// What a write-back makes of the chunks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum WriteBack {
+    /// Written home, the home files synced, the chunks clean.
+    Durable,
+    /// Written into the home files only (readers of the home file system see them); the
+    /// chunks stay dirty until a durable flush (the PM copy is the durable one meanwhile).
+    Visible,
+}
+
+/// Where a file's write-back in one flush stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BatchState {
+    /// Its home change began; chunks are being written.
+    Writing,
+    /// A home write failed: no sync, the change ends unsettled.
+    Failed,
+    /// Its home file changed behind the cache (or could not be looked at): not written.
+    Refused,
+}
+
+/// One file's chunks written home in one flush.
+struct FileBatch {
+    file: FileState,
+    chunks: Vec<(u64, Tag)>,
+    state: BatchState,
+}
+
 impl<R: Region, B: Backing> Cache<R, B> {
-    /// Write chunk `chunk` (valid, with tag `tag`) to its home file, without sync.
-    /// Returns the home file's id, or `None` when the chunk's file is gone.
-    fn write_home(&self, chunk: u64, tag: &Tag) -> Result<Option<u64>> {
-        let Some(f) = self.files.lock().get(tag.key).cloned() else {
-            return Ok(None);
-        };
+    /// Write chunk `chunk` (valid, with tag `tag`) to the home file of `f`, without sync.
+    fn write_home(&self, f: &FileState, chunk: u64, tag: &Tag) -> Result<()> {
         let _home = f.home.lock();
-        let rec = self.record(&f);
+        let rec = self.record(f);
         // The committed length: an open transaction's length change is not the home's yet.
         let size = if rec.size_stamp != 0 && self.is_open(rec.size_stamp) {
             rec.prev_size
@@ -37,7 +63,7 @@ impl<R: Region, B: Backing> Cache<R, B> {
             self.region.read(self.geometry().chunk_at(chunk), &mut buf);
             self.backing.write(f.id, start, &buf)?;
         }
-        Ok(Some(f.id))
+        Ok(())
     }
 
     /// Case 3: flush the victim home (when dirty) and free it; the slot lock is held.
@@ -45,8 +71,17 @@ impl<R: Region, B: Backing> Cache<R, B> {
         let tag = self.tag(victim)?;
         assert!(tag.valid(), "cache: evicting the free chunk {victim}");
         if tag.dirty() {
-            if let Some(id) = self.write_home(victim, &tag)? {
-                if let Err(e) = self.backing.sync(id) {
+            let file = self.files.lock().get(tag.key).cloned();
+            if let Some(f) = file {
+                if let Err(e) = self.begin_home_change(&f, Check::Yes) {
+                    self.record_error(&e);
+                    return Err(e);
+                }
+                let done = self
+                    .write_home(&f, victim, &tag)
+                    .and_then(|()| self.backing.sync(f.id));
+                self.end_home_change(&f, done.is_ok());
+                if let Err(e) = done {
                     self.record_error(&e);
                     return Err(e);
                 }
@@ -66,42 +101,109 @@ impl<R: Region, B: Backing> Cache<R, B> {
     }
 
     /// Flush the given chunks (those valid and dirty) home; returns how many were cleaned.
+    /// A file whose home changed behind the cache is skipped (its chunks stay dirty; the
+    /// error is pending, and the next open refuses until it is resolved).
     pub fn flush_chunks(&self, chunks: Vec<u64>) -> Result<usize> {
-        let mut written: BTreeMap<u64, Vec<(u64, Tag)>> = BTreeMap::new();
+        self.write_back(chunks, WriteBack::Durable)
+    }
+
+    /// Write the given chunks (valid and dirty) home, synced and cleaned (`Durable`), or
+    /// only into the home file (`Visible`: they stay dirty); returns how many.
+    fn write_back(&self, chunks: Vec<u64>, how: WriteBack) -> Result<usize> {
+        let mut batch: BTreeMap<u64, FileBatch> = BTreeMap::new();
         let mut first_error = None;
         for chunk in chunks {
             let _g = self.lock_slot(chunk / 2);
             let tag = self.tag(chunk)?;
             if !(tag.valid() && tag.dirty()) {
                 self.dirty.lock().remove(&chunk);
+                self.shown.lock().remove(&chunk);
                 continue;
             }
             if self.is_open(tag.stamp) {
                 // An open transaction's chunk: home gets it only after the commit.
                 continue;
             }
-            match self.write_home(chunk, &tag) {
-                Ok(Some(id)) => written.entry(id).or_default().push((chunk, tag)),
-                Ok(None) => {}
+            if how == WriteBack::Visible && self.shown.lock().get(&chunk) == Some(&tag) {
+                // Already in the home file as it is (a second stat changes nothing).
+                continue;
+            }
+            let Some(entry) = self.batch_entry(&mut batch, tag.key, &mut first_error) else {
+                continue;
+            };
+            match self.write_home(&entry.file, chunk, &tag) {
+                Ok(()) => {
+                    if how == WriteBack::Visible {
+                        self.shown.lock().insert(chunk, tag);
+                    }
+                    entry.chunks.push((chunk, tag));
+                }
                 Err(e) => {
+                    entry.state = BatchState::Failed;
                     self.record_error(&e);
                     first_error.get_or_insert(e);
                 }
             }
         }
         let mut cleaned = 0;
-        for (id, chunks) in written {
-            if let Err(e) = self.backing.sync(id) {
+        for entry in batch.into_values() {
+            if how == WriteBack::Visible {
+                // Not synced: the stamp stays unsettled until a durable flush.
+                if entry.state != BatchState::Refused {
+                    self.end_home_change(&entry.file, false);
+                }
+                cleaned += entry.chunks.len();
+                continue;
+            }
+            let synced = match entry.state {
+                BatchState::Writing => self.backing.sync(entry.file.id),
+                BatchState::Failed => {
+                    self.end_home_change(&entry.file, false);
+                    continue;
+                }
+                BatchState::Refused => continue,
+            };
+            self.end_home_change(&entry.file, synced.is_ok());
+            if let Err(e) = synced {
                 self.record_error(&e);
                 first_error.get_or_insert(e);
                 continue;
             }
-            cleaned += self.mark_clean(&chunks)?;
+            cleaned += self.mark_clean(&entry.chunks)?;
         }
         match first_error {
             Some(e) => Err(e),
             None => Ok(cleaned),
         }
+    }
+
+    /// The batch entry of file `key`, its home change begun at its first chunk; `None` when
+    /// the file is gone or its home cannot be written (changed behind the cache, failed).
+    fn batch_entry<'a>(
+        &self,
+        batch: &'a mut BTreeMap<u64, FileBatch>,
+        key: u64,
+        first_error: &mut Option<store::Error>,
+    ) -> Option<&'a mut FileBatch> {
+        if let std::collections::btree_map::Entry::Vacant(slot) = batch.entry(key) {
+            let file = self.files.lock().get(key).cloned()?;
+            let state = match self.begin_home_change(&file, Check::Yes) {
+                Ok(()) => BatchState::Writing,
+                Err(e) => {
+                    self.record_error(&e);
+                    first_error.get_or_insert(e);
+                    BatchState::Refused
+                }
+            };
+            slot.insert(FileBatch {
+                file,
+                chunks: Vec::new(),
+                state,
+            });
+        }
+        batch
+            .get_mut(&key)
+            .filter(|e| e.state == BatchState::Writing)
     }
 
     /// Clear the dirty bit of chunks whose tags did not change since their home write.
@@ -116,6 +218,7 @@ impl<R: Region, B: Backing> Cache<R, B> {
                 };
                 self.set_status(*chunk, &clean);
                 self.dirty.lock().remove(chunk);
+                self.shown.lock().remove(chunk);
                 Counters::bump(&self.counters.chunks_flushed);
                 n += 1;
             }
@@ -132,21 +235,32 @@ impl<R: Region, B: Backing> Cache<R, B> {
         Ok(n)
     }
 
-    /// Flush the dirty chunks of one file (the seed's `stat()` rule, and its fsync of a
-    /// file whose earlier flush failed).
-    pub fn flush_file(&self, key: u64) -> Result<usize> {
+    /// The seed's `stat()` rule: the file's dirty chunks written into its home file, so
+    /// that its length and data seen through the home file system are right — without the
+    /// home sync (the chunks stay dirty and durable in PM; the flusher syncs them).
+    pub fn show_file(&self, key: u64) -> Result<usize> {
+        let chunks = self.dirty_chunks_of(key)?;
+        self.write_back(chunks, WriteBack::Visible)
+    }
+
+    fn dirty_chunks_of(&self, key: u64) -> Result<Vec<u64>> {
         let f = self.file(key)?;
         let size = self.record(&f).size;
         let count = size.div_ceil(CHUNK_SIZE).min(self.geometry().slots());
         let dirty = self.dirty.lock();
-        let chunks: Vec<u64> = (0..count)
+        Ok((0..count)
             .flat_map(|i| {
                 let s = self.slot_of(key, i);
                 [s * 2, s * 2 + 1]
             })
             .filter(|c| dirty.contains(c))
-            .collect();
-        drop(dirty);
+            .collect())
+    }
+
+    /// Flush the dirty chunks of one file, synced (`atomfs flush` of a file, its fsync
+    /// after an earlier failed flush).
+    pub fn flush_file(&self, key: u64) -> Result<usize> {
+        let chunks = self.dirty_chunks_of(key)?;
         let n = self.flush_chunks(chunks)?;
         if self.dirty.lock().is_empty() {
             // Nothing is left to write home: no earlier failure is pending any more.

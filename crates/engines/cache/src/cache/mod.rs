@@ -4,12 +4,15 @@
 
 pub mod files;
 pub mod flush;
+pub mod home_state;
 pub mod intents;
+pub mod limits;
 pub mod read;
 pub mod recovery;
 pub mod unit;
 pub mod write;
 
+pub use home_state::{HomeChange, HomeConflict, HomeConflictPolicy, HomeStampCheck, Prefer};
 pub use recovery::RecoveryReport;
 pub use unit::{Unit, UnitState};
 
@@ -39,6 +42,9 @@ pub struct Cache<R: Region, B: Backing> {
     counters: Counters,
     /// Chunks that may be dirty (a superset; the tag decides).
     dirty: Mutex<BTreeSet<u64>>,
+    /// Dirty chunks written into their home file (not synced) by the stat rule, with the
+    /// tag they had: not written again while the tag is the same.
+    shown: Mutex<std::collections::HashMap<u64, Tag>>,
     /// The last home write-back error, until a flush succeeds.
     flush_error: Mutex<Option<String>>,
     /// Stamps of the open transactions (their chunks pin their slots).
@@ -110,6 +116,7 @@ impl<R: Region, B: Backing> Cache<R, B> {
             next_stamp: AtomicU64::new(1),
             counters: Counters::default(),
             dirty: Mutex::new(BTreeSet::new()),
+            shown: Mutex::new(std::collections::HashMap::new()),
             flush_error: Mutex::new(None),
             open_units: Mutex::new(HashSet::new()),
             free_units: Mutex::new((0..g.units_max()).rev().collect()),
@@ -282,7 +289,11 @@ impl<R: Region, B: Backing> Cache<R, B> {
                 );
             }
         }
+        let conflicts = self.home_conflicts()?;
         for (key, id) in self.file_list() {
+            if conflicts.iter().any(|c| c.key == key) {
+                continue;
+            }
             if let (Ok(home), Some(&len)) = (self.backing.len(id), lens.get(&key)) {
                 if home > len {
                     report.problem(
@@ -291,6 +302,13 @@ impl<R: Region, B: Backing> Cache<R, B> {
                     );
                 }
             }
+        }
+        for c in &conflicts {
+            let name = self.backing.path_hint(c.id);
+            report.problem(
+                format!("{}; {}", c.describe(name.as_deref()), home_state::CHOICES),
+                format!("key {}", c.key),
+            );
         }
         report.checked.push(("tags".into(), g.chunks()));
         report.checked.push(("valid chunks".into(), valid));

@@ -10,7 +10,9 @@
 //! | the NC chunk of T                                        | invalidate last                |
 //! | two valid copies of one chunk (Case 2-1 cut before step 5)| keep the new one (N, stamp)   |
 //! | a valid chunk of no live record, or wholly past the size | invalidate                     |
-//! | a home file longer than its size (a shrink cut short)    | truncate it                    |
+//! | a home file longer than its size, stamp unsettled (a shrink cut short) | truncate it      |
+//! | a home file changed behind the cache, no dirty chunk     | drop its chunks, take its length |
+//! | a home file changed behind the cache, dirty chunks       | a conflict for the store (home_state.rs) |
 //!
 //! Dirty chunks stay in PM and are flushed lazily; the dirty set, the stride table and the
 //! stamp counter are rebuilt.
@@ -40,6 +42,8 @@ pub struct RecoveryReport {
     pub duplicates_settled: u64,
     pub orphans_dropped: u64,
     pub homes_truncated: u64,
+    /// Home files changed behind the cache holding no dirty chunk: their chunks dropped.
+    pub homes_adopted: u64,
     /// Stamps of the writes and transactions rolled back (their namespace intents are undone
     /// by the store; intents of other stamps are finished).
     pub incomplete: Vec<u64>,
@@ -65,6 +69,10 @@ impl<R: Region, B: Backing> Cache<R, B> {
         let tags = self.all_tags()?;
         self.drop_orphans(&tags, &records, &mut report);
         self.rebuild(&records, &mut report)?;
+        report.homes_adopted = self.adopt_changed_homes()?;
+        self.counters
+            .homes_adopted
+            .fetch_add(report.homes_adopted, Ordering::Relaxed);
         self.rebuild_free_intents();
         Ok(report)
     }
@@ -256,10 +264,21 @@ impl<R: Region, B: Backing> Cache<R, B> {
             let r = FileRecord::read(&self.region, self.geometry().record_at(*index));
             files.insert(*key, *index, r.id, r.size);
             report.files += 1;
-            match self.backing.len(r.id) {
-                Ok(home) if home > r.size => {
-                    self.backing.set_len(r.id, r.size)?;
-                    self.backing.sync(r.id)?;
+        }
+        drop(files);
+        for key in records.keys() {
+            let f = self.file(*key)?;
+            match self.backing.len(f.id) {
+                Ok(home) if home > self.record(&f).size => {
+                    if self.home_change(&f)?.is_some() {
+                        // Changed behind the cache: never truncated here (home_state.rs).
+                        continue;
+                    }
+                    // A shrink (or a committed transaction's) cut short: finish it.
+                    self.begin_home_change(&f, super::home_state::Check::No)?;
+                    let truncated = self.truncate_home(&f, self.record(&f).size);
+                    self.end_home_change(&f, truncated.is_ok());
+                    truncated?;
                     report.homes_truncated += 1;
                 }
                 Ok(_) => {}

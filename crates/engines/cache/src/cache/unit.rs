@@ -286,12 +286,14 @@ impl<R: Region, B: Backing> Cache<R, B> {
         let f = self.file(key)?;
         let _op = f.op.lock();
         let size = self.record(&f).size;
-        {
-            let _home = f.home.lock();
-            if self.backing.len(f.id)? > size {
-                self.backing.set_len(f.id, size)?;
-                self.backing.sync(f.id)?;
-            }
+        if self.backing.len(f.id)? > size {
+            self.begin_home_change(&f, super::home_state::Check::No)?;
+            let truncated = {
+                let _home = f.home.lock();
+                self.truncate_home(&f, size)
+            };
+            self.end_home_change(&f, truncated.is_ok());
+            truncated?;
         }
         self.invalidate_from(key, size.div_ceil(CHUNK_SIZE), reach.max(size))
     }

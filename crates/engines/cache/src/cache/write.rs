@@ -277,7 +277,7 @@ impl<R: Region, B: Backing> Cache<R, B> {
     /// Steps 1 and 2 of Algorithm 1 for a write of chunk `index` of `key` by `stamp`: the
     /// case, the victim flushed home and freed (Case 3), the other chunk's N cleared (Case 2).
     /// A chunk of another open transaction is never evicted nor superseded (ENOSPC).
-    fn make_room(&self, key: u64, index: u64, stamp: u64) -> Result<Plan> {
+    pub(crate) fn make_room(&self, key: u64, index: u64, stamp: u64) -> Result<Plan> {
         let slot = self.slot_of(key, index);
         let plan = self.pair(slot)?.plan(key, index, stamp);
         for chunk in plan.victim.iter().chain(plan.mine.iter()) {

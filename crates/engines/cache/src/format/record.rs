@@ -7,10 +7,15 @@
 //! 24 u64 prev_size    the length before the unit `size_stamp` changed it
 //! 32 u64 size_stamp   the unit that last changed the length, 0 when settled
 //! 40 u64 unit_min     the smallest length that unit set
-//! 48 u64 zero         56 u64 zero
+//! 48 u64 home_len     the home file's length after the cache last wrote it
+//! 56 u64 home_mtime   its modification time then (ns); 0 = unsettled: the cache is changing
+//!                     the home file (or has not looked at it yet), no stamp to compare
 //! ```
 //! Each word is written by one 8-byte store. Recovery undoes the length change of an
-//! incomplete multi-chunk write (size = prev_size; idempotent).
+//! incomplete multi-chunk write (size = prev_size; idempotent). `home_len` and `home_mtime`
+//! let an open see a home file changed behind the cache: settled (home_mtime ≠ 0) and the
+//! home file's length or modification time now different (or the inode gone). Pools of the
+//! first layout hold zeros there: unsettled, so nothing is compared until the next flush.
 //!
 //! Invariants (kept by `Cache`, restored by recovery): the home file is never longer than
 //! `size`; no valid chunk lies wholly at or past `size`.
@@ -26,6 +31,8 @@ pub const SIZE: u64 = 16;
 pub const PREV_SIZE: u64 = 24;
 pub const SIZE_STAMP: u64 = 32;
 pub const UNIT_MIN: u64 = 40;
+pub const HOME_LEN: u64 = 48;
+pub const HOME_MTIME: u64 = 56;
 
 /// A record as read from the pool.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -36,6 +43,8 @@ pub struct FileRecord {
     pub prev_size: u64,
     pub size_stamp: u64,
     pub unit_min: u64,
+    pub home_len: u64,
+    pub home_mtime: u64,
 }
 
 impl FileRecord {
@@ -47,6 +56,8 @@ impl FileRecord {
             prev_size: region.load_u64(at + PREV_SIZE),
             size_stamp: region.load_u64(at + SIZE_STAMP),
             unit_min: region.load_u64(at + UNIT_MIN),
+            home_len: region.load_u64(at + HOME_LEN),
+            home_mtime: region.load_u64(at + HOME_MTIME),
         }
     }
 
@@ -61,6 +72,8 @@ impl FileRecord {
             (PREV_SIZE, size),
             (SIZE_STAMP, 0),
             (UNIT_MIN, size),
+            (HOME_LEN, size),
+            (HOME_MTIME, 0),
         ] {
             region.store_u64(at + field, value);
         }

@@ -8,6 +8,7 @@
 //! cache unit, committed at once.
 
 mod handles;
+mod home_conflicts;
 mod names;
 mod open;
 mod ops;

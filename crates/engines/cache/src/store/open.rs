@@ -1,6 +1,7 @@
 //! Making and opening a store: the pool, the home directory walk, recovery, adoption of
 //! home files the cache does not know and removal of records whose home file is gone.
 
+use super::home_conflicts::{settle_conflicts, unsettle_trash};
 use super::tx::remove_path;
 use super::{CacheStore, Names, Tables, MARKER_NAME, TRASH_NAME};
 use crate::cache::Cache;
@@ -59,7 +60,12 @@ impl HostCacheStore {
             other => other,
         })?;
         let region = MappedRegion::open(pool).map_err(pm_err)?;
-        Self::open_on(region, host, config)
+        Self::open_on(region, host, config).map_err(|e| match e {
+            Error::NotPermitted(m) => {
+                Error::NotPermitted(m.replace(" POOL ", &format!(" {} ", pool.display())))
+            }
+            other => other,
+        })
     }
 }
 
@@ -88,7 +94,7 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
     /// Format `region` as a new store over the (empty or existing) home `host`.
     pub fn create_on(region: R, host: H, config: &CacheConfig, home: &[u8]) -> Result<Self> {
         let host = Arc::new(host);
-        let files = HomeFiles::new(host.clone());
+        let files = HomeFiles::with_open_max(host.clone(), config.home_files_open_max);
         let cache = Cache::format(region, files, config.clone(), home)?;
         write_marker(&*host, cache.superblock().store_id())?;
         let (names, found) = walk(&*host, cache.backing())?;
@@ -98,15 +104,21 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
     /// Open a store: walk the home, recover the cache, reconcile the two.
     pub fn open_on(region: R, host: H, config: &CacheConfig) -> Result<Self> {
         let host = Arc::new(host);
-        let files = HomeFiles::new(host.clone());
+        let files = HomeFiles::with_open_max(host.clone(), config.home_files_open_max);
         let sb = crate::format::Superblock::read_from(&region)?;
         check_marker(&*host, sb.store_id())?;
         walk(&*host, &files)?;
         let (cache, report) = Cache::open_deferred(region, files, config.clone())?;
+        unsettle_trash(&cache, &*host, Path::new(TRASH_NAME))?;
         replay_intents(&cache, &*host, &report.incomplete)?;
         cache.close_recovered_units();
         empty_trash(&*host)?;
-        let (names, found) = walk(&*host, cache.backing())?;
+        // Names may have moved back: reach every file by its path now.
+        cache.backing().reset();
+        let (mut names, mut found) = walk(&*host, cache.backing())?;
+        if settle_conflicts(&cache, &*host, config.home_conflict)? {
+            (names, found) = walk(&*host, cache.backing())?;
+        }
         Self::assemble(cache, host, names, found, config)
     }
 
@@ -266,7 +278,7 @@ fn replay_intents<R: Region, H: HostFs>(
         let a = Path::new(OsStr::from_bytes(&it.a));
         let b = Path::new(OsStr::from_bytes(&it.b));
         if incomplete.contains(&stamp) {
-            undo_intent(host, &it, a, b)?;
+            undo_intent(cache, host, &it, a, b)?;
         } else if it.kind == IntentKind::Removed {
             remove_path(host, b)?;
         }
@@ -297,11 +309,23 @@ fn move_back<H: HostFs>(host: &H, from: &Path, to: &Path) -> Result<()> {
 }
 
 /// Undo one namespace change of a transaction that did not commit (idempotent).
-fn undo_intent<H: HostFs>(host: &H, it: &Intent, a: &Path, b: &Path) -> Result<()> {
+fn undo_intent<R: Region, H: HostFs>(
+    cache: &Cache<R, HomeFiles<H>>,
+    host: &H,
+    it: &Intent,
+    a: &Path,
+    b: &Path,
+) -> Result<()> {
     match it.kind {
         IntentKind::Created | IntentKind::CreatedDir | IntentKind::Linked => remove_path(host, a),
         IntentKind::Removed | IntentKind::Moved => move_back(host, b, a),
         IntentKind::Attr => {
+            if let Ok(st) = host.stat(a) {
+                if let Some(key) = cache.key_of(st.ino) {
+                    // The cache changes the home file's times back itself.
+                    cache.unsettle_key(key)?;
+                }
+            }
             if exists(host, a)? {
                 host.set_perm(a, it.perm).map_err(host_err)?;
                 host.set_times(a, Some(it.atime), Some(it.mtime))

@@ -236,7 +236,16 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         let st = self.host.file_stat(&f).map_err(host_err)?;
         self.sync_dir(dp)?;
         self.cache.backing().register(st.ino, p, Some(f));
-        let key = self.cache.create_file(st.ino, 0)?;
+        let key = match self.cache.create_file(st.ino, 0) {
+            Ok(key) => key,
+            Err(e) => {
+                // No record for it (files_max, keys): the home file goes again.
+                self.cache.backing().forget(st.ino);
+                self.host.unlink(p).map_err(host_err)?;
+                self.sync_dir(dp)?;
+                return Err(e);
+            }
+        };
         let ino = t.names.ino_of(st.ino);
         t.keys.insert(ino, key);
         Ok(ino)
@@ -245,7 +254,9 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
     /// Before a cached file's name goes (unlink, replaced by a rename): when it is the last
     /// one, keep a descriptor of the home file (the cache may still write it back).
     pub(super) fn before_name_goes(&self, t: &Tables, ino: Ino) -> Result<()> {
-        if t.keys.contains_key(&ino) && t.names.count(ino) <= 1 {
+        if let Some(&key) = t.keys.get(&ino).filter(|_| t.names.count(ino) <= 1) {
+            // A crash after the removal must not read as a change behind the cache.
+            self.cache.unsettle_for_removal(key)?;
             self.cache
                 .backing()
                 .renamed_or_unlinked(t.names.host_of(ino), None)?;
@@ -551,11 +562,30 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
             self.host.set_perm(&p, perm & 0o7777).map_err(host_err)?;
         }
         if attr.atime.is_some() || attr.mtime.is_some() {
-            self.host
-                .set_times(&p, attr.atime, attr.mtime)
-                .map_err(host_err)?;
+            self.set_times_cached(&t, ino, &p, attr.atime, attr.mtime)?;
         }
         self.meta(&t, ino)
+    }
+
+    /// Change a home file's times; a cached file's home stamp is unsettled meanwhile and
+    /// settled after (the new mtime is the cache's own change).
+    pub(super) fn set_times_cached(
+        &self,
+        t: &Tables,
+        ino: Ino,
+        p: &Path,
+        atime: Option<u64>,
+        mtime: Option<u64>,
+    ) -> Result<()> {
+        let key = t.keys.get(&ino).copied();
+        if let Some(key) = key {
+            self.cache.unsettle_key(key)?;
+        }
+        self.host.set_times(p, atime, mtime).map_err(host_err)?;
+        if let Some(key) = key {
+            self.cache.settle_key(key)?;
+        }
+        Ok(())
     }
 
     pub(super) fn do_read_dir(&self, ino: Ino) -> Result<Vec<DirEntry>> {

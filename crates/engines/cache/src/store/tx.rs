@@ -144,9 +144,7 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
             } => {
                 let p = t.names.path(*ino)?;
                 self.host.set_perm(&p, *perm).map_err(host_err)?;
-                self.host
-                    .set_times(&p, Some(*atime), Some(*mtime))
-                    .map_err(host_err)?;
+                self.set_times_cached(t, *ino, &p, Some(*atime), Some(*mtime))?;
             }
             Undo::Linked { parent, name, ino } => {
                 let p = t.names.child(*parent, name)?;
@@ -189,8 +187,9 @@ impl<R: Region, H: HostFs> Store for CacheStore<R, H> {
         self.check_open()?;
         let t = self.t.lock();
         if let Some(&key) = t.keys.get(&ino) {
-            // The seed's stat() rule: the home file is brought up to date first.
-            let _ = self.cache.flush_file(key);
+            // The seed's stat() rule: the home file is brought up to date first (written,
+            // not synced: the data is durable in PM already).
+            let _ = self.cache.show_file(key);
         }
         self.meta(&t, ino)
     }
@@ -255,8 +254,9 @@ impl<R: Region, H: HostFs> Store for CacheStore<R, H> {
         let t = self.t.lock();
         let h = Self::handle(&t, fh)?;
         if let Some(&key) = t.keys.get(&h.ino) {
-            // The seed's stat() rule: the home file is brought up to date first.
-            let _ = self.cache.flush_file(key);
+            // The seed's stat() rule: the home file is brought up to date first (written,
+            // not synced: the data is durable in PM already).
+            let _ = self.cache.show_file(key);
         }
         self.meta(&t, h.ino)
     }
@@ -266,6 +266,11 @@ impl<R: Region, H: HostFs> Store for CacheStore<R, H> {
     }
     fn syncv(&self, fhs: &[Fh]) -> Result<()> {
         self.check_open()?;
+        if fhs.is_empty() {
+            // Nothing to commit: this engine takes it as sync(2) of the store — every
+            // dirty chunk home, synced (`atomfs flush` through a serving process).
+            return self.cache.flush_all().map(|_| ());
+        }
         self.do_syncv(fhs, true)
     }
     fn abortv(&self, fhs: &[Fh]) -> Result<()> {
@@ -342,7 +347,29 @@ impl<R: Region, H: HostFs> Store for CacheStore<R, H> {
         })
     }
     fn stats(&self) -> Vec<(String, u64)> {
-        self.cache.stats()
+        let mut out = self.cache.stats();
+        let home = self.cache.backing();
+        let io = home.flush_io();
+        out.push((
+            "flush_direct".into(),
+            u64::from(io == crate::home::FlushIo::Direct),
+        ));
+        // 0 direct; 1 no O_DIRECT; 2 no untorn direct 4 KiB write; 3 a direct write failed.
+        out.push(("flush_buffered_reason".into(), io.reason_code()));
+        out.push(("flush_direct_writes".into(), home.direct_writes()));
+        out
+    }
+    fn limits(&self) -> Result<Vec<store::Limit>> {
+        let mut all = store::common_limits(&self.statfs()?);
+        all.extend(self.cache.limits()?);
+        let (open, max) = self.cache.backing().descriptors();
+        all.push(store::Limit::new(
+            "home files open (descriptors; past it one is closed, reopened by path when needed)",
+            max,
+            Some(open),
+            "none",
+        ));
+        Ok(all)
     }
     fn fsck(&self) -> Result<FsckReport> {
         self.check_open()?;
@@ -366,6 +393,16 @@ impl<R: Region, H: HostFs> Store for CacheStore<R, H> {
     }
     fn as_any(&self) -> &dyn Any {
         self
+    }
+}
+
+impl<R: Region, H: HostFs> CacheStore<R, H> {
+    /// Write every dirty chunk home, the home files synced (`atomfs flush`): other readers
+    /// of the home directory see every write acknowledged before this call. Chunks of open
+    /// transactions wait for their commit. Returns the chunks written.
+    pub fn flush_home(&self) -> Result<usize> {
+        self.check_open()?;
+        self.cache.flush_all()
     }
 }
 
