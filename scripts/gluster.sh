@@ -7,6 +7,10 @@
 #                               here, remove the scratch directory (idempotent)
 #   scripts/gluster.sh status   key=value lines (exit 0 when both volumes are mounted, 1 if not)
 #   scripts/gluster.sh pids     the pids of the brick processes, one "VOLUME BRICK PID" a line
+#                               (PID is N/A while a brick is down)
+#   scripts/gluster.sh restart VOLUME        start the volume's bricks that are down
+#                                            (gluster volume start VOLUME force)
+#   scripts/gluster.sh heal-pending VOLUME   entries the replica volume still has to heal
 #
 # Everything lives in one scratch directory, ATOMFS_GLUSTER_DIR (default /tmp/atomfs-gluster;
 # it must be under /tmp/atomfs-* or /dev/shm/atomfs-*): glusterd's working and run directories,
@@ -257,10 +261,28 @@ down() {
     rm -rf --one-file-system "$DIR"
 }
 
+# The sum of the entries `gluster volume heal VOLUME statistics heal-count` reports pending
+# on the bricks ("unknown" when it cannot tell); asks the self-heal daemon to heal first.
+heal_pending() {
+    cli volume heal "$1" >/dev/null 2>&1 || true
+    cli volume heal "$1" statistics heal-count 2>/dev/null | awk '
+        /^Number of entries:/ { seen = 1; if ($4 ~ /^[0-9]+$/) n += $4; else bad = 1 }
+        END { if (bad || !seen) print "unknown"; else print n + 0 }'
+}
+
+volume_arg() {
+    case "${1:-}" in
+        "$SINGLE"|"$REPLICA") ;;
+        *) die "volume must be $SINGLE or $REPLICA, not '${1:-}'" ;;
+    esac
+}
+
 case "${1:-}" in
     up) up ;;
+    restart) volume_arg "${2:-}"; cli volume start "$2" force >/dev/null ;;
+    heal-pending) volume_arg "${2:-}"; heal_pending "$2" ;;
     down) down ;;
     status) status ;;
     pids) pids ;;
-    *) echo "usage: $0 up|down|status|pids" >&2; exit 64 ;;
+    *) echo "usage: $0 up|down|status|pids|restart VOLUME|heal-pending VOLUME" >&2; exit 64 ;;
 esac
