@@ -3,6 +3,7 @@
 //! live in `suites/pool.rs`.
 
 pub mod cache;
+pub mod distributed;
 pub mod every_engine;
 pub mod fuse;
 pub mod mmio;
@@ -213,6 +214,9 @@ fn measure(
     }
     if suite == cache::SUITE {
         return cache::run(opts, notes);
+    }
+    if suite == distributed::SUITE {
+        return distributed::run(opts, notes);
     }
     let (figs, disks) = match suite {
         "sqlite" => return sqlite::run(opts, notes),
