@@ -209,9 +209,9 @@ pub struct Timing {
 impl Default for Timing {
     fn default() -> Self {
         Timing {
-            before: 40,
-            during: Duration::from_secs(2),
-            after: 40,
+            before: 20,
+            during: Duration::from_secs(1),
+            after: 20,
         }
     }
 }
@@ -364,4 +364,86 @@ pub fn scenario(
     );
     let _ = reopened.unmount();
     obs
+}
+
+/// Environment of a fault child ([`child_commits`]): the engine, its PM file and home.
+pub const CHILD_FAULT_ENV: [&str; 3] = [
+    "ATOMFS_GLUSTER_FAULT_ENGINE",
+    "ATOMFS_GLUSTER_FAULT_PM",
+    "ATOMFS_GLUSTER_FAULT_HOME",
+];
+
+/// Commits a fault child runs before it prints `fault-now`.
+pub const CHILD_BEFORE: u64 = 20;
+
+/// The child side of a fault that kills the process (mmio's SIGBUS): when this test binary
+/// was started as one ([`CHILD_FAULT_ENV`]), create the store, run commits and print
+/// `ack N` or `fail N` after each (flushed), `fault-now` after [`CHILD_BEFORE`], until the
+/// parent's fault ends the process (at most 60 s). Returns at once otherwise.
+pub fn child_commits() {
+    let [Ok(engine), Ok(pm), Ok(home)] = CHILD_FAULT_ENV.map(std::env::var) else {
+        return;
+    };
+    use std::io::Write;
+    let engine = HostEngine::by_name(&engine).unwrap_or_else(|| panic!("engine {engine}"));
+    let store = engine
+        .create(home.as_ref(), pm.as_ref(), Profile::Torture)
+        .unwrap_or_else(|e| panic!("create: {e}"));
+    let s = store.as_ref();
+    let files =
+        [open_file(s, b"a"), open_file(s, b"b")].map(|f| f.unwrap_or_else(|e| panic!("{e}")));
+    let mut out = std::io::stdout().lock();
+    let start = Instant::now();
+    let mut seq = 0u64;
+    while start.elapsed() < Duration::from_secs(60) {
+        seq += 1;
+        let line = match commit(s, files, seq) {
+            Ok(()) => format!("ack {seq}"),
+            Err(_) => format!("fail {seq}"),
+        };
+        // A leading newline: the test harness may have printed a partial line.
+        let _ = writeln!(out, "\n{line}");
+        if seq == CHILD_BEFORE {
+            let _ = writeln!(out, "\nfault-now");
+        }
+        let _ = out.flush();
+    }
+}
+
+/// The parent side: after the child ran (and died of the fault), its output `lines` and the
+/// repaired volume, open the store from `dirs` and check every acknowledged transaction
+/// (the commit after the last line may have been in flight); fsck clean. Returns the
+/// acknowledged count.
+pub fn check_child(dirs: &crate::StoreDirs, lines: &[String]) -> Result<u64, String> {
+    let mut ledger = Ledger::default();
+    let mut last = 0;
+    let mut acked = 0;
+    for line in lines {
+        let (outcome, seq) = if let Some(n) = line.strip_prefix("ack ") {
+            (Outcome::Acknowledged, n)
+        } else if let Some(n) = line.strip_prefix("fail ") {
+            (Outcome::Failed(String::new()), n)
+        } else {
+            continue;
+        };
+        let seq: u64 = seq
+            .trim()
+            .parse()
+            .map_err(|_| format!("bad line {line:?}"))?;
+        acked += u64::from(outcome == Outcome::Acknowledged);
+        ledger.note(seq, &outcome);
+        last = seq;
+    }
+    ledger.note(last + 1, &Outcome::Hung);
+    let store = dirs
+        .engine
+        .open(&dirs.home, &dirs.pm, Profile::Torture)
+        .map_err(|e| format!("reopen: {e}"))?;
+    ledger.check(store.as_ref())?;
+    let report = store.fsck().map_err(|e| format!("fsck: {e}"))?;
+    if !report.is_clean() {
+        return Err(format!("fsck: {:?}", report.problems));
+    }
+    let _ = store.unmount();
+    Ok(acked)
 }
