@@ -214,6 +214,30 @@ impl Cluster {
         test_support::checked(&out, &format!("umount -l {}", at.display()));
     }
 
+    /// SIGKILL the FUSE client process serving `volume`'s mount (its pid recorded by
+    /// `gluster.sh` at mount time): every descriptor on the mount then fails with ENOTCONN.
+    /// Returns the pid.
+    pub fn kill_client(&self, volume: Volume) -> i32 {
+        let (code, out, err) = run_script(&["status"]).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(code, 0, "gluster.sh status: {err}");
+        let key = format!("{}_client_pid=", volume.key());
+        let pid: i32 = out
+            .lines()
+            .find_map(|l| l.strip_prefix(key.as_str()))
+            .and_then(|p| p.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no client pid for {} in {out}", volume.name()));
+        assert!(pid > 1, "client pid {pid}");
+        // SAFETY: kill(2) with the pid of the FUSE client the script mounted for this volume.
+        let rc = unsafe { libc::kill(pid, libc::SIGKILL) };
+        assert_eq!(rc, 0, "kill {pid}: {}", std::io::Error::last_os_error());
+        let start = Instant::now();
+        // SAFETY: signal 0 only checks whether the process exists.
+        while unsafe { libc::kill(pid, 0) } == 0 && start.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        pid
+    }
+
     /// Mount `volume` again where it was (`gluster.sh up` mounts what is not mounted).
     pub fn remount(&self) {
         let (code, _, err) = run_script(&["up"]).unwrap_or_else(|e| panic!("{e}"));

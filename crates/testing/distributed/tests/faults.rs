@@ -1,7 +1,8 @@
 //! Faults of the GlusterFS servers under each host-file engine (src/faults.rs has the
 //! scenario and its oracle): the brick of the single-brick volume SIGKILLed by its pid while
 //! commits, checkpoints and flushes run, then restarted (`gluster volume start VOL force`);
-//! the client mount lost (`umount -l`) and mounted again; one brick of the replica volume
+//! the client mount lost (`umount -l`) and mounted again; the FUSE client process SIGKILLed
+//! (the store then has to be reopened on the new mount); one brick of the replica volume
 //! SIGKILLed while writes go on, restarted and healed. After each, every acknowledged
 //! transaction is present and whole once the store is reopened, and fsck is clean; what the
 //! store did while the volume was away is printed (`--nocapture`).
@@ -10,7 +11,8 @@
 //! store should do while its home file system is away and does not yet (each ignore reason
 //! says what it does now): keep accepting commits into PM, fail with a clear "home file system
 //! unavailable" error only when the log is full, never hang, and go on by itself when the
-//! volume returns. mmio's brick test is ignored too: the process dies of SIGBUS.
+//! volume returns. mmio's brick and client tests are ignored too (the process dies of SIGBUS);
+//! `mmio_brick_killed_in_a_child_process` runs its brick fault in a child process instead.
 //!
 //! The tests take turns (one fault at a time); the cluster is torn down at the end when it was
 //! brought up here.
@@ -98,6 +100,36 @@ impl Fault for MountLost {
         self.cluster.remount();
         wait_mount(&self.cluster.mount(Volume::Single), Duration::from_secs(30));
     }
+}
+
+/// The FUSE client process SIGKILLed; the dead mount detached (`umount -l`) and the volume
+/// mounted again at the same place.
+struct ClientKilled {
+    cluster: &'static Cluster,
+}
+
+impl Fault for ClientKilled {
+    fn name(&self) -> String {
+        "the FUSE client process SIGKILLed".into()
+    }
+    fn inject(&self) {
+        let pid = self.cluster.kill_client(Volume::Single);
+        println!("{}: pid {pid}", self.name());
+    }
+    fn repair(&self) {
+        self.cluster.lose_mount(Volume::Single);
+        self.cluster.remount();
+        wait_mount(&self.cluster.mount(Volume::Single), Duration::from_secs(30));
+    }
+}
+
+fn client_killed(engine: HostEngine) -> Option<Observation> {
+    let _turn = turn();
+    let (cluster, layout) = setup(Volume::Single)?;
+    let fault = ClientKilled { cluster };
+    let obs = scenario(engine, layout, &fault, Timing::default());
+    println!("{} with {}:\n{obs}", engine.name(), fault.name());
+    Some(obs)
 }
 
 fn brick_killed(engine: HostEngine) -> Option<Observation> {
@@ -246,7 +278,8 @@ fn mmio_brick_killed_in_a_child_process() {
 }
 
 macro_rules! engine_faults {
-    ($module:ident, $engine:expr, brick: [$(#[$brick:meta])*], ideal: $ideal:literal) => {
+    ($module:ident, $engine:expr, brick: [$(#[$brick:meta])*], client: [$(#[$client:meta])*],
+     ideal: $ideal:literal) => {
         mod $module {
             use super::*;
 
@@ -266,6 +299,15 @@ macro_rules! engine_faults {
                 if let Some(obs) = mount_lost($engine) {
                     assert_ideal(&obs);
                 }
+            }
+
+            /// The client process SIGKILLed (the mount dead for good: the store's descriptors
+            /// fail with ENOTCONN until it is reopened on the new mount); nothing acknowledged
+            /// is lost once it is.
+            #[test]
+            $(#[$client])*
+            fn client_process_killed_and_remounted() {
+                client_killed($engine);
             }
 
             /// One of two replica bricks SIGKILLed while writes go on: nothing fails.
@@ -292,20 +334,25 @@ engine_faults!(mmio, HostEngine::Mmio,
         (mmio's stores and checkpoints go through MAP_SHARED mappings of the home files, and a \
         page fault on a file whose brick is gone raises SIGBUS); run it alone to see; \
         mmio_brick_killed_in_a_child_process checks the data"]],
+    client: [#[ignore = "not run in the test process: mmio reaches its home files through \
+        MAP_SHARED mappings, which raise SIGBUS once the FUSE client is gone (as with the brick)"]],
     ideal: "observed: the process dies of SIGBUS while the brick is away (mapped home files)");
 engine_faults!(journal, HostEngine::Journal,
     brick: [],
+    client: [],
     ideal: "observed: between none and about a dozen more commits succeed, then every commit \
         fails at once with the home file's `fdatasync: Transport endpoint is not connected \
         (os error 107)`; \
         no commit goes into PM alone; commits succeed again by themselves once the brick is back");
 engine_faults!(cache, HostEngine::Cache,
     brick: [],
+    client: [],
     ideal: "observed: every commit fails at once with a home file's `fstat: File descriptor \
         in bad state (os error 77)` (none acknowledged, though the data would fit in PM); \
         commits succeed again by themselves once the brick is back");
 engine_faults!(remap_copy, HostEngine::RemapCopy,
     brick: [],
+    client: [],
     ideal: "observed: every commit fails at once with `remap.journal: fdatasync: Transport \
         endpoint is not connected (os error 107)` (remap's journal is a home file), and once the \
         brick is back every commit fails with `an earlier commit failed (...); reopen the store \
