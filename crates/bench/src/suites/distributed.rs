@@ -33,6 +33,7 @@ type EngineSpec = (
 /// The engines measured.
 const ENGINES: &[EngineSpec] = &[
     ("mmio", "mmio", &[]),
+    ("mmio-redo", "mmio", &[("policy", "redo")]),
     ("journal", "journal", &[]),
     ("cache", "cache", &[("flush_period", "10ms")]),
     ("remap-copy", "remap", &[("checkpoint", "copy")]),
