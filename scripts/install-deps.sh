@@ -16,6 +16,7 @@ packages=(
     fonts-dejavu-core              # text in the benchmark plots (read at run time)
     fio git tar rsync              # real programs run on a mounted store
     stress-ng                      # FUSE inode-lifetime stress tests (--dir, --rename, --link, ...)
+    glusterfs-server glusterfs-client  # host-file engines on a distributed file system (scripts/gluster.sh)
 )
 
 missing=()

@@ -19,4 +19,5 @@ pub const SUITES: &[(&str, &str)] = &[
     ("engines", "one workload mix on every registered engine vs ext4 files with fsync, and which engine for which workload"),
     ("cache", "First Responder: synchronous 4 KiB random writes through the cache engine's API vs ext4 pwrite+fdatasync, and the flush-period sensitivity"),
     ("journal", "NJS Fig. 10a/11a: 4 KiB writes + fsync (sequential, re-write, random) through the journal engine vs ext4 data=journal with its journal on a RAM disk, ordered, no journal; the delta sweep"),
+    ("distributed", "GlusterFS (scripts/gluster.sh): synchronous 4 KiB random writes on the mount vs through each host-file engine with its home there and PM in /dev/shm"),
 ];

@@ -3,6 +3,7 @@
 //! live in `suites/pool.rs`.
 
 pub mod cache;
+pub mod distributed;
 pub mod every_engine;
 pub mod fuse;
 pub mod journal;
@@ -217,6 +218,9 @@ fn measure(
     }
     if suite == journal::SUITE {
         return journal::run(opts, notes);
+    }
+    if suite == distributed::SUITE {
+        return distributed::run(opts, notes);
     }
     let (figs, disks) = match suite {
         "sqlite" => return sqlite::run(opts, notes),
