@@ -14,6 +14,8 @@ mod fs;
 mod ioctl;
 mod names;
 mod nodes;
+mod txns;
+mod xattrs;
 
 pub use fs::AtomFuse;
 pub use ioctl::*;
