@@ -127,12 +127,30 @@ impl Fs {
         self.st().abortv(&fhs)
     }
 
-    /// Attributes of the inode at `path`.
+    /// Attributes of the inode at `path`, symbolic links followed (as `std::fs::metadata`;
+    /// see `store::path` for how links resolve: ELOOP after 40, absolute targets from the
+    /// store's root).
     pub fn metadata(&self, path: impl AsRef<Path>) -> Result<Metadata> {
+        store::path::resolve_follow(self.st(), path_bytes(path.as_ref()))
+    }
+
+    /// Attributes of `path` itself: a symbolic link in its last component is not followed
+    /// (as `std::fs::symlink_metadata`).
+    pub fn symlink_metadata(&self, path: impl AsRef<Path>) -> Result<Metadata> {
         store::resolve(self.st(), path_bytes(path.as_ref()))
     }
 
-    /// True when `path` names an inode.
+    /// The target of the symbolic link at `path` (InvalidArgument for anything else).
+    pub fn read_link(&self, path: impl AsRef<Path>) -> Result<std::path::PathBuf> {
+        use std::os::unix::ffi::OsStrExt;
+        let link = self.symlink_metadata(path)?;
+        let target = self.st().readlink(link.ino)?;
+        Ok(std::path::PathBuf::from(std::ffi::OsStr::from_bytes(
+            &target,
+        )))
+    }
+
+    /// True when `path` names an inode (a link to nothing does not).
     pub fn exists(&self, path: impl AsRef<Path>) -> Result<bool> {
         match self.metadata(path) {
             Ok(_) => Ok(true),
@@ -177,7 +195,8 @@ impl Fs {
         original: impl AsRef<Path>,
         link: impl AsRef<Path>,
     ) -> Result<Metadata> {
-        let target = self.metadata(original)?;
+        // As link(2) on Linux: a symbolic link `original` is linked, not followed.
+        let target = self.symlink_metadata(original)?;
         let (parent, name) = store::resolve_parent(self.st(), path_bytes(link.as_ref()))?;
         self.st().link(target.ino, parent, &name, None)
     }
