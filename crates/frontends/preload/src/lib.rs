@@ -36,8 +36,10 @@ mod fds;
 mod paths;
 mod real;
 mod route;
+mod special;
 mod stdio;
 mod umask;
+mod xattrs;
 
 use std::cell::Cell;
 use std::ffi::{c_char, c_int, CStr};
@@ -380,5 +382,7 @@ unsafe fn bytes<'a>(p: *const c_char) -> Option<&'a [u8]> {
 pub use dirs::*;
 pub use fds::*;
 pub use paths::*;
+pub use special::*;
 pub use stdio::*;
 pub use umask::umask;
+pub use xattrs::*;
