@@ -380,7 +380,14 @@ fn acls_with_setfacl_and_getfacl() {
 /// Run the C example `namespace_tx` on a fresh mount in `mode`; returns its output and the
 /// mount's root listing afterwards.
 fn namespace_tx(mode: &str) -> Option<(String, Vec<String>, support::Mounted)> {
-    let m = mounted(&format!("nstx-{mode}"), Arc::new(ModelStore::new()))?;
+    namespace_tx_on(mode, Arc::new(ModelStore::new()))
+}
+
+fn namespace_tx_on(
+    mode: &str,
+    model: Arc<ModelStore>,
+) -> Option<(String, Vec<String>, support::Mounted)> {
+    let m = mounted(&format!("nstx-{mode}"), model)?;
     let cc_dir = scratch("fuse-cc-nstx");
     let prog = support::build_c_example("namespace_tx", &cc_dir)?;
     let out = run(&prog, &[m.dir().as_os_str(), mode.as_ref()], &m.dir());
@@ -413,7 +420,8 @@ fn namespace_calls_join_a_transaction_and_abort_with_it() {
 
 #[test]
 fn namespace_calls_join_a_transaction_and_commit_with_it() {
-    let Some((out, names, m)) = namespace_tx("commit") else {
+    let model = Arc::new(ModelStore::new());
+    let Some((out, names, m)) = namespace_tx_on("commit", model.clone()) else {
         return;
     };
     assert!(out.contains("committed"), "{out}");
@@ -442,4 +450,9 @@ fn namespace_calls_join_a_transaction_and_commit_with_it() {
         b"kept"
     );
     m.finish();
+    // Durable: what a crash after the commit keeps has all of it.
+    let tree = conformance::snapshot(&model.crash()).expect("snapshot");
+    for path in ["d/final", "d/link", "d/fifo"] {
+        assert!(tree.contains_key(path.as_bytes()), "{path} lost: {tree:?}");
+    }
 }
