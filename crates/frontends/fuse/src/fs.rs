@@ -47,10 +47,21 @@ pub(crate) struct State {
     next_dir: u64,
 }
 
+/// Who checks POSIX ACLs ([`crate::acl`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AclMode {
+    /// The ACL attributes are stored and served; permissions come from the mode bits (a
+    /// store without extended attributes, or a kernel without FUSE_POSIX_ACL).
+    Stored,
+    /// The kernel enforces them (FUSE_POSIX_ACL), the server keeps mode and ACL in step.
+    Enforced,
+}
+
 /// A FUSE file system serving one [`Store`].
 pub struct AtomFuse {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) ttl: Duration,
+    acl_mode: AclMode,
     notifier: Arc<OnceLock<Notifier>>,
     /// Lock order: `nodes` before `state`.
     pub(crate) nodes: Mutex<Nodes>,
@@ -123,10 +134,16 @@ impl AtomFuse {
         AtomFuse {
             store,
             ttl,
+            acl_mode: AclMode::Stored,
             notifier: Arc::new(OnceLock::new()),
             nodes: Mutex::new(Nodes::default()),
             state: Mutex::new(State::default()),
         }
+    }
+
+    /// Whether the kernel enforces POSIX ACLs on this mount.
+    pub(crate) fn acls_enforced(&self) -> bool {
+        self.acl_mode == AclMode::Enforced
     }
 
     /// Where the mount code leaves the kernel notifier (used to drop cached pages of files
@@ -494,6 +511,15 @@ impl fuser::Filesystem for AtomFuse {
             let _ = config.set_max_readahead(nearest);
         }
         let _ = config.add_capabilities(fuser::InitFlags::FUSE_DO_READDIRPLUS);
+        // POSIX ACLs enforced by the kernel where the store keeps the attributes they live
+        // in; DONT_MASK: the umask comes with each create, applied here unless a default
+        // ACL replaces it.
+        if self.store.listxattr(store::ROOT_INO).is_ok() {
+            let acl = fuser::InitFlags::FUSE_POSIX_ACL | fuser::InitFlags::FUSE_DONT_MASK;
+            if config.add_capabilities(acl).is_ok() {
+                self.acl_mode = AclMode::Enforced;
+            }
+        }
         Ok(())
     }
 
@@ -574,6 +600,9 @@ impl fuser::Filesystem for AtomFuse {
                 self.store.setattr(ino.0, &attr, tx)?;
                 self.touched(tx, Touched::Inode(ino.0));
             }
+            if let (Some(perm), true) = (attr.perm, self.acls_enforced()) {
+                self.chmod_acl(ino.0, perm, tx)?;
+            }
             match fh.filter(|fh| self.state.lock().files.contains_key(&fh.0)) {
                 Some(fh) => self.store.fstat(Fh(fh.0)),
                 None => self.store.getattr(ino.0),
@@ -603,7 +632,10 @@ impl fuser::Filesystem for AtomFuse {
     ) {
         let perm = mode & !umask & 0o7777;
         let tx = self.joined(req);
-        let make = || self.store.mkdir(parent.0, name.as_bytes(), perm, tx);
+        let make = || {
+            let m = self.store.mkdir(parent.0, name.as_bytes(), perm, tx)?;
+            self.inherit_acl(parent.0, m, mode & 0o7777, tx)
+        };
         self.new_entry(req, (parent.0, name.as_bytes(), tx), &make, reply);
     }
 
@@ -625,17 +657,20 @@ impl fuser::Filesystem for AtomFuse {
             _ => FileKind::from_mode(mode),
         };
         let name_bytes = name.as_bytes();
-        let make = || match kind {
-            Some(FileKind::File) => self.store.create(parent.0, name_bytes, perm, tx),
-            Some(k) if k.is_special() => {
-                let dev = if k.is_device() {
-                    dev_from_fuse(rdev)
-                } else {
-                    0
-                };
-                self.store.mknod(parent.0, name_bytes, k, perm, dev, tx)
-            }
-            _ => Err(Error::InvalidArgument(format!("mknod of mode {mode:#o}"))),
+        let make = || {
+            let m = match kind {
+                Some(FileKind::File) => self.store.create(parent.0, name_bytes, perm, tx)?,
+                Some(k) if k.is_special() => {
+                    let dev = if k.is_device() {
+                        dev_from_fuse(rdev)
+                    } else {
+                        0
+                    };
+                    self.store.mknod(parent.0, name_bytes, k, perm, dev, tx)?
+                }
+                _ => return Err(Error::InvalidArgument(format!("mknod of mode {mode:#o}"))),
+            };
+            self.inherit_acl(parent.0, m, mode & 0o7777, tx)
         };
         self.new_entry(req, (parent.0, name_bytes, tx), &make, reply);
     }
@@ -1035,7 +1070,10 @@ impl fuser::Filesystem for AtomFuse {
     ) {
         let perm = mode & !umask & 0o7777;
         let tx = self.joined(req);
-        let make = || self.store.create(parent.0, name.as_bytes(), perm, tx);
+        let make = || {
+            let m = self.store.create(parent.0, name.as_bytes(), perm, tx)?;
+            self.inherit_acl(parent.0, m, mode & 0o7777, tx)
+        };
         self.create_entry(req, (parent.0, name.as_bytes(), tx), &make, flags, reply);
     }
 

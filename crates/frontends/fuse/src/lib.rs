@@ -10,6 +10,7 @@
 //!
 //! The mount uses fuser's own mount code (through `fusermount3`): no libfuse is linked.
 
+mod acl;
 mod fs;
 mod ioctl;
 mod names;

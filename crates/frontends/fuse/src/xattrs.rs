@@ -70,6 +70,11 @@ impl AtomFuse {
         if name == XATTR_ATOMIC.as_bytes() {
             return self.set_atomic_attr(ino, atomic_value(value)?, how, tx);
         }
+        if name == crate::acl::ACCESS && self.acls_enforced() {
+            self.set_access_acl(ino, value, how, tx)?;
+            self.touched(tx, Touched::Inode(ino));
+            return Ok(());
+        }
         self.store.setxattr(ino, name, value, how, tx)?;
         self.touched(tx, Touched::Inode(ino));
         Ok(())
