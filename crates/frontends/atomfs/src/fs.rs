@@ -208,6 +208,45 @@ impl Fs {
             .symlink(parent, &name, path_bytes(target.as_ref()), None)
     }
 
+    /// Rename with a [`store::RenameMode`]: `NoReplace` fails with `Exists` when `to`
+    /// exists, `Exchange` swaps two existing names, atomically.
+    pub fn rename_with(
+        &self,
+        from: impl AsRef<Path>,
+        to: impl AsRef<Path>,
+        mode: store::RenameMode,
+    ) -> Result<()> {
+        let (parent, name) = store::resolve_parent(self.st(), path_bytes(from.as_ref()))?;
+        let (new_parent, new_name) = store::resolve_parent(self.st(), path_bytes(to.as_ref()))?;
+        self.st()
+            .rename_with(parent, &name, new_parent, &new_name, mode, None)
+    }
+
+    /// The value of the extended attribute `name` of `path` (links followed).
+    pub fn xattr(&self, path: impl AsRef<Path>, name: &str) -> Result<Vec<u8>> {
+        let ino = self.metadata(path)?.ino;
+        self.st().getxattr(ino, name.as_bytes())
+    }
+
+    /// Set the extended attribute `name` of `path` (created or replaced), atomically.
+    pub fn set_xattr(&self, path: impl AsRef<Path>, name: &str, value: &[u8]) -> Result<()> {
+        let ino = self.metadata(path)?.ino;
+        self.st()
+            .setxattr(ino, name.as_bytes(), value, store::XattrSet::Either, None)
+    }
+
+    /// The names of the extended attributes of `path`.
+    pub fn list_xattr(&self, path: impl AsRef<Path>) -> Result<Vec<Vec<u8>>> {
+        let ino = self.metadata(path)?.ino;
+        self.st().listxattr(ino)
+    }
+
+    /// Remove the extended attribute `name` of `path`.
+    pub fn remove_xattr(&self, path: impl AsRef<Path>, name: &str) -> Result<()> {
+        let ino = self.metadata(path)?.ino;
+        self.st().removexattr(ino, name.as_bytes(), None)
+    }
+
     /// Entries of the directory at `path`, without `.` and `..`.
     pub fn read_dir(&self, path: impl AsRef<Path>) -> Result<Vec<DirEntry>> {
         let dir = self.metadata(path)?;

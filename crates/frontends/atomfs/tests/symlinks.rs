@@ -140,3 +140,27 @@ fn absolute_targets_stay_inside_the_store() -> atomfs::Result<()> {
     );
     Ok(())
 }
+
+#[test]
+fn attributes_and_rename_modes_by_path() -> atomfs::Result<()> {
+    let fs = fs();
+    fs.write("/a", b"a")?;
+    fs.write("/b", b"b")?;
+    fs.symlink("a", "/la")?;
+    fs.set_xattr("/la", "user.k", b"v")?; // on the target: links followed
+    assert_eq!(fs.xattr("/a", "user.k")?, b"v");
+    assert_eq!(fs.list_xattr("/a")?, vec![b"user.k".to_vec()]);
+    fs.remove_xattr("/a", "user.k")?;
+    assert!(matches!(
+        fs.xattr("/a", "user.k"),
+        Err(Error::NoAttribute(_))
+    ));
+    let refused = fs.rename_with("/a", "/b", store::RenameMode::NoReplace);
+    assert!(matches!(refused, Err(Error::Exists(_))), "{refused:?}");
+    fs.rename_with("/a", "/b", store::RenameMode::Exchange)?;
+    assert_eq!(
+        (fs.read("/a")?, fs.read("/b")?),
+        (b"b".to_vec(), b"a".to_vec())
+    );
+    Ok(())
+}
