@@ -22,8 +22,11 @@
  * SQLITE_ENABLE_BATCH_ATOMIC_WRITE (other builds never send them).
  *
  * Temporary files (no name, temp databases and journals, sub-journals) go to the default
- * VFS. Locking is per process only: the store belongs to one process at a time (a second
- * process gets SQLITE_CANTOPEN, errno EBUSY, whichever front end holds the store).
+ * VFS. Locking is SQLite's byte-range protocol (as its unix VFS: the pending, reserved and
+ * shared ranges) on atomfs_lock, whose locks the store's server keeps for every process
+ * using the store and which belong to each open database file: connections in one process
+ * or in several processes (clients of `atomfs serve`, or of the process that opened the
+ * store) exclude each other as on a local file system.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -148,12 +151,62 @@ static int x_file_size(sqlite3_file *f, sqlite3_int64 *size)
     return SQLITE_OK;
 }
 
+/* SQLite's lock bytes (as its unix VFS places them). */
+#define PENDING_BYTE 0x40000000
+#define RESERVED_BYTE (PENDING_BYTE + 1)
+#define SHARED_FIRST (PENDING_BYTE + 2)
+#define SHARED_SIZE 510
+
+/* Set (type F_RDLCK/F_WRLCK) or drop (F_UNLCK) this file's lock on a byte range: 0, or the
+ * SQLite error (BUSY when another connection's lock is in the way). */
+static int range_lock(AtomfsFile *p, short type, off_t start, off_t len, int ioerr)
+{
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = type;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = start;
+    fl.l_len = len;
+    if (atomfs_lock(p->fd, F_SETLK, &fl) == 0)
+        return SQLITE_OK;
+    return errno == EAGAIN || errno == EACCES ? SQLITE_BUSY : ioerr;
+}
+
 static int x_lock(sqlite3_file *f, int level)
 {
     AtomfsFile *p = (AtomfsFile *) f;
-    if (level > p->lock)
-        p->lock = level;
-    return SQLITE_OK;
+    int rc;
+    if (p->lock >= level)
+        return SQLITE_OK;
+    if (level == SQLITE_LOCK_SHARED) {
+        /* The pending byte first: no new reader while a writer waits for the readers. */
+        rc = range_lock(p, F_RDLCK, PENDING_BYTE, 1, SQLITE_IOERR_LOCK);
+        if (rc != SQLITE_OK)
+            return rc;
+        rc = range_lock(p, F_RDLCK, SHARED_FIRST, SHARED_SIZE, SQLITE_IOERR_LOCK);
+        if (range_lock(p, F_UNLCK, PENDING_BYTE, 1, SQLITE_IOERR_UNLOCK) != SQLITE_OK && rc == SQLITE_OK)
+            rc = SQLITE_IOERR_UNLOCK;
+        if (rc == SQLITE_OK)
+            p->lock = SQLITE_LOCK_SHARED;
+        return rc;
+    }
+    if (level == SQLITE_LOCK_RESERVED) {
+        rc = range_lock(p, F_WRLCK, RESERVED_BYTE, 1, SQLITE_IOERR_LOCK);
+        if (rc == SQLITE_OK)
+            p->lock = SQLITE_LOCK_RESERVED;
+        return rc;
+    }
+    /* EXCLUSIVE (through PENDING): hold the pending byte, then every shared byte. */
+    if (p->lock < SQLITE_LOCK_PENDING) {
+        rc = range_lock(p, F_WRLCK, PENDING_BYTE, 1, SQLITE_IOERR_LOCK);
+        if (rc != SQLITE_OK)
+            return rc;
+        p->lock = SQLITE_LOCK_PENDING;
+    }
+    rc = range_lock(p, F_WRLCK, SHARED_FIRST, SHARED_SIZE, SQLITE_IOERR_LOCK);
+    if (rc == SQLITE_OK)
+        p->lock = SQLITE_LOCK_EXCLUSIVE;
+    return rc;
 }
 
 /* Releasing the write lock with writes that were never committed means the transaction
@@ -167,15 +220,37 @@ static int x_unlock(sqlite3_file *f, int level)
             return SQLITE_IOERR_UNLOCK;
         p->dirty = 0;
     }
-    if (level < p->lock)
-        p->lock = level;
+    if (level >= p->lock)
+        return SQLITE_OK;
+    if (p->lock > SQLITE_LOCK_SHARED) {
+        if (level == SQLITE_LOCK_SHARED
+            && range_lock(p, F_RDLCK, SHARED_FIRST, SHARED_SIZE, SQLITE_IOERR_RDLOCK) != SQLITE_OK)
+            return SQLITE_IOERR_RDLOCK;
+        if (range_lock(p, F_UNLCK, PENDING_BYTE, 2, SQLITE_IOERR_UNLOCK) != SQLITE_OK)
+            return SQLITE_IOERR_UNLOCK;
+    }
+    if (level == SQLITE_LOCK_NONE && range_lock(p, F_UNLCK, 0, 0, SQLITE_IOERR_UNLOCK) != SQLITE_OK)
+        return SQLITE_IOERR_UNLOCK;
+    p->lock = level;
     return SQLITE_OK;
 }
 
 static int x_check_reserved_lock(sqlite3_file *f, int *out)
 {
-    (void) f;
-    *out = 0; /* one process uses a pool: no other connection can hold it */
+    AtomfsFile *p = (AtomfsFile *) f;
+    struct flock fl;
+    if (p->lock >= SQLITE_LOCK_RESERVED) {
+        *out = 1;
+        return SQLITE_OK;
+    }
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = RESERVED_BYTE;
+    fl.l_len = 1;
+    if (atomfs_lock(p->fd, F_GETLK, &fl) != 0)
+        return SQLITE_IOERR_CHECKRESERVEDLOCK;
+    *out = fl.l_type != F_UNLCK;
     return SQLITE_OK;
 }
 

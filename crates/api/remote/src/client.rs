@@ -19,6 +19,7 @@ use store::{
 };
 
 use crate::conn::{self, Shm};
+use crate::locks::{Conflict, LockKind, LockRange};
 use crate::op::*;
 use crate::server::memfile;
 use crate::wire::{malformed, Dec, Enc};
@@ -173,6 +174,54 @@ impl RemoteStore {
 
     fn meta(&self, req: &Enc) -> Result<Metadata> {
         self.call(req, |d| d.meta())
+    }
+}
+
+impl RemoteStore {
+    /// Set (or remove) lock `id`'s lock on `range` of `ino` in the server's table (see
+    /// [`crate::locks`]); the lock in the way when another owner's conflicts.
+    pub fn lock(
+        &self,
+        ino: Ino,
+        id: u64,
+        pid: u32,
+        kind: LockKind,
+        range: LockRange,
+    ) -> Result<Option<Conflict>> {
+        self.lock_call(LOCK, ino, id, pid, kind, range)
+    }
+
+    /// The lock that would stand in the way of `kind` on `range` (F_GETLK).
+    pub fn lock_test(
+        &self,
+        ino: Ino,
+        id: u64,
+        kind: LockKind,
+        range: LockRange,
+    ) -> Result<Option<Conflict>> {
+        self.lock_call(LOCK_TEST, ino, id, 0, kind, range)
+    }
+
+    /// Drop every lock `id` holds on `ino`.
+    pub fn lock_release(&self, ino: Ino, id: u64) -> Result<()> {
+        let mut r = req(LOCK_RELEASE);
+        r.u64(ino).u64(id);
+        self.unit(&r)
+    }
+
+    fn lock_call(
+        &self,
+        op: u8,
+        ino: Ino,
+        id: u64,
+        pid: u32,
+        kind: LockKind,
+        range: LockRange,
+    ) -> Result<Option<Conflict>> {
+        let mut r = req(op);
+        r.u64(ino).u64(id).u32(pid).u8(kind.code());
+        r.u64(range.start).u64(range.len);
+        self.call(&r, |d| d.conflict())
     }
 }
 

@@ -63,4 +63,8 @@ ops! {
     SETXATTR = 38,
     LISTXATTR = 39,
     REMOVEXATTR = 40,
+    // Advisory locks (locks.rs), numbered apart from the Store calls.
+    LOCK = 64,
+    LOCK_TEST = 65,
+    LOCK_RELEASE = 66,
 }

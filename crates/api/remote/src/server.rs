@@ -13,7 +13,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -22,6 +22,7 @@ use parking_lot::Mutex;
 use store::{Error, Fh, Ino, Result, Store, TxId};
 
 use crate::conn::{self, Shm};
+use crate::locks::{LockKind, LockOwner, LockRange, LockTable};
 use crate::op::*;
 use crate::wire::{malformed, Dec, Enc};
 
@@ -136,6 +137,7 @@ pub fn serve_with(store: Arc<dyn Store>, socket: &Path, options: ServeOptions) -
         .map_err(|e| io("listen", e))?;
     let stop = Arc::new(AtomicBool::new(false));
     let connections: Arc<Mutex<Vec<Running>>> = Arc::default();
+    let locks = crate::locks::table_for(socket);
     let accept = {
         let (stop, connections) = (stop.clone(), connections.clone());
         std::thread::Builder::new()
@@ -148,6 +150,7 @@ pub fn serve_with(store: Arc<dyn Store>, socket: &Path, options: ServeOptions) -
                     observer,
                     on_thread,
                     fd_floor,
+                    locks,
                 };
                 accept_loop(&listener, &store, &hooks, &stop, &connections)
             })
@@ -207,7 +210,12 @@ struct Hooks {
     observer: Option<Observer>,
     on_thread: Option<fn()>,
     fd_floor: Option<i32>,
+    /// The store's advisory locks, shared with the owner process's own callers.
+    locks: Arc<LockTable>,
 }
+
+/// Connection numbers (lock owners); 0 is the owner process itself.
+static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(1);
 
 /// The same socket at a descriptor number at or above `floor` (the old number closed).
 fn lifted<T: std::os::fd::FromRawFd + AsRawFd>(sock: T, floor: i32) -> std::io::Result<T> {
@@ -247,13 +255,17 @@ fn accept_loop(
                     continue;
                 };
                 let (store, observer) = (store.clone(), observer.cloned());
+                let locks = Locks {
+                    table: hooks.locks.clone(),
+                    conn: NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed),
+                };
                 let spawned = std::thread::Builder::new()
                     .name("atomfs-client".into())
                     .spawn(move || {
                         if let Some(f) = on_thread {
                             f();
                         }
-                        Connection::new(store, observer).run(stream)
+                        Connection::new(store, observer, locks).run(stream)
                     });
                 if let Ok(thread) = spawned {
                     let mut s = connections.lock();
@@ -316,16 +328,24 @@ struct Connection {
     fhs: HashMap<u64, Ino>,
     txs: HashMap<u64, Vec<Touched>>,
     shm: Option<Shm>,
+    locks: Locks,
+}
+
+/// A connection's view of the store's locks: the table, and its own number as lock owner.
+struct Locks {
+    table: Arc<LockTable>,
+    conn: u64,
 }
 
 impl Connection {
-    fn new(store: Arc<dyn Store>, observer: Option<Observer>) -> Self {
+    fn new(store: Arc<dyn Store>, observer: Option<Observer>, locks: Locks) -> Self {
         Connection {
             store,
             observer,
             fhs: HashMap::new(),
             txs: HashMap::new(),
             shm: None,
+            locks,
         }
     }
 
@@ -424,6 +444,7 @@ impl Connection {
         for (fh, _) in std::mem::take(&mut self.fhs) {
             let _ = self.store.release(Fh(fh));
         }
+        self.locks.table.release_connection(self.locks.conn);
     }
 
     /// The reply to one request, and a descriptor to pass with it (a large read's data).
@@ -492,6 +513,35 @@ impl Connection {
         let op = d.u8()?;
         let st = self.store.clone();
         match op {
+            LOCK | LOCK_TEST => {
+                let (ino, id, pid) = (d.u64()?, d.u64()?, d.u32()?);
+                let kind = LockKind::from_code(d.u8()?).ok_or_else(|| malformed("lock kind"))?;
+                let range = LockRange {
+                    start: d.u64()?,
+                    len: d.u64()?,
+                };
+                d.finish()?;
+                let owner = LockOwner {
+                    conn: self.locks.conn,
+                    id,
+                };
+                let table = &self.locks.table;
+                let answer = if op == LOCK {
+                    table.set(ino, owner, pid, kind, range).err()
+                } else {
+                    table.test(ino, owner, kind, range)
+                };
+                out.conflict(answer.as_ref());
+            }
+            LOCK_RELEASE => {
+                let (ino, id) = (d.u64()?, d.u64()?);
+                d.finish()?;
+                let owner = LockOwner {
+                    conn: self.locks.conn,
+                    id,
+                };
+                self.locks.table.release(ino, owner);
+            }
             ENGINE_NAME => {
                 d.finish()?;
                 out.str(&st.engine_name());

@@ -151,6 +151,18 @@ impl Enc {
         }
         self
     }
+    /// A lock request's answer: none, or the lock in the way.
+    pub(crate) fn conflict(&mut self, c: Option<&crate::locks::Conflict>) -> &mut Self {
+        match c {
+            None => self.u8(0),
+            Some(c) => self
+                .u8(1)
+                .u8(c.kind.code())
+                .u64(c.range.start)
+                .u64(c.range.len)
+                .u32(c.pid),
+        }
+    }
     /// An error: its variant, its fields, its message (what the client shows).
     pub(crate) fn error(&mut self, e: &Error) -> &mut Self {
         use Error::*;
@@ -289,6 +301,25 @@ impl<'a> Dec<'a> {
     pub(crate) fn u64s(&mut self) -> Result<Vec<u64>> {
         let n = self.count(8)?;
         (0..n).map(|_| self.u64()).collect()
+    }
+    pub(crate) fn conflict(&mut self) -> Result<Option<crate::locks::Conflict>> {
+        use crate::locks::{Conflict, LockKind, LockRange};
+        match self.u8()? {
+            0 => Ok(None),
+            1 => {
+                let kind = LockKind::from_code(self.u8()?).ok_or_else(|| malformed("lock kind"))?;
+                let range = LockRange {
+                    start: self.u64()?,
+                    len: self.u64()?,
+                };
+                Ok(Some(Conflict {
+                    kind,
+                    range,
+                    pid: self.u32()?,
+                }))
+            }
+            _ => Err(malformed("lock answer")),
+        }
     }
     pub(crate) fn kind(&mut self) -> Result<FileKind> {
         FileKind::from_code(self.u8()?).ok_or_else(|| malformed("unknown file kind"))

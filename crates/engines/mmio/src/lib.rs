@@ -184,6 +184,11 @@ pub(crate) fn io_err(path: &std::path::Path, op: &'static str, e: std::io::Error
         Some(libc::EFBIG) => store::Error::FileTooLarge(p),
         Some(libc::ENOSPC) => store::Error::NoSpace(p),
         Some(libc::EINVAL) => store::Error::InvalidArgument(format!("{p}: {op}")),
+        Some(libc::ENODATA) => store::Error::NoAttribute(format!("{p}: {op}")),
+        Some(libc::E2BIG) => store::Error::TooLarge(format!("{p}: {op}")),
+        Some(libc::ERANGE) => store::Error::OutOfRange(format!("{p}: {op}")),
+        Some(libc::ELOOP) => store::Error::SymlinkLoop(p),
+        Some(libc::EOPNOTSUPP) => store::Error::Unsupported(format!("{op} on {p} by the host")),
         _ => store::Error::Io {
             path: p,
             op,

@@ -7,7 +7,8 @@ use crate::lifecycle::MmioStore;
 use pmem::Region;
 use std::any::Any;
 use store::{
-    DirEntry, Error, Fh, FsckReport, Ino, Metadata, OpenFlags, Result, SetAttr, StatFs, Store, TxId,
+    DirEntry, Fallocate, Fh, FileKind, FsckReport, Ino, Metadata, OpenFlags, RenameMode, Result,
+    SetAttr, StatFs, Store, TxId, XattrSet,
 };
 
 impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
@@ -64,12 +65,98 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
 
     fn link(
         &self,
-        _ino: Ino,
-        _new_parent: Ino,
-        _new_name: &[u8],
-        _tx: Option<TxId>,
+        ino: Ino,
+        new_parent: Ino,
+        new_name: &[u8],
+        tx: Option<TxId>,
     ) -> Result<Metadata> {
-        Err(Error::Unsupported("hard links on the mmio engine".into()))
+        self.check()?;
+        self.link_entry(ino, new_parent, new_name, tx)
+    }
+
+    fn symlink(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        target: &[u8],
+        tx: Option<TxId>,
+    ) -> Result<Metadata> {
+        self.check()?;
+        self.make_symlink(parent, name, target, tx)
+    }
+
+    fn readlink(&self, ino: Ino) -> Result<Vec<u8>> {
+        self.check()?;
+        self.read_link(ino)
+    }
+
+    fn mknod(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        kind: FileKind,
+        perm: u32,
+        rdev: u64,
+        tx: Option<TxId>,
+    ) -> Result<Metadata> {
+        self.check()?;
+        self.make_node(parent, name, kind, perm, rdev, tx)
+    }
+
+    fn tmpfile(
+        &self,
+        parent: Ino,
+        perm: u32,
+        flags: OpenFlags,
+        tx: Option<TxId>,
+    ) -> Result<(Metadata, Fh)> {
+        self.check()?;
+        self.make_tmpfile(parent, perm, flags, tx)
+    }
+
+    fn rename_with(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        new_parent: Ino,
+        new_name: &[u8],
+        mode: RenameMode,
+        tx: Option<TxId>,
+    ) -> Result<()> {
+        self.check()?;
+        self.rename_mode((parent, name), (new_parent, new_name), mode, tx)
+    }
+
+    fn fallocate(&self, fh: Fh, op: Fallocate, off: u64, len: u64) -> Result<()> {
+        self.check()?;
+        self.fallocate_handle(fh, op, off, len)
+    }
+
+    fn getxattr(&self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
+        self.check()?;
+        self.get_attr(ino, name)
+    }
+
+    fn setxattr(
+        &self,
+        ino: Ino,
+        name: &[u8],
+        value: &[u8],
+        how: XattrSet,
+        tx: Option<TxId>,
+    ) -> Result<()> {
+        self.check()?;
+        self.change_attr(ino, name, Some(value), how, tx)
+    }
+
+    fn listxattr(&self, ino: Ino) -> Result<Vec<Vec<u8>>> {
+        self.check()?;
+        self.list_attrs(ino)
+    }
+
+    fn removexattr(&self, ino: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
+        self.check()?;
+        self.change_attr(ino, name, None, XattrSet::Either, tx)
     }
 
     fn read_dir(&self, ino: Ino) -> Result<Vec<DirEntry>> {

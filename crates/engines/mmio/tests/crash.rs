@@ -4,7 +4,8 @@
 //! pairs a log pool image with a host image of the same moment (unsynced host data lost or
 //! torn per sector or page, namespace operations not yet made durable by a directory sync
 //! undone). A seeded workload of single writes, O_ATOMIC epochs, multi-file
-//! transactions, truncations and aborts runs; at every fence, sampled crash images are
+//! transactions, truncations, fallocate (punch, zero range), exchanges and extended-attribute
+//! changes in transactions, and aborts runs; at every fence, sampled crash images are
 //! recovered and checked: every committed sync/transaction fully present, the in-flight one
 //! either fully present or fully absent, nothing else. Some images are recovered with a crash
 //! in the middle of recovery, and recovered again (recovery is idempotent).
@@ -41,13 +42,23 @@ struct Oracle {
     failure: Option<String>,
 }
 
+/// The namespace as a tree: each file's contents, and each extended attribute under the key
+/// `path NUL name`.
 fn contents(s: &SimStore) -> store::Result<Tree> {
     let mut out = Tree::new();
     for e in s.read_dir(store::ROOT_INO)? {
         let p = format!("/{}", String::from_utf8_lossy(&e.name));
         out.insert(p.clone(), store::path::read_file(s, &p)?);
+        for name in s.listxattr(e.ino)? {
+            let value = s.getxattr(e.ino, &name)?;
+            out.insert(xattr_key(&p, &name), value);
+        }
     }
     Ok(out)
+}
+
+fn xattr_key(path: &str, name: &[u8]) -> String {
+    format!("{path}\0{}", String::from_utf8_lossy(name))
 }
 
 fn tree_of(files: &[Vec<u8>], extra: &Tree) -> Tree {
@@ -204,7 +215,7 @@ fn run(seed: u64, mode: PolicyMode, ops: usize) -> (u64, u64, u64) {
         m[f][off..off + data.len()].copy_from_slice(data);
     };
     for op in 0..ops {
-        let kind = rng.gen_range(0..12);
+        let kind = rng.gen_range(0..15);
         let f = rng.gen_range(0..NFILES);
         let off = rng.gen_range(0..24_000usize);
         let len = [1usize, 17, 100, 4096, 5000, 9000][rng.gen_range(0..6)];
@@ -274,6 +285,104 @@ fn run(seed: u64, mode: PolicyMode, ops: usize) -> (u64, u64, u64) {
                 // Background-style checkpoint of committed entries.
                 s.checkpoint_all().unwrap();
             }
+            12 => {
+                // fallocate outside a transaction: punch a hole or zero a range (its own
+                // transaction; the punch frees host storage after a locked checkpoint).
+                let size = model[f].len();
+                let (o2, l2) = (off.min(size), len as u64);
+                let op = if rng.gen_bool(0.5) {
+                    store::Fallocate::PunchHole
+                } else {
+                    store::Fallocate::ZeroRange { keep_size: false }
+                };
+                let mut next = model.clone();
+                let end = o2 + len;
+                let limit = match op {
+                    store::Fallocate::PunchHole => end.min(size),
+                    _ => end,
+                };
+                if next[f].len() < limit {
+                    next[f].resize(limit, 0);
+                }
+                next[f][o2..limit.max(o2)].fill(0);
+                set_inflight(&next, &extra);
+                s.fallocate(fhs[f], op, o2 as u64, l2).unwrap();
+                model = next;
+                commit_model(&model, &extra);
+            }
+            13 | 14 if extra.len() >= 2 => {
+                // In a transaction: exchange two extra files' names, or change an extended
+                // attribute of one; commit or abort.
+                let tx = s.tx_begin(&[]).unwrap();
+                let mut next_extra = extra.clone();
+                let names: Vec<String> = extra
+                    .keys()
+                    .filter(|k| !k.contains('\0'))
+                    .cloned()
+                    .collect();
+                let a = names[rng.gen_range(0..names.len())].clone();
+                let b = names[rng.gen_range(0..names.len())].clone();
+                if kind == 13 && a != b {
+                    s.rename_with(
+                        store::ROOT_INO,
+                        &a.as_bytes()[1..],
+                        store::ROOT_INO,
+                        &b.as_bytes()[1..],
+                        store::RenameMode::Exchange,
+                        Some(tx),
+                    )
+                    .unwrap();
+                    let moved: Vec<(String, Vec<u8>)> = extra
+                        .iter()
+                        .filter(|(k, _)| {
+                            k.starts_with(&format!("{a}\0"))
+                                || k.starts_with(&format!("{b}\0"))
+                                || **k == a
+                                || **k == b
+                        })
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect();
+                    for (k, _) in &moved {
+                        next_extra.remove(k);
+                    }
+                    for (k, v) in moved {
+                        let swapped = if k == a || k.starts_with(&format!("{a}\0")) {
+                            k.replacen(&a, &b, 1)
+                        } else {
+                            k.replacen(&b, &a, 1)
+                        };
+                        next_extra.insert(swapped, v);
+                    }
+                } else {
+                    let ino = store::resolve(&s, &a).unwrap().ino;
+                    let name = format!("user.k{}", rng.gen_range(0..3));
+                    let key = xattr_key(&a, name.as_bytes());
+                    if extra.contains_key(&key) && rng.gen_bool(0.4) {
+                        s.removexattr(ino, name.as_bytes(), Some(tx)).unwrap();
+                        next_extra.remove(&key);
+                    } else {
+                        let value: Vec<u8> =
+                            (0..rng.gen_range(0..300)).map(|_| rng.gen()).collect();
+                        s.setxattr(
+                            ino,
+                            name.as_bytes(),
+                            &value,
+                            store::XattrSet::Either,
+                            Some(tx),
+                        )
+                        .unwrap();
+                        next_extra.insert(key, value);
+                    }
+                }
+                if rng.gen_bool(0.2) {
+                    s.tx_abort(tx).unwrap();
+                } else {
+                    set_inflight(&model, &next_extra);
+                    s.tx_commit(tx).unwrap();
+                    extra = next_extra;
+                    commit_model(&model, &extra);
+                }
+            }
             _ => {
                 // A namespace transaction: create and write a file, maybe unlink or rename
                 // another extra file, maybe write f; commit or abort.
@@ -290,15 +399,18 @@ fn run(seed: u64, mode: PolicyMode, ops: usize) -> (u64, u64, u64) {
                 let d: Vec<u8> = (0..rng.gen_range(1..7000)).map(|_| rng.gen()).collect();
                 s.write(fh, 0, &d).unwrap();
                 next_extra.insert(name.clone(), d);
-                if let Some(old) = extra
+                let files: Vec<String> = extra
                     .keys()
-                    .nth(rng.gen_range(0..extra.len().max(1)))
+                    .filter(|k| !k.contains('\0'))
                     .cloned()
-                {
-                    if extra.len() >= 6 || rng.gen_bool(0.5) {
+                    .collect();
+                if let Some(old) = files.get(rng.gen_range(0..files.len().max(1))).cloned() {
+                    let attrs = format!("{old}\0");
+                    if files.len() >= 6 || rng.gen_bool(0.5) {
                         s.unlink(store::ROOT_INO, &old.as_bytes()[1..], Some(tx))
                             .unwrap();
                         next_extra.remove(&old);
+                        next_extra.retain(|k, _| !k.starts_with(&attrs));
                     } else {
                         let to = format!("/r{next_name}");
                         s.rename(
@@ -310,6 +422,13 @@ fn run(seed: u64, mode: PolicyMode, ops: usize) -> (u64, u64, u64) {
                         )
                         .unwrap();
                         let v = next_extra.remove(&old).unwrap_or_default();
+                        let carried: Vec<(String, Vec<u8>)> = next_extra
+                            .iter()
+                            .filter(|(k, _)| k.starts_with(&attrs))
+                            .map(|(k, v)| (k.replacen(&old, &to, 1), v.clone()))
+                            .collect();
+                        next_extra.retain(|k, _| !k.starts_with(&attrs));
+                        next_extra.extend(carried);
                         next_extra.insert(to, v);
                     }
                 }

@@ -31,6 +31,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/stat.h>
+#include <fcntl.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -107,6 +108,12 @@ int atomfs_stat(atomfs_pool *pool, const char *path, struct stat *st);
 
 /* Switch a file in (on != 0) or out of O_ATOMIC mode. Switching out commits pending writes. */
 int atomfs_set_atomic(int fd, int on);
+
+/* Record locks, shared with every process using the store (through its server): cmd is
+ * F_SETLK (-1 with EAGAIN when another owner's lock conflicts), F_SETLKW (waits) or
+ * F_GETLK; fl as fcntl(2) takes it. Locks belong to the open file, as OFD locks do: two
+ * opens of a file exclude each other, and the locks go when its last descriptor closes. */
+int atomfs_lock(int fd, int cmd, struct flock *fl);
 
 /* ---- namespace (each call atomic and durable when it returns) ---- */
 

@@ -254,9 +254,47 @@ fn install_fd(file: Arc<OpenFile>) -> PResult<c_int> {
 #[no_mangle]
 pub extern "C" fn atomfs_close(fd: c_int) -> c_int {
     match state().fds.remove(fd) {
-        Some(_) => 0,
+        Some(f) => {
+            if Arc::strong_count(&f) == 1 {
+                // The last descriptor of the open file: its locks go with it.
+                px::lock_release(&f, lock_owner(&f));
+            }
+            0
+        }
         None => ret(Err(libc::EBADF), -1),
     }
+}
+
+/// The lock owner of an open file (locks of the C API belong to the open file, as OFD
+/// locks do): its address.
+fn lock_owner(f: &Arc<OpenFile>) -> u64 {
+    Arc::as_ptr(f) as u64
+}
+
+/// Record locks on a pool file, shared with every process using the store (through its
+/// server): `cmd` is F_SETLK, F_SETLKW or F_GETLK, `fl` as fcntl(2) takes it. Locks belong
+/// to the open file (as OFD locks): two opens of one file in one process exclude each other,
+/// and the locks go when the last descriptor of the open file closes.
+///
+/// # Safety
+/// `fl` is NULL or points to a readable and writable `struct flock`.
+#[no_mangle]
+pub unsafe extern "C" fn atomfs_lock(fd: c_int, cmd: c_int, fl: *mut libc::flock) -> c_int {
+    let r = file(fd).and_then(|f| {
+        if fl.is_null() {
+            return Err(libc::EFAULT);
+        }
+        let cmd = match cmd {
+            libc::F_SETLK => libc::F_OFD_SETLK,
+            libc::F_SETLKW => libc::F_OFD_SETLKW,
+            libc::F_GETLK => libc::F_OFD_GETLK,
+            _ => return Err(libc::EINVAL),
+        };
+        // SAFETY: non-NULL, readable and writable by the caller's contract.
+        let fl = unsafe { &mut *fl };
+        px::lock(&f, lock_owner(&f), cmd, fl, None).map(|()| 0)
+    });
+    ret(r, -1)
 }
 
 /// Build a mutable byte slice from C arguments; `EFAULT` for NULL with a non-zero count.
@@ -300,7 +338,7 @@ pub unsafe extern "C" fn atomfs_read(fd: c_int, buf: *mut c_void, count: usize) 
     // SAFETY: forwarded caller contract.
     ret(
         file(fd)
-            .and_then(|f| px::read(&f, unsafe { buf_mut(buf, count) }?))
+            .and_then(|f| px::read(&f, unsafe { buf_mut(buf, count) }?, None))
             .map(|n| n as isize),
         -1,
     )
@@ -334,7 +372,7 @@ pub unsafe extern "C" fn atomfs_write(fd: c_int, buf: *const c_void, count: usiz
     // SAFETY: forwarded caller contract.
     ret(
         file(fd)
-            .and_then(|f| px::write(&f, unsafe { buf_ref(buf, count) }?))
+            .and_then(|f| px::write(&f, unsafe { buf_ref(buf, count) }?, None))
             .map(|n| n as isize),
         -1,
     )
@@ -364,7 +402,7 @@ pub unsafe extern "C" fn atomfs_pwrite(
 pub extern "C" fn atomfs_lseek(fd: c_int, off: i64, whence: c_int) -> i64 {
     ret(
         file(fd)
-            .and_then(|f| px::lseek(&f, off, whence))
+            .and_then(|f| px::lseek(&f, off, whence, None))
             .map(|n| n as i64),
         -1,
     )

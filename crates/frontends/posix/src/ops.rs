@@ -70,6 +70,47 @@ pub fn open(pool: &Arc<Pool>, path: &[u8], flags: i32, mode: u32) -> PResult<Arc
     Ok(file)
 }
 
+/// Open inode `ino` again with the status flags and O_ATOMIC mode of a description another
+/// process opened (a descriptor inherited across fork or exec): its own store handle, the
+/// same file. `path` is kept for messages and `fdopendir`.
+pub fn open_inode(
+    pool: &Arc<Pool>,
+    ino: store::Ino,
+    status: i32,
+    atomic: bool,
+    path: &[u8],
+) -> PResult<Arc<OpenFile>> {
+    let store = &*pool.store;
+    let meta = store.getattr(ino).map_err(err)?;
+    let access = status & libc::O_ACCMODE;
+    let target = match meta.kind {
+        FileKind::Dir => Target::Dir,
+        FileKind::File => Target::File(
+            store
+                .open(
+                    ino,
+                    OpenFlags {
+                        read: access != libc::O_WRONLY,
+                        write: access != libc::O_RDONLY,
+                        append: status & libc::O_APPEND != 0,
+                        atomic,
+                    },
+                )
+                .map_err(err)?,
+        ),
+        _ => return Err(libc::EBADF),
+    };
+    Ok(Arc::new(OpenFile {
+        pool: pool.clone(),
+        ino,
+        target,
+        pos: Mutex::new(0),
+        status: AtomicI32::new(status),
+        atomic: AtomicBool::new(atomic),
+        path: path.to_vec(),
+    }))
+}
+
 /// The inode of `path` for open(2), created when it is missing and `flags` say O_CREAT. A
 /// symbolic link in the last component is followed (a link to a missing name with O_CREAT
 /// creates that name), except with O_NOFOLLOW (ELOOP) or O_CREAT|O_EXCL (EEXIST).
@@ -96,11 +137,38 @@ fn open_entry(store: &dyn store::Store, path: &[u8], flags: i32, mode: u32) -> P
     }
 }
 
+/// Where a description's offset lives besides [`OpenFile::pos`]: `Some(fd)` when it is
+/// mirrored in the kernel description of descriptor `fd` (the shim's descriptors: a kernel
+/// description is shared with forked children and survives exec, so every process using it
+/// sees one offset, as POSIX wants). Read before and written back after each call, under the
+/// position lock.
+pub type Mirror = Option<i32>;
+
+fn load_pos(pos: &mut u64, mirror: Mirror) {
+    if let Some(fd) = mirror {
+        // SAFETY: lseek on a descriptor number; no memory is touched. A failure leaves the
+        // offset kept in the file.
+        let at = unsafe { libc::lseek(fd, 0, libc::SEEK_CUR) };
+        if at >= 0 {
+            *pos = at as u64;
+        }
+    }
+}
+
+fn store_pos(pos: u64, mirror: Mirror) {
+    if let (Some(fd), Ok(at)) = (mirror, i64::try_from(pos)) {
+        // SAFETY: as in `load_pos`.
+        unsafe { libc::lseek(fd, at, libc::SEEK_SET) };
+    }
+}
+
 /// read(2) at the file offset.
-pub fn read(file: &OpenFile, buf: &mut [u8]) -> PResult<usize> {
+pub fn read(file: &OpenFile, buf: &mut [u8], mirror: Mirror) -> PResult<usize> {
     let mut pos = file.pos.lock().unwrap_or_else(|p| p.into_inner());
+    load_pos(&mut pos, mirror);
     let n = pread(file, buf, *pos)?;
     *pos += n as u64;
+    store_pos(*pos, mirror);
     Ok(n)
 }
 
@@ -125,8 +193,9 @@ pub fn pread(file: &OpenFile, buf: &mut [u8], off: u64) -> PResult<usize> {
 }
 
 /// write(2) at the file offset (at the end for O_APPEND).
-pub fn write(file: &OpenFile, data: &[u8]) -> PResult<usize> {
+pub fn write(file: &OpenFile, data: &[u8], mirror: Mirror) -> PResult<usize> {
     let mut pos = file.pos.lock().unwrap_or_else(|p| p.into_inner());
+    load_pos(&mut pos, mirror);
     let append = file.status.load(Ordering::Relaxed) & libc::O_APPEND != 0;
     let n = pwrite(file, data, *pos)?;
     *pos = if append {
@@ -134,6 +203,7 @@ pub fn write(file: &OpenFile, data: &[u8]) -> PResult<usize> {
     } else {
         *pos + n as u64
     };
+    store_pos(*pos, mirror);
     Ok(n)
 }
 
@@ -155,8 +225,9 @@ pub fn pwrite(file: &OpenFile, data: &[u8], off: u64) -> PResult<usize> {
 }
 
 /// lseek(2): SEEK_SET, SEEK_CUR, SEEK_END, SEEK_DATA, SEEK_HOLE.
-pub fn lseek(file: &OpenFile, off: i64, whence: i32) -> PResult<u64> {
+pub fn lseek(file: &OpenFile, off: i64, whence: i32, mirror: Mirror) -> PResult<u64> {
     let mut pos = file.pos.lock().unwrap_or_else(|p| p.into_inner());
+    load_pos(&mut pos, mirror);
     let size = || -> PResult<i64> {
         match file.target {
             Target::File(fh) => Ok(file.pool.store.fstat(fh).map_err(err)?.size as i64),
@@ -180,6 +251,7 @@ pub fn lseek(file: &OpenFile, off: i64, whence: i32) -> PResult<u64> {
     match new {
         Some(n) if n >= 0 => {
             *pos = n as u64;
+            store_pos(*pos, mirror);
             Ok(n as u64)
         }
         Some(_) => Err(libc::EINVAL),
@@ -378,3 +450,127 @@ pub fn d_type(kind: FileKind) -> u8 {
 /// Keep the `Store` trait in scope for method calls on `dyn Store`.
 #[allow(dead_code)]
 fn _uses(_: &dyn Store) {}
+
+/// fcntl record locks on a pool file (F_SETLK, F_SETLKW, F_GETLK and their OFD forms), kept
+/// by the store's server for every process using the store (remote::locks). `owner` is the
+/// lock owner: the process id for POSIX locks, the description for OFD locks. `fl` is read
+/// (and, for `F_GETLK`, written) as fcntl(2) does.
+pub fn lock(
+    file: &OpenFile,
+    owner: u64,
+    cmd: i32,
+    fl: &mut libc::flock,
+    mirror: Mirror,
+) -> PResult<()> {
+    use remote::locks::LockKind;
+    let kind = match i32::from(fl.l_type) {
+        libc::F_RDLCK => LockKind::Read,
+        libc::F_WRLCK => LockKind::Write,
+        libc::F_UNLCK => LockKind::Unlock,
+        _ => return Err(libc::EINVAL),
+    };
+    let range = lock_range(file, fl, mirror)?;
+    let store = &*file.pool.store;
+    let socket = remote::socket_for(&file.pool.path);
+    match cmd {
+        libc::F_GETLK | libc::F_OFD_GETLK => {
+            if kind == LockKind::Unlock {
+                return Err(libc::EINVAL);
+            }
+            let found = remote::file_lock_test(store, &socket, file.ino, owner, kind, range)
+                .map_err(err)?;
+            match found {
+                None => fl.l_type = libc::F_UNLCK as i16,
+                Some(c) => {
+                    fl.l_type = match c.kind {
+                        LockKind::Write => libc::F_WRLCK,
+                        _ => libc::F_RDLCK,
+                    } as i16;
+                    fl.l_whence = libc::SEEK_SET as i16;
+                    fl.l_start = i64::try_from(c.range.start).unwrap_or(i64::MAX);
+                    fl.l_len = i64::try_from(c.range.len).unwrap_or(0);
+                    fl.l_pid = if cmd == libc::F_OFD_GETLK {
+                        -1
+                    } else {
+                        c.pid as i32
+                    };
+                }
+            }
+            Ok(())
+        }
+        _ => {
+            LOCKS_TAKEN.store(true, Ordering::Relaxed);
+            match kind {
+                LockKind::Read => file.check_readable()?,
+                LockKind::Write => file.check_writable()?,
+                LockKind::Unlock => {}
+            }
+            let wait = matches!(cmd, libc::F_SETLKW | libc::F_OFD_SETLKW);
+            let mut pause = std::time::Duration::from_micros(500);
+            loop {
+                let conflict =
+                    remote::file_lock(store, &socket, file.ino, owner, kind, range).map_err(err)?;
+                match conflict {
+                    None => return Ok(()),
+                    Some(_) if !wait => return Err(libc::EAGAIN),
+                    Some(_) => {
+                        std::thread::sleep(pause);
+                        pause = (pause * 2).min(std::time::Duration::from_millis(20));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Whether this process ever set a lock (else closing a descriptor has none to drop, and
+/// costs no call to the server).
+static LOCKS_TAKEN: AtomicBool = AtomicBool::new(false);
+
+/// Drop every lock `owner` holds on `file`'s inode (a POSIX lock owner closed a descriptor).
+pub fn lock_release(file: &OpenFile, owner: u64) {
+    if !LOCKS_TAKEN.load(Ordering::Relaxed) {
+        return;
+    }
+    let socket = remote::socket_for(&file.pool.path);
+    // A server that is gone took its table with it; nothing is left to release.
+    let _ = remote::file_lock_release(&*file.pool.store, &socket, file.ino, owner);
+}
+
+/// The absolute byte range of `fl` (l_whence, l_start, l_len as fcntl(2) reads them).
+fn lock_range(
+    file: &OpenFile,
+    fl: &libc::flock,
+    mirror: Mirror,
+) -> PResult<remote::locks::LockRange> {
+    let base: i64 = match i32::from(fl.l_whence) {
+        libc::SEEK_SET => 0,
+        libc::SEEK_CUR => {
+            let mut pos = *file.pos.lock().unwrap_or_else(|p| p.into_inner());
+            load_pos(&mut pos, mirror);
+            i64::try_from(pos).map_err(|_| libc::EOVERFLOW)?
+        }
+        libc::SEEK_END => match file.target {
+            Target::File(fh) => i64::try_from(file.pool.store.fstat(fh).map_err(err)?.size)
+                .map_err(|_| libc::EOVERFLOW)?,
+            Target::Dir => 0,
+        },
+        _ => return Err(libc::EINVAL),
+    };
+    let start = base.checked_add(fl.l_start).ok_or(libc::EOVERFLOW)?;
+    let (start, len) = if fl.l_len < 0 {
+        (
+            start.checked_add(fl.l_len).ok_or(libc::EINVAL)?,
+            fl.l_len.unsigned_abs(),
+        )
+    } else {
+        (start, fl.l_len as u64)
+    };
+    if start < 0 {
+        return Err(libc::EINVAL);
+    }
+    Ok(remote::locks::LockRange {
+        start: start as u64,
+        len,
+    })
+}

@@ -57,9 +57,10 @@ type PreadChkFn = unsafe extern "C" fn(c_int, *mut c_void, usize, i64, usize) ->
 pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, count: usize) -> isize {
     match shim_file(fd) {
         // SAFETY: the caller's buffer.
-        Some(f) => {
-            ret(with(&f, |f| px::read(f, unsafe { out_buf(buf, count) }?)).map(|n| n as isize))
-        }
+        Some(f) => ret(with(&f, |f| {
+            px::read(f, unsafe { out_buf(buf, count) }?, Some(fd))
+        })
+        .map(|n| n as isize)),
         None => call_real!(read: ReadFn, fd, buf, count),
     }
 }
@@ -74,7 +75,7 @@ pub unsafe extern "C" fn __read_chk(
     match shim_file(fd) {
         // SAFETY: the caller's buffer (of buflen bytes; never more than that is written).
         Some(f) => ret(with(&f, |f| {
-            px::read(f, unsafe { out_buf(buf, count.min(buflen)) }?)
+            px::read(f, unsafe { out_buf(buf, count.min(buflen)) }?, Some(fd))
         })
         .map(|n| n as isize)),
         None => call_real!(__read_chk: ChkFn, fd, buf, count, buflen),
@@ -85,9 +86,10 @@ pub unsafe extern "C" fn __read_chk(
 pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, count: usize) -> isize {
     match shim_file(fd) {
         // SAFETY: the caller's buffer.
-        Some(f) => {
-            ret(with(&f, |f| px::write(f, unsafe { in_buf(buf, count) }?)).map(|n| n as isize))
-        }
+        Some(f) => ret(with(&f, |f| {
+            px::write(f, unsafe { in_buf(buf, count) }?, Some(fd))
+        })
+        .map(|n| n as isize)),
         None => call_real!(write: WriteFn, fd, buf, count),
     }
 }
@@ -189,7 +191,7 @@ unsafe fn iovecs<'a>(iov: *const libc::iovec, n: c_int) -> PResult<&'a [libc::io
 type VecFn = unsafe extern "C" fn(c_int, *const libc::iovec, c_int) -> isize;
 
 /// readv: one read of the total length, scattered.
-fn readv_ours(f: &OpenFile, iov: *const libc::iovec, n: c_int) -> PResult<isize> {
+fn readv_ours(fd: c_int, f: &OpenFile, iov: *const libc::iovec, n: c_int) -> PResult<isize> {
     // SAFETY: the caller's iovecs.
     let iov = unsafe { iovecs(iov, n) }?;
     let total = iov
@@ -198,7 +200,7 @@ fn readv_ours(f: &OpenFile, iov: *const libc::iovec, n: c_int) -> PResult<isize>
         .sum::<usize>()
         .min(px::IO_BYTES_MAX);
     let mut tmp = vec![0u8; total];
-    let got = with(f, |f| px::read(f, &mut tmp))?;
+    let got = with(f, |f| px::read(f, &mut tmp, Some(fd)))?;
     let mut done = 0;
     for v in iov {
         if done >= got {
@@ -215,7 +217,7 @@ fn readv_ours(f: &OpenFile, iov: *const libc::iovec, n: c_int) -> PResult<isize>
 }
 
 /// writev: gathered into one write, so it is one atomic update.
-fn writev_ours(f: &OpenFile, iov: *const libc::iovec, n: c_int) -> PResult<isize> {
+fn writev_ours(fd: c_int, f: &OpenFile, iov: *const libc::iovec, n: c_int) -> PResult<isize> {
     // SAFETY: the caller's iovecs.
     let iov = unsafe { iovecs(iov, n) }?;
     let mut data = Vec::with_capacity(iov.iter().map(|v| v.iov_len).sum());
@@ -223,13 +225,13 @@ fn writev_ours(f: &OpenFile, iov: *const libc::iovec, n: c_int) -> PResult<isize
         // SAFETY: iov_base is valid for iov_len bytes (caller's contract).
         data.extend_from_slice(unsafe { in_buf(v.iov_base, v.iov_len) }?);
     }
-    with(f, |f| px::write(f, &data)).map(|n| n as isize)
+    with(f, |f| px::write(f, &data, Some(fd))).map(|n| n as isize)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn readv(fd: c_int, iov: *const libc::iovec, n: c_int) -> isize {
     match shim_file(fd) {
-        Some(f) => ret(readv_ours(&f, iov, n)),
+        Some(f) => ret(readv_ours(fd, &f, iov, n)),
         None => call_real!(readv: VecFn, fd, iov, n),
     }
 }
@@ -237,7 +239,7 @@ pub unsafe extern "C" fn readv(fd: c_int, iov: *const libc::iovec, n: c_int) -> 
 #[no_mangle]
 pub unsafe extern "C" fn writev(fd: c_int, iov: *const libc::iovec, n: c_int) -> isize {
     match shim_file(fd) {
-        Some(f) => ret(writev_ours(&f, iov, n)),
+        Some(f) => ret(writev_ours(fd, &f, iov, n)),
         None => call_real!(writev: VecFn, fd, iov, n),
     }
 }
@@ -247,7 +249,7 @@ type LseekFn = unsafe extern "C" fn(c_int, i64, c_int) -> i64;
 #[no_mangle]
 pub unsafe extern "C" fn lseek(fd: c_int, off: i64, whence: c_int) -> i64 {
     match shim_file(fd) {
-        Some(f) => ret(with(&f, |f| px::lseek(f, off, whence)).map(|n| n as i64)),
+        Some(f) => ret(with(&f, |f| px::lseek(f, off, whence, Some(fd))).map(|n| n as i64)),
         None => call_real!(lseek: LseekFn, fd, off, whence),
     }
 }
@@ -255,7 +257,7 @@ pub unsafe extern "C" fn lseek(fd: c_int, off: i64, whence: c_int) -> i64 {
 #[no_mangle]
 pub unsafe extern "C" fn lseek64(fd: c_int, off: i64, whence: c_int) -> i64 {
     match shim_file(fd) {
-        Some(f) => ret(with(&f, |f| px::lseek(f, off, whence)).map(|n| n as i64)),
+        Some(f) => ret(with(&f, |f| px::lseek(f, off, whence, Some(fd))).map(|n| n as i64)),
         None => call_real!(lseek64: LseekFn, fd, off, whence),
     }
 }
@@ -296,9 +298,23 @@ pub unsafe extern "C" fn ftruncate64(fd: c_int, len: i64) -> c_int {
     }
 }
 
-/// Forget a shim descriptor (in a forked child without releasing the parent's handle).
+/// The lock owner of an open file description (OFD locks): its address, marked apart from
+/// process ids.
+fn ofd_owner(file: &Arc<OpenFile>) -> u64 {
+    (Arc::as_ptr(file) as u64) | (1 << 63)
+}
+
+/// Forget a shim descriptor (in a forked child without releasing the parent's handle). As
+/// close(2) does, the process's record locks on the file go with any of its descriptors.
 pub(crate) fn forget(fd: c_int) {
     ours(|| {
+        if let Some(file) = fds().get(fd).ok().filter(|f| crate::own_file(f)) {
+            px::lock_release(&file, u64::from(std::process::id()));
+            if Arc::strong_count(&file) <= 2 {
+                // The last descriptor of the description: its OFD locks go too.
+                px::lock_release(&file, ofd_owner(&file));
+            }
+        }
         if let Some(file) = fds().remove(fd) {
             // A descriptor inherited from the parent: its file is the parent's to close.
             if !crate::own_file(&file) {
@@ -316,7 +332,14 @@ fn free_number(fd: c_int) -> bool {
 
 #[no_mangle]
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
-    if shim_file(fd).is_some() {
+    if crate::in_shared_child() {
+        return call_real!(close: FdFn, fd);
+    }
+    if crate::cwd::is_marker(fd) {
+        return 0;
+    }
+    crate::inherit::closed(fd);
+    if crate::is_shim_fd(fd) {
         forget(fd);
     } else if free_number(fd) {
         // The number held the shim's pool lock (the application never opened it): moved
@@ -343,6 +366,9 @@ fn after_dup(old: Option<Arc<OpenFile>>, new: c_int) {
 
 #[no_mangle]
 pub unsafe extern "C" fn dup(fd: c_int) -> c_int {
+    if crate::in_shared_child() {
+        return call_real!(dup: FdFn, fd);
+    }
     let file = shim_file(fd);
     let new: c_int = call_real!(dup: FdFn, fd);
     if new >= 0 && file.is_some() {
@@ -353,6 +379,9 @@ pub unsafe extern "C" fn dup(fd: c_int) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
+    if crate::in_shared_child() {
+        return call_real!(dup2: Dup2Fn, old, new);
+    }
     let (file, target) = (shim_file(old), shim_file(new));
     if old != new {
         free_number(new);
@@ -366,6 +395,9 @@ pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
+    if crate::in_shared_child() {
+        return call_real!(dup3: Dup3Fn, old, new, flags);
+    }
     let (file, target) = (shim_file(old), shim_file(new));
     if old != new {
         free_number(new);
@@ -380,7 +412,8 @@ pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
 type FcntlFn = unsafe extern "C" fn(c_int, c_int, ...) -> c_int;
 
 /// fcntl on a shim descriptor: status flags are the shim's; descriptor flags and dups are
-/// the kernel's; locks always succeed (the pool has no other user).
+/// the kernel's; record and OFD locks are the store's, shared with every process using it
+/// through its server (`px::lock`).
 fn fcntl_ours(fd: c_int, file: Arc<OpenFile>, cmd: c_int, arg: c_ulong) -> Option<c_int> {
     match cmd {
         libc::F_GETFL => Some(file.status.load(Ordering::Relaxed) | libc::O_LARGEFILE),
@@ -392,15 +425,30 @@ fn fcntl_ours(fd: c_int, file: Arc<OpenFile>, cmd: c_int, arg: c_ulong) -> Optio
             );
             Some(0)
         }
-        libc::F_SETLK | libc::F_SETLKW | libc::F_OFD_SETLK | libc::F_OFD_SETLKW => Some(0),
-        libc::F_GETLK | libc::F_OFD_GETLK => {
+        libc::F_SETLK
+        | libc::F_SETLKW
+        | libc::F_OFD_SETLK
+        | libc::F_OFD_SETLKW
+        | libc::F_GETLK
+        | libc::F_OFD_GETLK => {
             let lock = arg as *mut libc::flock;
             if lock.is_null() {
                 return Some(ret::<c_int>(Err(libc::EFAULT)));
             }
-            // SAFETY: the caller passes a `struct flock` for F_GETLK.
-            unsafe { (*lock).l_type = libc::F_UNLCK as i16 };
-            Some(0)
+            let ofd = matches!(
+                cmd,
+                libc::F_OFD_SETLK | libc::F_OFD_SETLKW | libc::F_OFD_GETLK
+            );
+            let owner = if ofd {
+                ofd_owner(&file)
+            } else {
+                u64::from(std::process::id())
+            };
+            // SAFETY: the caller passes a `struct flock` for the lock commands.
+            let fl = unsafe { &mut *lock };
+            Some(ret(with(&file, |f| {
+                px::lock(f, owner, cmd, fl, Some(fd)).map(|()| 0)
+            })))
         }
         libc::F_DUPFD | libc::F_DUPFD_CLOEXEC => {
             let new: c_int = call_real!(fcntl: FcntlFn, fd, cmd, arg);
@@ -415,6 +463,9 @@ fn fcntl_ours(fd: c_int, file: Arc<OpenFile>, cmd: c_int, arg: c_ulong) -> Optio
 
 #[no_mangle]
 pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
+    if crate::in_shared_child() {
+        return call_real!(fcntl: FcntlFn, fd, cmd, arg);
+    }
     if let Some(r) = shim_file(fd).and_then(|f| fcntl_ours(fd, f, cmd, arg)) {
         return r;
     }
@@ -423,6 +474,9 @@ pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn fcntl64(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
+    if crate::in_shared_child() {
+        return call_real!(fcntl64: FcntlFn, fd, cmd, arg);
+    }
     if let Some(r) = shim_file(fd).and_then(|f| fcntl_ours(fd, f, cmd, arg)) {
         return r;
     }
@@ -623,6 +677,54 @@ fn mmap_refused() -> *mut c_void {
     libc::MAP_FAILED
 }
 
+/// mmap of a shim file: a private copy (the kernel has no pages of the pool's file to share).
+/// MAP_PRIVATE mappings behave as the kernel's do, except that pages past the end of file
+/// read as zeros instead of SIGBUS; a read-only MAP_SHARED mapping is the same copy (a
+/// snapshot: later writes to the file do not show in it); a writable MAP_SHARED mapping is
+/// refused (ENODEV): its stores would never reach the pool.
+fn mmap_copy(
+    file: &OpenFile,
+    addr: *mut c_void,
+    len: usize,
+    prot: c_int,
+    flags: c_int,
+    off: i64,
+    real: MmapFn,
+) -> *mut c_void {
+    let shared = flags & (libc::MAP_SHARED | libc::MAP_SHARED_VALIDATE) != 0;
+    if shared && prot & libc::PROT_WRITE != 0 {
+        return mmap_refused();
+    }
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as i64;
+    if len == 0 || off < 0 || off % page != 0 {
+        crate::set_errno(libc::EINVAL);
+        return libc::MAP_FAILED;
+    }
+    let anon = (flags & !(libc::MAP_SHARED | libc::MAP_SHARED_VALIDATE))
+        | libc::MAP_PRIVATE
+        | libc::MAP_ANONYMOUS;
+    // SAFETY: an anonymous mapping at the caller's hint (or MAP_FIXED address, as asked).
+    let p = unsafe { real(addr, len, libc::PROT_READ | libc::PROT_WRITE, anon, -1, 0) };
+    if p == libc::MAP_FAILED {
+        return p;
+    }
+    // SAFETY: `p` is a fresh writable mapping of `len` bytes.
+    let dst = unsafe { std::slice::from_raw_parts_mut(p.cast::<u8>(), len) };
+    let filled = ours(|| px::pread(file, dst, off as u64));
+    // SAFETY: `p`/`len` is the mapping made above.
+    let protected = unsafe { libc::mprotect(p, len, prot) } == 0;
+    match filled {
+        Ok(_) if protected => p,
+        other => {
+            // SAFETY: unmapping the mapping made above.
+            unsafe { libc::munmap(p, len) };
+            crate::set_errno(other.err().unwrap_or(libc::EACCES));
+            libc::MAP_FAILED
+        }
+    }
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn mmap(
     addr: *mut c_void,
@@ -632,8 +734,13 @@ pub unsafe extern "C" fn mmap(
     fd: c_int,
     off: i64,
 ) -> *mut c_void {
-    if flags & libc::MAP_ANONYMOUS == 0 && shim_file(fd).is_some() {
-        return mmap_refused();
+    if flags & libc::MAP_ANONYMOUS == 0 {
+        if let Some(file) = shim_file(fd) {
+            return match crate::real::real!(mmap: MmapFn) {
+                Some(real) => mmap_copy(&file, addr, len, prot, flags, off, real),
+                None => mmap_refused(),
+            };
+        }
     }
     match crate::real::real!(mmap: MmapFn) {
         // SAFETY: forwarding the caller's arguments to the real mmap.
@@ -651,8 +758,13 @@ pub unsafe extern "C" fn mmap64(
     fd: c_int,
     off: i64,
 ) -> *mut c_void {
-    if flags & libc::MAP_ANONYMOUS == 0 && shim_file(fd).is_some() {
-        return mmap_refused();
+    if flags & libc::MAP_ANONYMOUS == 0 {
+        if let Some(file) = shim_file(fd) {
+            return match crate::real::real!(mmap64: MmapFn) {
+                Some(real) => mmap_copy(&file, addr, len, prot, flags, off, real),
+                None => mmap_refused(),
+            };
+        }
     }
     match crate::real::real!(mmap64: MmapFn) {
         // SAFETY: forwarding the caller's arguments to the real mmap64.

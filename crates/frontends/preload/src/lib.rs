@@ -17,8 +17,10 @@
 //!   keeps its inherited descriptor numbers but may not use the parent's pool (its calls
 //!   under the prefix and on inherited shim descriptors fail with EIO; close works); a child
 //!   of a process that never opened the pool opens it itself (one process at a time: the pool
-//!   is locked, a concurrent second opener gets EBUSY); exec drops shim descriptors (the new program's
-//!   shim does not know them). A fork handler only sets a flag (no locks are taken across
+//!   is locked, a concurrent second opener gets EBUSY). A forked child's inherited
+//!   descriptors, and an exec'd program's (under the shim), open the same file again through
+//!   the owner's store server on first use, sharing the offset (inherit.rs); without a
+//!   server, or in a program not under the shim, they fail (EIO, EPERM). A fork handler only sets a flag (no locks are taken across
 //!   fork), so a multithreaded program that forks while another thread is inside the shim
 //!   could leave a table lock held in the child; the child then blocks on its first shim call.
 //!
@@ -31,13 +33,16 @@
 #![allow(clippy::unnecessary_cast)]
 #![allow(clippy::missing_safety_doc)]
 
+mod cwd;
 mod dirs;
 mod fds;
+mod inherit;
 mod paths;
 mod real;
 mod route;
 mod special;
 mod stdio;
+mod tempfiles;
 mod umask;
 mod xattrs;
 
@@ -287,6 +292,7 @@ fn fds() -> &'static FdTable {
     static FDS: OnceLock<FdTable> = OnceLock::new();
     FDS.get_or_init(|| {
         register_atfork();
+        TABLE_PID.store(this_pid(), Ordering::Relaxed);
         FdTable::new()
     })
 }
@@ -321,9 +327,29 @@ fn ours<T>(f: impl FnOnce() -> T) -> T {
     f()
 }
 
-/// In the child after fork: the pool stays the parent's. Only an atomic store here: a fork
+/// The process the shim's tables belong to: set at start-up and by the fork handler in a
+/// child. A vfork child (or posix_spawn's, or any clone that runs no fork handlers) shares
+/// the parent's memory until it execs: it sees another pid here and leaves the tables alone
+/// (its close, dup2 and dup3 go straight to the kernel), or it would take the parent's
+/// descriptors away from it.
+static TABLE_PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+fn this_pid() -> u32 {
+    // SAFETY: getpid has no preconditions (a system call: glibc keeps no cache to go stale
+    // in a vfork child).
+    unsafe { libc::getpid() as u32 }
+}
+
+/// Whether this is a child sharing its parent's memory (see [`TABLE_PID`]).
+fn in_shared_child() -> bool {
+    let owner = TABLE_PID.load(Ordering::Relaxed);
+    owner != 0 && owner != this_pid()
+}
+
+/// In the child after fork: the pool stays the parent's. Only atomic stores here: a fork
 /// handler must not take locks.
 extern "C" fn after_fork_child() {
+    TABLE_PID.store(this_pid(), Ordering::Relaxed);
     umask::after_fork_child();
     if POOL_OPEN.load(Ordering::Relaxed) || CHILD_OPEN.load(Ordering::Relaxed) {
         FORKED.store(true, Ordering::Relaxed);
@@ -352,12 +378,23 @@ fn ret<T: From<i8>>(r: PResult<T>) -> T {
     })
 }
 
-/// The open file behind a shim descriptor, if `fd` is one (None: pass to the real libc).
+/// The open file behind a shim descriptor, if `fd` is one (None: pass to the real libc). A
+/// descriptor inherited across fork or exec is opened again through the pool's owner first
+/// (see inherit.rs).
 fn shim_file(fd: c_int) -> Option<Arc<OpenFile>> {
     if fd < 0 || busy() {
         return None;
     }
-    ours(|| fds().get(fd).ok())
+    ours(|| match fds().get(fd) {
+        Ok(file) if own_file(&file) => Some(file),
+        Ok(inherited) => Some(inherit::reattach(fd, inherited)),
+        Err(_) => inherit::adopt(fd),
+    })
+}
+
+/// Whether `fd` is a shim descriptor, as it stands (nothing is opened again).
+fn is_shim_fd(fd: c_int) -> bool {
+    fd >= 0 && !busy() && ours(|| fds().contains(fd))
 }
 
 /// Like [`shim_file`], but `EIO` for a descriptor a forked child inherited (its file is
@@ -379,10 +416,12 @@ unsafe fn bytes<'a>(p: *const c_char) -> Option<&'a [u8]> {
     Some(unsafe { CStr::from_ptr(p) }.to_bytes())
 }
 
+pub use cwd::*;
 pub use dirs::*;
 pub use fds::*;
 pub use paths::*;
 pub use special::*;
 pub use stdio::*;
+pub use tempfiles::*;
 pub use umask::umask;
 pub use xattrs::*;

@@ -43,6 +43,12 @@ fn full_path(dirfd: c_int, path: &[u8]) -> Option<(Vec<u8>, bool)> {
         return Some((path.to_vec(), false));
     }
     let mut full = if dirfd == libc::AT_FDCWD {
+        if let Some(cwd) = crate::cwd::virtual_cwd() {
+            let mut full = cwd;
+            full.push(b'/');
+            full.extend_from_slice(path);
+            return Some((full, true));
+        }
         let mut cwd = vec![0u8; PATH_MAX];
         // SAFETY: buffer of the given size; getcwd is not intercepted.
         let p = unsafe { libc::getcwd(cwd.as_mut_ptr().cast(), cwd.len()) };
@@ -112,8 +118,12 @@ pub(crate) fn outside(dirfd: c_int, path: *const c_char) -> Option<std::ffi::CSt
             .prefixes
             .iter()
             .any(|p| raw.starts_with(p) && raw.get(p.len()).is_none_or(|&b| b == b'/'));
-    let in_shim_dir =
-        !raw.starts_with(b"/") && dirfd != libc::AT_FDCWD && shim_file(dirfd).is_some();
+    let in_shim_dir = !raw.starts_with(b"/")
+        && if dirfd == libc::AT_FDCWD {
+            crate::cwd::virtual_cwd().is_some()
+        } else {
+            shim_file(dirfd).is_some()
+        };
     if !spelled_under && !in_shim_dir {
         return None;
     }
@@ -128,15 +138,30 @@ pub(crate) fn real_path(path: *const c_char, fixed: &Option<std::ffi::CString>) 
     fixed.as_ref().map_or(path, |c| c.as_ptr())
 }
 
-/// Reserve a kernel descriptor for a shim file: an empty memfd sealed against writes.
-pub(crate) fn reserve_fd(cloexec: bool) -> PResult<c_int> {
+/// Reserve a kernel descriptor for a shim file: a memfd holding `file`'s ticket (for a
+/// process that inherits it: inherit.rs), sealed against writes.
+pub(crate) fn reserve_fd(cloexec: bool, file: &atomfs_posix::OpenFile) -> PResult<c_int> {
+    reserve_named_fd(c"atomfs", cloexec, file)
+}
+
+/// [`reserve_fd`] with the memfd's name (`/proc/self/fd` shows `/memfd:NAME`).
+pub(crate) fn reserve_named_fd(
+    name: &std::ffi::CStr,
+    cloexec: bool,
+    file: &atomfs_posix::OpenFile,
+) -> PResult<c_int> {
     let flags = libc::MFD_ALLOW_SEALING | if cloexec { libc::MFD_CLOEXEC } else { 0 };
     // SAFETY: NUL-terminated name; memfd_create has no other preconditions.
-    let fd = unsafe { libc::memfd_create(c"atomfs".as_ptr(), flags) };
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), flags) };
     if fd < 0 {
         return Err(std::io::Error::last_os_error()
             .raw_os_error()
             .unwrap_or(libc::EMFILE));
+    }
+    if let Err(e) = crate::inherit::write_ticket(fd, &crate::inherit::Ticket::of(file)) {
+        // SAFETY: closing the descriptor just created.
+        unsafe { libc::close(fd) };
+        return Err(e);
     }
     let seals = libc::F_SEAL_SEAL | libc::F_SEAL_WRITE | libc::F_SEAL_GROW | libc::F_SEAL_SHRINK;
     // SAFETY: fcntl on the descriptor just created (the shim is busy: this goes to libc).
@@ -155,7 +180,7 @@ pub(crate) fn open_ours(path: &[u8], flags: c_int, mode: c_uint) -> PResult<c_in
         } else {
             px::open(&pool, path, flags_kept, mode)?
         };
-        let fd = reserve_fd(flags & libc::O_CLOEXEC != 0)?;
+        let fd = reserve_fd(flags & libc::O_CLOEXEC != 0, &file)?;
         fds().insert(fd, file);
         Ok(fd)
     })

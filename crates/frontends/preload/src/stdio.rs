@@ -73,7 +73,68 @@ fn stream_over(fd: c_int, mode: *const c_char) -> *mut libc::FILE {
         close: Some(cookie_close),
     };
     // SAFETY: fopencookie with a valid mode string and callbacks that stay valid forever.
-    unsafe { fopencookie(fd as usize as *mut c_void, mode, io) }
+    let stream = unsafe { fopencookie(fd as usize as *mut c_void, mode, io) };
+    if !stream.is_null() {
+        set_fileno(stream, fd);
+    }
+    stream
+}
+
+/// Offset of `_fileno` in glibc's `struct _IO_FILE` on 64-bit Linux (an int after the flags
+/// word, eleven buffer pointers, the markers and the chain pointer).
+#[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
+const FILENO_OFFSET: usize = 112;
+
+/// Make `fileno(stream)` answer the shim descriptor behind a cookie stream (glibc gives
+/// cookie streams -2), so that programs that `fstat(fileno(fp))` a stream (sort, ...) reach
+/// the shim. Checked through `fileno` afterwards; put back when glibc reads it elsewhere.
+fn set_fileno(stream: *mut libc::FILE, fd: c_int) {
+    #[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
+    {
+        // SAFETY: `stream` is a live FILE from fopencookie; glibc's FILE is larger than
+        // FILENO_OFFSET + 4 bytes and holds an aligned int there (glibc's public
+        // struct_FILE.h layout). The value is checked through fileno() below.
+        let slot = unsafe { stream.cast::<u8>().add(FILENO_OFFSET).cast::<c_int>() };
+        // SAFETY: as above.
+        let old = unsafe { slot.read() };
+        // SAFETY: as above.
+        unsafe { slot.write(fd) };
+        // SAFETY: a live stream.
+        if unsafe { libc::fileno(stream) } != fd {
+            // SAFETY: as above: put back what glibc had.
+            unsafe { slot.write(old) };
+        }
+    }
+}
+
+extern "C" {
+    static mut stdin: *mut libc::FILE;
+    static mut stdout: *mut libc::FILE;
+    static mut stderr: *mut libc::FILE;
+}
+
+/// At start-up, when standard descriptor `fd` (0, 1 or 2) is a shim descriptor another
+/// process opened (`prog > /atomfs/out`): make the program's `stdin`/`stdout`/`stderr` a
+/// stream over the shim descriptor, since glibc's own streams write with internal calls the
+/// shim cannot see. stderr stays unbuffered. Before `main`, so no stream holds data yet.
+pub(crate) fn replace_std_stream(fd: c_int) {
+    let mode: &std::ffi::CStr = if fd == 0 { c"r" } else { c"w" };
+    let stream = stream_over(fd, mode.as_ptr());
+    if stream.is_null() {
+        return;
+    }
+    // SAFETY: the program has not started (an .init_array constructor): no other thread
+    // uses the std streams; the globals are glibc's `FILE *` variables, written as a whole.
+    unsafe {
+        match fd {
+            0 => stdin = stream,
+            1 => stdout = stream,
+            _ => {
+                libc::setvbuf(stream, std::ptr::null_mut(), libc::_IONBF, 0);
+                stderr = stream;
+            }
+        }
+    }
 }
 
 fn fopen_ours(path: &[u8], mode: *const c_char) -> *mut libc::FILE {

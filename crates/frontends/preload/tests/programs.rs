@@ -445,3 +445,48 @@ print("%o" % (os.stat("/atomfs/d.d").st_mode & 0o7777))
         "2 600 700\n77 644 755\n22 640 750\n750\n"
     );
 }
+
+/// Descriptors a shell opens under the prefix survive exec (and fork): the programs it runs
+/// write and read them through the shell's store server, with one offset for all of them;
+/// `exec` without a fork (the owner replaced by the program) works too.
+#[test]
+fn shell_redirections_reach_the_programs_they_run() {
+    let dir = scratch("exec");
+    for tool in ["sh", "sort", "seq", "tee"] {
+        if !have(tool) {
+            return test_support::unavailable("shell redirections", &format!("{tool} missing"));
+        }
+    }
+    let script = "\
+        /usr/bin/printf '%s\\n' one two > /atomfs/out; \
+        { /usr/bin/printf a; /usr/bin/printf b; echo c; /usr/bin/printf d; } > /atomfs/seq; \
+        seq 3 | sort -r > /atomfs/sorted; \
+        echo x >> /atomfs/log; /bin/echo y >> /atomfs/log; sort -r < /atomfs/log > /atomfs/copy; \
+        ( /usr/bin/printf sub; echo shell ) > /atomfs/subshell; \
+        echo teed | tee /atomfs/tee-arg > /atomfs/tee-out";
+    ok(&under_shim(&dir, "sh", &["-c", script], None), "script");
+    let expect = [
+        ("/atomfs/out", "one\ntwo\n"),
+        ("/atomfs/seq", "abc\nd"),
+        ("/atomfs/sorted", "3\n2\n1\n"),
+        ("/atomfs/log", "x\ny\n"),
+        ("/atomfs/copy", "y\nx\n"),
+        ("/atomfs/subshell", "subshell\n"),
+        ("/atomfs/tee-arg", "teed\n"),
+        ("/atomfs/tee-out", "teed\n"),
+    ];
+    for (path, want) in expect {
+        assert_eq!(cat(&dir, path), want, "{path}");
+    }
+    // The shell execs its last command in place: the program is then the pool's only user.
+    ok(
+        &under_shim(
+            &dir,
+            "sh",
+            &["-c", "exec /usr/bin/printf solo > /atomfs/solo"],
+            None,
+        ),
+        "exec in place",
+    );
+    assert_eq!(cat(&dir, "/atomfs/solo"), "solo");
+}

@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 /// The operations a fault can target.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FaultOp {
-    /// `write_at`, `atomic_write`, `clone_range`, `exchange_range`.
+    /// `write_at`, `atomic_write`, `clone_range`, `exchange_range`, `fallocate`.
     Write,
     /// `set_len`.
     SetLen,
@@ -355,5 +355,60 @@ impl<F: HostFs> HostFs for Faulty<F> {
 
     fn drop_unsynced(&self, file: &Self::File) -> HostFsResult<()> {
         self.inner.drop_unsynced(&file.inner)
+    }
+
+    fn symlink(&self, target: &[u8], path: &Path) -> HostFsResult<()> {
+        self.inner.symlink(target, path)
+    }
+    fn readlink(&self, path: &Path) -> HostFsResult<Vec<u8>> {
+        self.inner.readlink(path)
+    }
+    fn mknod(&self, path: &Path, kind: crate::NodeKind, perm: u32, rdev: u64) -> HostFsResult<()> {
+        self.inner.mknod(path, kind, perm, rdev)
+    }
+    fn rename_with(&self, from: &Path, to: &Path, how: crate::RenameHow) -> HostFsResult<()> {
+        self.inner.rename_with(from, to, how)
+    }
+    fn set_owner(&self, path: &Path, uid: Option<u32>, gid: Option<u32>) -> HostFsResult<()> {
+        self.inner.set_owner(path, uid, gid)
+    }
+    fn set_link_times(
+        &self,
+        path: &Path,
+        atime: Option<u64>,
+        mtime: Option<u64>,
+    ) -> HostFsResult<()> {
+        self.inner.set_link_times(path, atime, mtime)
+    }
+    fn sync_node(&self, path: &Path) -> HostFsResult<()> {
+        self.inner.sync_node(path)
+    }
+    fn get_xattr(&self, path: &Path, name: &[u8]) -> HostFsResult<Vec<u8>> {
+        self.inner.get_xattr(path, name)
+    }
+    fn set_xattr(
+        &self,
+        path: &Path,
+        name: &[u8],
+        value: &[u8],
+        how: crate::XattrHow,
+    ) -> HostFsResult<()> {
+        self.inner.set_xattr(path, name, value, how)
+    }
+    fn list_xattr(&self, path: &Path) -> HostFsResult<Vec<Vec<u8>>> {
+        self.inner.list_xattr(path)
+    }
+    fn remove_xattr(&self, path: &Path, name: &[u8]) -> HostFsResult<()> {
+        self.inner.remove_xattr(path, name)
+    }
+    fn fallocate(
+        &self,
+        file: &Self::File,
+        how: crate::FallocateHow,
+        off: u64,
+        len: u64,
+    ) -> HostFsResult<()> {
+        self.fail(FaultOp::Write, &file.path, "fallocate")?;
+        self.inner.fallocate(&file.inner, how, off, len)
     }
 }

@@ -34,7 +34,9 @@ pub use fault::{Fault, FaultKind, FaultOp, FaultPlan, Faulty};
 pub use path::RelPath;
 pub use real::RealHostFs;
 pub use sim::{HostCrashPoint, HostImage, SimConfig, SimHostFs};
-pub use types::{DirEntry, FileKind, OpenOptions, Stat, StatFs};
+pub use types::{
+    DirEntry, FallocateHow, FileKind, NodeKind, OpenOptions, RenameHow, Stat, StatFs, XattrHow,
+};
 pub use usage::SharedUsage;
 
 use std::path::Path;
@@ -120,6 +122,107 @@ pub trait HostFs: Send + Sync + 'static {
 
     /// Space of the file system.
     fn statfs(&self) -> HostFsResult<StatFs>;
+
+    // ----- the rest of the POSIX file API -----
+    // Each has a default that refuses with EOPNOTSUPP, so that a wrapper which does not pass
+    // one on says so instead of doing something else. None of them ever follows a symlink:
+    // the engine never resolves a link's target itself (a target is bytes it stores).
+
+    /// symlink(2): a symbolic link at `path` holding `target` (any bytes the caller checked;
+    /// never resolved). Atomic with its entry; durable after `sync_dir` of its directory.
+    fn symlink(&self, target: &[u8], path: &Path) -> HostFsResult<()> {
+        let _ = (target, path);
+        Err(error::io_errno(self.root(), "symlink", libc::EOPNOTSUPP))
+    }
+
+    /// readlink(2) of the symlink at `path` (EINVAL for any other kind).
+    fn readlink(&self, path: &Path) -> HostFsResult<Vec<u8>> {
+        let _ = path;
+        Err(error::io_errno(self.root(), "readlink", libc::EOPNOTSUPP))
+    }
+
+    /// mknod(2): a special file at `path`; a device node needs privilege (EPERM without it,
+    /// returned as is). Durable after `sync_dir` of its directory.
+    fn mknod(&self, path: &Path, kind: NodeKind, perm: u32, rdev: u64) -> HostFsResult<()> {
+        let _ = (path, kind, perm, rdev);
+        Err(error::io_errno(self.root(), "mknod", libc::EOPNOTSUPP))
+    }
+
+    /// renameat2(2) with RENAME_NOREPLACE or RENAME_EXCHANGE. An exchange is atomic: a crash
+    /// before `sync_dir` of both directories leaves both names as they were or both swapped
+    /// (the file system journals the two entries in one transaction).
+    fn rename_with(&self, from: &Path, to: &Path, how: RenameHow) -> HostFsResult<()> {
+        let _ = (from, to, how);
+        Err(error::io_errno(self.root(), "renameat2", libc::EOPNOTSUPP))
+    }
+
+    /// lchown(2) (`None` leaves one unchanged); durable after [`sync_node`](Self::sync_node).
+    fn set_owner(&self, path: &Path, uid: Option<u32>, gid: Option<u32>) -> HostFsResult<()> {
+        let _ = (path, uid, gid);
+        Err(error::io_errno(self.root(), "lchown", libc::EOPNOTSUPP))
+    }
+
+    /// Times of the entry at `path` itself, a symlink included (utimensat with
+    /// AT_SYMLINK_NOFOLLOW; `None` leaves one unchanged); durable after
+    /// [`sync_node`](Self::sync_node).
+    fn set_link_times(
+        &self,
+        path: &Path,
+        atime: Option<u64>,
+        mtime: Option<u64>,
+    ) -> HostFsResult<()> {
+        let _ = (path, atime, mtime);
+        Err(error::io_errno(self.root(), "utimensat", libc::EOPNOTSUPP))
+    }
+
+    /// Make the attributes of the entry at `path` durable, whatever its kind: fsync of a file
+    /// or directory; of a symlink or special file (which cannot be opened for it), fsync of
+    /// its directory, which commits the file system's journal holding the inode's change.
+    fn sync_node(&self, path: &Path) -> HostFsResult<()> {
+        let _ = path;
+        Err(error::io_errno(self.root(), "fsync", libc::EOPNOTSUPP))
+    }
+
+    /// lgetxattr(2) of the entry at `path` (ENODATA when absent).
+    fn get_xattr(&self, path: &Path, name: &[u8]) -> HostFsResult<Vec<u8>> {
+        let _ = (path, name);
+        Err(error::io_errno(self.root(), "getxattr", libc::EOPNOTSUPP))
+    }
+
+    /// lsetxattr(2): one attribute, atomically; durable after [`sync_node`](Self::sync_node).
+    fn set_xattr(&self, path: &Path, name: &[u8], value: &[u8], how: XattrHow) -> HostFsResult<()> {
+        let _ = (path, name, value, how);
+        Err(error::io_errno(self.root(), "setxattr", libc::EOPNOTSUPP))
+    }
+
+    /// llistxattr(2): every attribute name of the entry at `path`.
+    fn list_xattr(&self, path: &Path) -> HostFsResult<Vec<Vec<u8>>> {
+        let _ = path;
+        Err(error::io_errno(self.root(), "listxattr", libc::EOPNOTSUPP))
+    }
+
+    /// lremovexattr(2) (ENODATA when absent); durable after [`sync_node`](Self::sync_node).
+    fn remove_xattr(&self, path: &Path, name: &[u8]) -> HostFsResult<()> {
+        let _ = (path, name);
+        Err(error::io_errno(
+            self.root(),
+            "removexattr",
+            libc::EOPNOTSUPP,
+        ))
+    }
+
+    /// fallocate(2) on an open file. Durable after `sync_data`; until then a punched or
+    /// zeroed range holds, per sector, its old content or zeros.
+    fn fallocate(
+        &self,
+        file: &Self::File,
+        how: FallocateHow,
+        off: u64,
+        len: u64,
+    ) -> HostFsResult<()> {
+        let _ = (file, how, off, len);
+        Err(error::io_errno(self.root(), "fallocate", libc::EOPNOTSUPP))
+    }
 
     /// Map the file whole as a region of at least `len` bytes (rounded up to pages; bytes in
     /// pages wholly past the end of the file must not be touched). Stores are durable after

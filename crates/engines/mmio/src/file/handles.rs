@@ -45,7 +45,7 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
         if idle {
             if let Some((f, u)) = t.open.remove(&ino) {
                 f.close(&self.shared)?;
-                if let Some(trash) = u.unlinked {
+                if let Some((trash, _)) = u.unlinked {
                     // The slot is free: now the host file may go (its inode number with it).
                     self.shared
                         .media
@@ -68,7 +68,10 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
                 match st.kind {
                     FileKind::Dir => return Err(Error::IsDir(path.display().to_string())),
                     FileKind::File => {}
-                    kind => return Err(Error::Unsupported(format!("opening a {kind:?}"))),
+                    FileKind::Symlink => {
+                        return Err(Error::SymlinkLoop(path.display().to_string()))
+                    }
+                    kind => return Err(Error::special_open(ino, kind)),
                 }
                 let f = MmioFile::open(&self.shared, ino, path, st.id, st.len)?;
                 t.open.insert(ino, (f.clone(), FileUse::default()));
@@ -213,7 +216,8 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
                 let mut meta = self.meta_of(&t, &st);
                 meta.ino = file.ino;
                 if unlinked {
-                    meta.nlink = 0;
+                    // Its name in the trash is not one (other hard links are).
+                    meta.nlink = meta.nlink.saturating_sub(1);
                 }
                 Ok(meta)
             }

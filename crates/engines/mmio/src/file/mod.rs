@@ -13,7 +13,9 @@
 //! non-temporal store is drained only by a fence of the thread that issued it, and the commit
 //! may run on another thread.
 
+pub(crate) mod fallocate;
 pub(crate) mod handles;
+pub(crate) mod holes;
 pub(crate) mod nvmmap;
 pub(crate) mod radix;
 
@@ -73,6 +75,8 @@ pub(crate) struct MmioFile<R: Region, M: FileMedia> {
     /// Home bytes were written since the last commit (the commit must fence the mapping).
     pub(crate) home_dirty: AtomicBool,
     pub(crate) closed: AtomicBool,
+    /// Punched ranges read as zeros without the mapping (`holes.rs`).
+    pub(crate) holes: holes::Holes,
     _pool: std::marker::PhantomData<fn() -> R>,
 }
 
@@ -239,6 +243,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
             uncommitted: AtomicBool::new(false),
             home_dirty: AtomicBool::new(false),
             closed: AtomicBool::new(false),
+            holes: holes::Holes::default(),
             _pool: std::marker::PhantomData,
         });
         file.tree.cover(len.div_ceil(BLOCK_SIZE));
@@ -291,6 +296,9 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
             .checked_add(data.len() as u64)
             .ok_or_else(|| Error::FileTooLarge("offset overflow".into()))?;
         self.charge_epoch(s, data.len() as u64)?;
+        // A punched range written again is read through the mapping again (before any byte
+        // of this write reaches home).
+        self.holes.remove(off, end);
         self.writes.fetch_add(1, Ordering::Relaxed);
         s.counters.writes.fetch_add(1, Ordering::Relaxed);
         self.uncommitted.store(true, Ordering::Release);
@@ -343,6 +351,7 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
             self.extend_to(s, &mut st, len, &mut uf)
         } else {
             if len < st.visible_size {
+                self.holes.remove(len, u64::MAX);
                 self.set_pending_size(s, &mut st, len);
             }
             Ok(())
@@ -673,11 +682,30 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
         }
         let n = (buf.len() as u64).min(st.visible_size - off) as usize;
         let map = self.map_of(&st)?;
+        if self.holes.is_empty() {
+            self.read_mapped(s, map, off, &mut buf[..n]);
+            return Ok(n);
+        }
+        for (a, b, hole) in self.holes.pieces(off, off + n as u64) {
+            let out = &mut buf[(a - off) as usize..(b - off) as usize];
+            if hole {
+                out.fill(0);
+            } else {
+                self.read_mapped(s, map, a, out);
+            }
+        }
+        Ok(n)
+    }
+
+    /// Read `buf.len()` bytes at `off` (within the visible size) from the mapping, overlaid
+    /// by redo-logged bytes.
+    fn read_mapped(&self, s: &Shared<R, M>, map: &M::Map, off: u64, buf: &mut [u8]) {
+        let n = buf.len();
         if self.redo_live.load(Ordering::Acquire) == 0 {
             // No redo entry: home holds the newest bytes (a redo entry created meanwhile is a
             // write ordered after this read; its bytes are not home before its checkpoint).
-            map.read(off, &mut buf[..n]);
-            return Ok(n);
+            map.read(off, buf);
+            return;
         }
         let mut p = off;
         while p < off + n as u64 {
@@ -702,6 +730,5 @@ impl<R: Region, M: FileMedia> MmioFile<R, M> {
             }
             p = seg_end;
         }
-        Ok(n)
     }
 }

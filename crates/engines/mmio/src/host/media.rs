@@ -9,7 +9,7 @@
 //! file or a changed length) after each one.
 
 use crate::host::{FileMedia, MediaStat, MARKER_NAME};
-use hostfs::{HostFs, HostFsError, OpenOptions, RealHostFs, Stat};
+use hostfs::{HostFs, HostFsError, NodeKind, OpenOptions, RealHostFs, RenameHow, Stat, XattrHow};
 use std::ffi::OsStr;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
@@ -64,19 +64,35 @@ pub(crate) fn to_io(e: HostFsError) -> io::Error {
     }
 }
 
-fn kind_of(kind: hostfs::FileKind) -> FileKind {
+fn kind_of(st: &Stat) -> FileKind {
+    match (st.kind, NodeKind::from_mode_type(st.mode_type)) {
+        (hostfs::FileKind::Dir, _) => FileKind::Dir,
+        (hostfs::FileKind::Symlink, _) => FileKind::Symlink,
+        (hostfs::FileKind::Other, Some(NodeKind::Fifo)) => FileKind::Fifo,
+        (hostfs::FileKind::Other, Some(NodeKind::Socket)) => FileKind::Socket,
+        (hostfs::FileKind::Other, Some(NodeKind::CharDevice)) => FileKind::CharDevice,
+        (hostfs::FileKind::Other, Some(NodeKind::BlockDevice)) => FileKind::BlockDevice,
+        // A kind the host does not tell apart is never opened as a file: it is described as
+        // a FIFO, which every front end refuses to open through the store too.
+        (hostfs::FileKind::Other, None) => FileKind::Fifo,
+        (hostfs::FileKind::File, _) => FileKind::File,
+    }
+}
+
+fn node_kind(kind: FileKind) -> io::Result<NodeKind> {
     match kind {
-        hostfs::FileKind::Dir => FileKind::Dir,
-        hostfs::FileKind::Symlink => FileKind::Symlink,
-        // A device, FIFO or socket is never opened as a file: it is described as one.
-        hostfs::FileKind::File | hostfs::FileKind::Other => FileKind::File,
+        FileKind::Fifo => Ok(NodeKind::Fifo),
+        FileKind::Socket => Ok(NodeKind::Socket),
+        FileKind::CharDevice => Ok(NodeKind::CharDevice),
+        FileKind::BlockDevice => Ok(NodeKind::BlockDevice),
+        _ => Err(io::Error::from_raw_os_error(libc::EINVAL)),
     }
 }
 
 fn media_stat(st: &Stat) -> MediaStat {
     MediaStat {
         id: st.ino,
-        kind: kind_of(st.kind),
+        kind: kind_of(st),
         len: st.len,
         perm: st.perm,
         nlink: st.nlink.min(u32::MAX as u64) as u32,
@@ -85,6 +101,8 @@ fn media_stat(st: &Stat) -> MediaStat {
         atime: st.atime_ns,
         mtime: st.mtime_ns,
         ctime: st.ctime_ns,
+        rdev: st.rdev,
+        allocated: st.allocated,
     }
 }
 
@@ -145,7 +163,7 @@ impl<F: HostFs> FileMedia for HostMedia<F> {
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => None,
             Err(e) => return Err(e),
         };
-        if moved.kind == FileKind::File && target.is_none() {
+        if moved.kind != FileKind::Dir && target.is_none() {
             return self.move_file(from, to);
         }
         self.fs.rename(from, to).map_err(to_io)?;
@@ -182,6 +200,9 @@ impl<F: HostFs> FileMedia for HostMedia<F> {
     }
 
     fn set_perm(&self, rel: &Path, perm: u32) -> io::Result<()> {
+        if self.stat(rel)?.kind == FileKind::Symlink {
+            return Ok(()); // a symlink's permissions are always 0o777 on Linux
+        }
         self.fs.set_perm(rel, perm & 0o7777).map_err(to_io)?;
         self.sync_attrs(rel)
     }
@@ -192,7 +213,8 @@ impl<F: HostFs> FileMedia for HostMedia<F> {
         atime: Option<TimeNs>,
         mtime: Option<TimeNs>,
     ) -> io::Result<()> {
-        self.fs.set_times(rel, atime, mtime).map_err(to_io)?;
+        // The entry's own times, a symlink's included (never its target's).
+        self.fs.set_link_times(rel, atime, mtime).map_err(to_io)?;
         self.sync_attrs(rel)
     }
 
@@ -227,9 +249,117 @@ impl<F: HostFs> FileMedia for HostMedia<F> {
         Ok(out)
     }
 
-    fn space(&self) -> io::Result<(u64, u64, u64)> {
-        let st = self.fs.statfs().map_err(to_io)?;
-        Ok((st.block_size, st.blocks, st.blocks_available))
+    fn space(&self) -> io::Result<hostfs::StatFs> {
+        self.fs.statfs().map_err(to_io)
+    }
+
+    fn symlink(&self, rel: &Path, target: &[u8]) -> io::Result<MediaStat> {
+        self.fs.symlink(target, rel).map_err(to_io)?;
+        // persist: the link (target and entry, one journal transaction) is durable.
+        self.sync_parent(rel)?;
+        self.stat(rel)
+    }
+
+    fn readlink(&self, rel: &Path) -> io::Result<Vec<u8>> {
+        self.fs.readlink(rel).map_err(to_io)
+    }
+
+    fn mknod(&self, rel: &Path, kind: FileKind, perm: u32, rdev: u64) -> io::Result<MediaStat> {
+        self.fs
+            .mknod(rel, node_kind(kind)?, perm & 0o7777, rdev)
+            .map_err(to_io)?;
+        // The umask applied by mknod is undone, as for a created file.
+        self.fs.set_perm(rel, perm & 0o7777).map_err(to_io)?;
+        // persist: the node's attributes, then its entry.
+        self.fs.sync_node(rel).map_err(to_io)?;
+        self.sync_parent(rel)?;
+        self.stat(rel)
+    }
+
+    fn link(&self, existing: &Path, new: &Path) -> io::Result<()> {
+        self.fs.link(existing, new).map_err(to_io)?;
+        // persist: the new name is durable when link returns.
+        self.sync_parent(new)
+    }
+
+    fn exchange(&self, a: &Path, b: &Path) -> io::Result<()> {
+        self.fs
+            .rename_with(a, b, RenameHow::Exchange)
+            .map_err(to_io)?;
+        // persist: the sync of either directory commits the swap (one journal transaction);
+        // both are synced so that each directory's own later state is durable too.
+        self.sync_parent(b)?;
+        if a.parent() != b.parent() {
+            self.sync_parent(a)?;
+        }
+        Ok(())
+    }
+
+    fn set_owner(&self, rel: &Path, uid: Option<u32>, gid: Option<u32>) -> io::Result<()> {
+        self.fs.set_owner(rel, uid, gid).map_err(to_io)?;
+        self.sync_attrs(rel)
+    }
+
+    fn get_xattr(&self, rel: &Path, name: &[u8]) -> io::Result<Vec<u8>> {
+        self.fs.get_xattr(rel, name).map_err(to_io)
+    }
+
+    fn set_xattr(
+        &self,
+        rel: &Path,
+        name: &[u8],
+        value: Option<&[u8]>,
+        how: XattrHow,
+    ) -> io::Result<()> {
+        match value {
+            Some(v) => self.fs.set_xattr(rel, name, v, how),
+            None => self.fs.remove_xattr(rel, name),
+        }
+        .map_err(to_io)?;
+        self.sync_attrs(rel)
+    }
+
+    fn list_xattr(&self, rel: &Path) -> io::Result<Vec<Vec<u8>>> {
+        self.fs.list_xattr(rel).map_err(to_io)
+    }
+
+    fn fallocate(
+        &self,
+        rel: &Path,
+        how: hostfs::FallocateHow,
+        off: u64,
+        len: u64,
+    ) -> io::Result<()> {
+        let file = self
+            .fs
+            .open(rel, &OpenOptions::read_write())
+            .map_err(to_io)?;
+        self.fs.fallocate(&file, how, off, len).map_err(to_io)?;
+        // persist: the allocation change is durable (content was already what it reads now).
+        self.fs.sync_data(&file).map_err(to_io)
+    }
+
+    fn write_new(&self, rel: &Path, data: &[u8]) -> io::Result<()> {
+        let file = self
+            .fs
+            .open(rel, &OpenOptions::create_new())
+            .map_err(to_io)?;
+        self.fs.write_all_at(&file, 0, data).map_err(to_io)?;
+        // persist: the content, then the entry, before anything relies on the file.
+        self.fs.sync_data(&file).map_err(to_io)?;
+        self.sync_parent(rel)
+    }
+
+    fn read_all(&self, rel: &Path) -> io::Result<Vec<u8>> {
+        let file = self
+            .fs
+            .open(rel, &OpenOptions::read_only())
+            .map_err(to_io)?;
+        let len = self.fs.file_stat(&file).map_err(to_io)?.len;
+        let mut data = vec![0u8; len.min(1 << 20) as usize];
+        let n = self.fs.read_full_at(&file, 0, &mut data).map_err(to_io)?;
+        data.truncate(n);
+        Ok(data)
     }
 
     fn marker(&self) -> io::Result<Option<u64>> {
@@ -286,14 +416,8 @@ impl<F: HostFs> HostMedia<F> {
 
     /// Make a changed attribute durable (fsync of the file or directory).
     fn sync_attrs(&self, rel: &Path) -> io::Result<()> {
-        if self.stat(rel)?.kind == FileKind::Dir {
-            return self.fs.sync_dir(rel).map_err(to_io);
-        }
-        let file = self
-            .fs
-            .open(rel, &OpenOptions::read_only())
-            .map_err(to_io)?;
-        // persist: the attribute change is durable when the call returns.
-        self.fs.sync_all(&file).map_err(to_io)
+        // persist: the attribute change is durable when the call returns (fsync of the file
+        // or directory; of a symlink's or special file's directory, see HostFs::sync_node).
+        self.fs.sync_node(rel).map_err(to_io)
     }
 }

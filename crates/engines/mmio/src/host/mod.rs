@@ -31,6 +31,10 @@ pub struct MediaStat {
     pub atime: TimeNs,
     pub mtime: TimeNs,
     pub ctime: TimeNs,
+    /// Device number of a device node (0 otherwise).
+    pub rdev: u64,
+    /// Bytes of storage the host allocated to it.
+    pub allocated: u64,
 }
 
 /// Host files: namespace operations (each durable when it returns), lengths, and whole-file
@@ -62,8 +66,43 @@ pub trait FileMedia: Send + Sync + 'static {
     fn check_map(&self, map: &Self::Map) -> io::Result<()>;
     /// Every file, as (id, path), to find the files named by per-file metadata at recovery.
     fn walk(&self) -> io::Result<Vec<(u64, PathBuf)>>;
-    /// Space of the host file system: (block size, blocks total, blocks free).
-    fn space(&self) -> io::Result<(u64, u64, u64)>;
+    /// Space of the host file system.
+    fn space(&self) -> io::Result<hostfs::StatFs>;
+    /// A symbolic link holding `target` (never resolved); durable with its entry.
+    fn symlink(&self, rel: &Path, target: &[u8]) -> io::Result<MediaStat>;
+    fn readlink(&self, rel: &Path) -> io::Result<Vec<u8>>;
+    /// A special file (`kind` one of `FileKind::is_special`); durable with its entry.
+    fn mknod(&self, rel: &Path, kind: FileKind, perm: u32, rdev: u64) -> io::Result<MediaStat>;
+    /// A second name for a non-directory; durable when it returns.
+    fn link(&self, existing: &Path, new: &Path) -> io::Result<()>;
+    /// renameat2(RENAME_EXCHANGE): swap two names, all or nothing; durable when it returns.
+    fn exchange(&self, a: &Path, b: &Path) -> io::Result<()>;
+    /// lchown; durable when it returns.
+    fn set_owner(&self, rel: &Path, uid: Option<u32>, gid: Option<u32>) -> io::Result<()>;
+    /// Value of an extended attribute (ENODATA when absent).
+    fn get_xattr(&self, rel: &Path, name: &[u8]) -> io::Result<Vec<u8>>;
+    /// Set (`Some`) or remove (`None`) an extended attribute; durable when it returns.
+    fn set_xattr(
+        &self,
+        rel: &Path,
+        name: &[u8],
+        value: Option<&[u8]>,
+        how: hostfs::XattrHow,
+    ) -> io::Result<()>;
+    fn list_xattr(&self, rel: &Path) -> io::Result<Vec<Vec<u8>>>;
+    /// fallocate of the file at `rel` (content-neutral allocations and punches of ranges the
+    /// engine has already made zero at home).
+    fn fallocate(
+        &self,
+        rel: &Path,
+        how: hostfs::FallocateHow,
+        off: u64,
+        len: u64,
+    ) -> io::Result<()>;
+    /// Write a small file that must not exist yet, durable with its entry when it returns.
+    fn write_new(&self, rel: &Path, data: &[u8]) -> io::Result<()>;
+    /// The whole content of a small file.
+    fn read_all(&self, rel: &Path) -> io::Result<Vec<u8>>;
     /// The store id written in the directory at format time.
     fn marker(&self) -> io::Result<Option<u64>>;
     fn set_marker(&self, store_id: u64) -> io::Result<()>;

@@ -251,7 +251,7 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
             if let Err(e) = f.close(&self.shared) {
                 first_err.get_or_insert(e);
             }
-            if let Some(trash) = unlinked {
+            if let Some((trash, _)) = unlinked {
                 if let Err(e) = self.shared.media.unlink(&trash) {
                     first_err.get_or_insert(io_err(&trash, "unlink", e));
                 }
@@ -274,7 +274,8 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
 }
 
 /// Create the trash directory, or delete what it holds: after recovery every intent is
-/// settled, so what is left are files unlinked while open before a crash.
+/// settled, so what is left are files unlinked while open before a crash, unnamed files
+/// (O_TMPFILE) never named, and saved attribute values of settled transactions.
 fn empty_trash<M: FileMedia>(media: &M) -> Result<()> {
     let trash = Path::new(TRASH_NAME);
     match media.mkdir(trash, 0o700) {

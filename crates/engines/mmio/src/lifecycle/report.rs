@@ -13,10 +13,16 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
         let s = &self.shared;
         // Files live on the host file system: its space is the store's. (The log pool's own
         // occupancy is in `stats`: log_free_bytes.)
-        let (block_size, blocks_total, blocks_free) = s
+        let host = s
             .media
             .space()
             .map_err(|e| io_err(s.media.describe().as_ref(), "statvfs", e))?;
+        // Others' use of the host file system is taken once; the store's own (every host file
+        // in its directory, each inode once) is counted now, so the store's writes and frees
+        // always show whatever other programs do meanwhile (hostfs::SharedUsage).
+        let (total, free) = s.usage.free(&host, self.own_bytes());
+        let block_size = host.block_size.max(1);
+        let (blocks_total, blocks_free) = (total / block_size, free / block_size);
         let free_slots = s.free_file_slots.lock().len() as u64;
         Ok(StatFs {
             block_size,
@@ -26,6 +32,21 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
             inodes_free: free_slots,
             name_max: store::NAME_MAX as u64,
         })
+    }
+
+    /// Bytes the host allocated to the store's files (each inode once).
+    fn own_bytes(&self) -> u64 {
+        let media = &self.shared.media;
+        let Ok(files) = media.walk() else {
+            return 0;
+        };
+        let mut seen = std::collections::HashSet::new();
+        files
+            .into_iter()
+            .filter(|(id, _)| seen.insert(*id))
+            .filter_map(|(_, path)| media.stat(&path).ok())
+            .map(|st| st.allocated.max(st.len.div_ceil(4096) * 4096))
+            .sum()
     }
 
     pub(crate) fn counter_list(&self) -> Vec<(String, u64)> {

@@ -1,5 +1,6 @@
-//! Namespace intents: create, mkdir, unlink, rmdir, rename and setattr inside a transaction
-//! (the MeLo@V-style intent log of DESIGN.md, applied to the host directory).
+//! Namespace intents: create (files, directories, symlinks, special files, links), unlink,
+//! rmdir, rename, exchange, setattr, chown and extended-attribute changes inside a
+//! transaction (the MeLo@V-style intent log of DESIGN.md, applied to the host directory).
 //!
 //! Each operation is done on the host at once, after a durable intent record saying how to
 //! undo it; a removal moves the name into the hidden trash directory instead of deleting it.
@@ -13,6 +14,13 @@
 //! 14 pad u16   16 seq u64   24 perm u32   28 pad u32   32 atime u64   40 mtime u64
 //! 48 checksum u32 (crc32c of bytes 8..48, 52..512 and the txid)   52 path_a ++ path_b (≤ 460)
 //! ```
+//!
+//! Kinds: 1 created (`a`), 2 removed (`a` moved to the trash as `b`), 3 renamed (`a` to `b`),
+//! 4 attributes (`a`; perm, atime, mtime), 5 exchanged (`a` and `b`; the host id of the file
+//! at `a` before, in the atime field), 6 owner (`a`; uid in the perm field, gid at 28),
+//! 7 extended attribute (`a`; `b` the trash file holding the attribute's old value,
+//! `saved_xattr.rs`, written and durable before the record), 8 linked (`a`, a new name of an
+//! existing file).
 
 use crate::host::{FileMedia, MediaStat};
 use crate::{io_err, MmioError, MmioResult};
@@ -33,8 +41,10 @@ const _: () = assert!(PATHS_AT + INTENT_PATHS_MAX == INTENT_LEN as usize);
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Intent {
-    /// `a` was created (file or directory): undo removes it.
+    /// `a` was created (file, directory, symlink or special file): undo removes it.
     Created { a: PathBuf },
+    /// `a` was linked to an existing file: undo removes that name (the file lives on).
+    Linked { a: PathBuf },
     /// `a` was moved to the trash as `b`: undo moves it back, commit deletes `b`.
     Removed { a: PathBuf, b: PathBuf },
     /// `a` was renamed to `b`: undo renames it back.
@@ -46,6 +56,14 @@ pub enum Intent {
         atime: TimeNs,
         mtime: TimeNs,
     },
+    /// `a` and `b` were swapped; `id_a` is the host id of the file at `a` before. Undo swaps
+    /// them back only if `a` no longer holds it: an exchange redone undoes itself.
+    Exchanged { a: PathBuf, b: PathBuf, id_a: u64 },
+    /// `a`'s owner was changed: undo restores these.
+    Owner { a: PathBuf, uid: u32, gid: u32 },
+    /// An extended attribute of `a` was changed; its old value is saved in the trash file
+    /// `b`. Undo restores it from there; commit deletes `b`.
+    Xattr { a: PathBuf, b: PathBuf },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -68,9 +86,11 @@ fn checksum(b: &[u8], txid: u64) -> u32 {
 impl IntentRecord {
     /// Encode; `None` when the paths do not fit the record.
     pub fn encode(&self) -> Option<Vec<u8>> {
+        let none = Path::new("");
+        let mut gid = 0u32;
         let (kind, a, b, perm, atime, mtime): (u8, &Path, &Path, u32, u64, u64) = match &self.intent
         {
-            Intent::Created { a } => (1, a, Path::new(""), 0, 0, 0),
+            Intent::Created { a } => (1, a, none, 0, 0, 0),
             Intent::Removed { a, b } => (2, a, b, 0, 0, 0),
             Intent::Renamed { a, b } => (3, a, b, 0, 0, 0),
             Intent::Attr {
@@ -78,7 +98,14 @@ impl IntentRecord {
                 perm,
                 atime,
                 mtime,
-            } => (4, a, Path::new(""), *perm, *atime, *mtime),
+            } => (4, a, none, *perm, *atime, *mtime),
+            Intent::Exchanged { a, b, id_a } => (5, a, b, 0, *id_a, 0),
+            Intent::Owner { a, uid, gid: g } => {
+                gid = *g;
+                (6, a, none, *uid, 0, 0)
+            }
+            Intent::Xattr { a, b } => (7, a, b, 0, 0, 0),
+            Intent::Linked { a } => (8, a, none, 0, 0, 0),
         };
         let (a, b) = (bytes(a), bytes(b));
         if a.len() + b.len() > INTENT_PATHS_MAX {
@@ -91,6 +118,7 @@ impl IntentRecord {
         r[12..14].copy_from_slice(&(b.len() as u16).to_le_bytes());
         r[16..24].copy_from_slice(&self.seq.to_le_bytes());
         r[24..28].copy_from_slice(&perm.to_le_bytes());
+        r[28..32].copy_from_slice(&gid.to_le_bytes());
         r[32..40].copy_from_slice(&atime.to_le_bytes());
         r[40..48].copy_from_slice(&mtime.to_le_bytes());
         r[PATHS_AT..PATHS_AT + a.len()].copy_from_slice(a);
@@ -135,21 +163,32 @@ impl IntentRecord {
         // the store directory (relative, no `..`, no NUL, bounded), checked before recovery
         // acts on any of them.
         check_path(&a, at)?;
-        if matches!(kind, 2 | 3) {
+        if matches!(kind, 2 | 3 | 5 | 7) {
             check_path(&b, at)?;
         }
-        let mut perm = [0u8; 4];
-        perm.copy_from_slice(&r[24..28]);
+        let u32_at = |i: usize| u32::from_le_bytes([r[i], r[i + 1], r[i + 2], r[i + 3]]);
         let intent = match kind {
             1 => Intent::Created { a },
             2 => Intent::Removed { a, b },
             3 => Intent::Renamed { a, b },
             4 => Intent::Attr {
                 a,
-                perm: u32::from_le_bytes(perm),
+                perm: u32_at(24),
                 atime: u64_at(32),
                 mtime: u64_at(40),
             },
+            5 => Intent::Exchanged {
+                a,
+                b,
+                id_a: u64_at(32),
+            },
+            6 => Intent::Owner {
+                a,
+                uid: u32_at(24),
+                gid: u32_at(28),
+            },
+            7 => Intent::Xattr { a, b },
+            8 => Intent::Linked { a },
             _ => return Err(MmioError::corrupt("intent record of unknown kind", at)),
         };
         Ok(Some(IntentRecord {
@@ -173,18 +212,27 @@ fn check_path(p: &Path, at: u64) -> MmioResult<()> {
 /// The paths an intent acts on.
 pub fn paths(intent: &Intent) -> Vec<&Path> {
     match intent {
-        Intent::Created { a } | Intent::Attr { a, .. } => vec![a],
-        Intent::Removed { a, b } | Intent::Renamed { a, b } => vec![a, b],
+        Intent::Created { a }
+        | Intent::Linked { a }
+        | Intent::Attr { a, .. }
+        | Intent::Owner { a, .. } => vec![a],
+        Intent::Removed { a, b }
+        | Intent::Renamed { a, b }
+        | Intent::Exchanged { a, b, .. }
+        | Intent::Xattr { a, b } => vec![a, b],
     }
 }
 
-/// Refuse a path of the intent record at `at` with a symlink on the way or at its end: the
-/// engine never creates one, so such a record was crafted or the directory was changed
+/// Refuse a path of the intent record at `at` with a symlink on the way: the engine's paths
+/// only pass through directories, so such a record was crafted or the directory was changed
 /// behind its back (the jail would not follow it anyway; this says so clearly, before
-/// recovery acts on any record).
+/// recovery acts on any record). The last component may be a symlink: the engine makes them,
+/// and every intent acts on a symlink itself, never on its target.
 pub fn check_no_symlink<M: FileMedia>(media: &M, p: &Path, at: u64) -> MmioResult<()> {
     let mut prefix = PathBuf::new();
-    for component in p.components() {
+    let components: Vec<_> = p.components().collect();
+    let on_the_way = components.len().saturating_sub(1);
+    for component in components.into_iter().take(on_the_way) {
         prefix.push(component);
         match media.stat(&prefix) {
             Ok(st) if st.kind == FileKind::Symlink => {
@@ -286,7 +334,7 @@ fn moved<M: FileMedia>(media: &M, a: &Path, b: &Path) -> Result<MoveState> {
     let sa = stat_of(media, a).map_err(|e| io_err(a, "stat", e))?;
     let sb = stat_of(media, b).map_err(|e| io_err(b, "stat", e))?;
     Ok(match (sa, sb) {
-        (Some(x), Some(y)) if x.id == y.id && x.kind == FileKind::File => MoveState::Both,
+        (Some(x), Some(y)) if x.id == y.id && x.kind != FileKind::Dir => MoveState::Both,
         (None, Some(_)) => MoveState::After,
         _ => MoveState::Before,
     })
@@ -297,6 +345,10 @@ pub fn undo<M: FileMedia>(media: &M, intent: &Intent) -> Result<()> {
     let err = |p: &Path, op, e| io_err(p, op, e);
     match intent {
         Intent::Created { a } => remove(media, a).map_err(|e| err(a, "undo create", e)),
+        Intent::Linked { a } => match exists(media, a).map_err(|e| err(a, "stat", e))? {
+            Some(FileKind::Dir) | None => Ok(()),
+            Some(_) => media.unlink(a).map_err(|e| err(a, "undo link", e)),
+        },
         Intent::Removed { a, b } | Intent::Renamed { a, b } => match moved(media, a, b)? {
             MoveState::Before => Ok(()),
             MoveState::After => media.rename(b, a).map_err(|e| err(b, "undo rename", e)),
@@ -319,6 +371,26 @@ pub fn undo<M: FileMedia>(media: &M, intent: &Intent) -> Result<()> {
             }
             Ok(())
         }
+        Intent::Exchanged { a, b, id_a } => {
+            let sa = stat_of(media, a).map_err(|e| err(a, "stat", e))?;
+            let sb = stat_of(media, b).map_err(|e| err(b, "stat", e))?;
+            match (sa, sb) {
+                // The swap happened (and was not undone yet): swap back.
+                (Some(x), Some(y)) if x.id != *id_a && y.id == *id_a => {
+                    media.exchange(a, b).map_err(|e| err(a, "undo exchange", e))
+                }
+                _ => Ok(()),
+            }
+        }
+        Intent::Owner { a, uid, gid } => {
+            if exists(media, a).map_err(|e| err(a, "stat", e))?.is_some() {
+                media
+                    .set_owner(a, Some(*uid), Some(*gid))
+                    .map_err(|e| err(a, "undo chown", e))?;
+            }
+            Ok(())
+        }
+        Intent::Xattr { a, b } => crate::log::saved_xattr::restore(media, a, b),
     }
 }
 
@@ -337,6 +409,66 @@ pub fn finish<M: FileMedia>(media: &M, intent: &Intent) -> Result<()> {
             }
             Ok(())
         }
+        Intent::Xattr { b, .. } => remove(media, b).map_err(|e| io_err(b, "delete from trash", e)),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_decodes_to_itself_and_a_flipped_byte_is_refused() {
+        let p = |s: &str| PathBuf::from(s);
+        let intents = [
+            Intent::Created { a: p("d/a") },
+            Intent::Removed {
+                a: p("a"),
+                b: p(".atomfs-mmio-trash/7-1"),
+            },
+            Intent::Renamed {
+                a: p("a"),
+                b: p("d/b"),
+            },
+            Intent::Attr {
+                a: p("a"),
+                perm: 0o640,
+                atime: 5,
+                mtime: 6,
+            },
+            Intent::Exchanged {
+                a: p("a"),
+                b: p("d/b"),
+                id_a: u64::MAX - 3,
+            },
+            Intent::Owner {
+                a: p("l"),
+                uid: 1000,
+                gid: u32::MAX - 1,
+            },
+            Intent::Xattr {
+                a: p("a"),
+                b: p(".atomfs-mmio-trash/xattr-7-2"),
+            },
+            Intent::Linked { a: p("d/l2") },
+        ];
+        for (seq, intent) in intents.into_iter().enumerate() {
+            let rec = IntentRecord {
+                txid: 7,
+                seq: seq as u64,
+                intent,
+            };
+            let b = rec.encode().expect("fits");
+            let back = IntentRecord::decode(&b, 0)
+                .expect("decodes")
+                .expect("in use");
+            assert_eq!(back, rec);
+            for at in [8, 16, 24, 28, 32, 48, 52] {
+                let mut bad = b.clone();
+                bad[at] ^= 1;
+                assert!(IntentRecord::decode(&bad, 0).is_err(), "{rec:?}: byte {at}");
+            }
+        }
     }
 }

@@ -19,13 +19,41 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
         let s = &*self.shared;
         let mut t = self.tables.lock();
         for (_, it) in intents {
+            if let Intent::Renamed { a, .. } = it {
+                // An unnamed file (O_TMPFILE) that this transaction named keeps its name.
+                for (_, u) in t.open.values_mut() {
+                    if u.unlinked.as_ref().is_some_and(|(p, _)| p == a) {
+                        u.unlinked = None;
+                    }
+                }
+            }
+            let mut relinked = None;
             if let Intent::Removed { b, .. } = it {
                 if let Ok(st) = s.media.stat(b) {
-                    self.detach_open(&mut t, self.ino_of(st.id))?;
-                    t.names.remove(&self.ino_of(st.id));
+                    let ino = self.ino_of(st.id);
+                    t.names.remove(&ino);
+                    if st.nlink > 1 {
+                        // A hard-linked file lives on under its other names.
+                        relinked = Some(ino);
+                    } else {
+                        self.detach_open(&mut t, ino)?;
+                    }
                 }
             }
             intent::finish(&s.media, it)?;
+            if let (Some(ino), Intent::Removed { b, .. }) = (relinked, it) {
+                use std::os::unix::ffi::OsStrExt;
+                let name = b
+                    .file_name()
+                    .map(|n| n.as_bytes().to_vec())
+                    .unwrap_or_default();
+                let trash_ino = s
+                    .media
+                    .stat(Path::new(TRASH_NAME))
+                    .map(|st| self.ino_of(st.id))
+                    .unwrap_or(ROOT_INO);
+                self.forget_name(&mut t, ino, trash_ino, &name);
+            }
         }
         self.release_intents(intents);
         Ok(())
@@ -82,10 +110,29 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
                     first_err.get_or_insert(e);
                 }
             }
-            if let Intent::Removed { a, .. } | Intent::Renamed { a, .. } | Intent::Attr { a, .. } =
-                it
-            {
-                self.relearn(t, a);
+            match it {
+                Intent::Removed { a, .. }
+                | Intent::Renamed { a, .. }
+                | Intent::Attr { a, .. }
+                | Intent::Owner { a, .. } => self.relearn(t, a),
+                Intent::Exchanged { a, b, .. } => {
+                    self.relearn(t, a);
+                    self.relearn(t, b);
+                }
+                Intent::Linked { a } => {
+                    // The file's known name may have been the one the undo removed.
+                    use std::os::unix::ffi::OsStrExt;
+                    let dir = a.parent().unwrap_or(Path::new(""));
+                    let dir_ino = match dir.as_os_str().is_empty() {
+                        true => Some(ROOT_INO),
+                        false => s.media.stat(dir).ok().map(|st| self.ino_of(st.id)),
+                    };
+                    if let (Some(dir_ino), Some(name)) = (dir_ino, a.file_name()) {
+                        let name = name.as_bytes();
+                        t.names.retain(|_, (p, n)| !(*p == dir_ino && n == name));
+                    }
+                }
+                _ => {}
             }
         }
         self.refresh_paths(t);

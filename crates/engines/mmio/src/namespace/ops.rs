@@ -35,12 +35,18 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
         let mut t = self.tables.lock();
         Self::tx_open(&t, tx)?;
         let path = self.path_for(&mut t, ino)?;
-        if attr.uid.is_some() || attr.gid.is_some() {
-            return Err(Error::Unsupported("chown on the mmio engine".into()));
-        }
         Self::check_owner(&t, &[ino], tx.map(|t| t.0))?;
+        let owner = attr.uid.is_some() || attr.gid.is_some();
         if let Some(tx) = tx {
             let old = self.stat_path(&path)?;
+            if owner {
+                let it = Intent::Owner {
+                    a: path.clone(),
+                    uid: old.uid,
+                    gid: old.gid,
+                };
+                self.log_intent(&mut t, tx, it)?;
+            }
             let it = Intent::Attr {
                 a: path.clone(),
                 perm: old.perm,
@@ -48,6 +54,12 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
                 mtime: old.mtime,
             };
             self.log_intent(&mut t, tx, it)?;
+        }
+        if owner {
+            self.shared
+                .media
+                .set_owner(&path, attr.uid, attr.gid)
+                .map_err(|e| io_err(&path, "chown", e))?;
         }
         if let Some(perm) = attr.perm {
             self.shared
@@ -121,6 +133,15 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
             return Ok(());
         }
         let ino = self.ino_of(st.id);
+        if t.open.contains_key(&ino) && st.nlink > 1 {
+            // One of several names: the file keeps the others (and its handles a path).
+            self.shared
+                .media
+                .unlink(&path)
+                .map_err(|e| io_err(&path, "unlink", e))?;
+            self.forget_name(&mut t, ino, parent, name);
+            return Ok(());
+        }
         if t.open.contains_key(&ino) {
             // An open file lives on: its name moves to the trash (one durable rename) and the
             // host file is deleted at the last release (or by the next open after a crash).
@@ -136,7 +157,7 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
             t.names
                 .insert(ino, (trash_ino, format!("unlinked-{ino}-{n}").into_bytes()));
             if let Some((_, u)) = t.open.get_mut(&ino) {
-                u.unlinked = Some(trash);
+                u.unlinked = Some((trash, crate::namespace::tables::Trashed::Unlinked));
             }
             self.refresh_paths(&t);
             return Ok(());
@@ -147,8 +168,26 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
             .media
             .unlink(&path)
             .map_err(|e| io_err(&path, "unlink", e))?;
+        // Another name of it (a hard link) is found again by a walk when asked for.
         t.names.remove(&ino);
         Ok(())
+    }
+
+    /// The name `parent/name` of `ino` is gone: forget it, and give an open file another of
+    /// its names (found by a walk) for its later host calls.
+    pub(crate) fn forget_name(&self, t: &mut Tables<R, M>, ino: Ino, parent: Ino, name: &[u8]) {
+        if t.names.get(&ino) == Some(&(parent, name.to_vec())) {
+            t.names.remove(&ino);
+        }
+        let Some(f) = t.open.get(&ino).map(|(f, _)| f.clone()) else {
+            return;
+        };
+        if let Ok(p) = self.path_for(t, ino) {
+            let mut st = f.state.write();
+            if st.path.is_some() {
+                st.path = Some(p);
+            }
+        }
     }
 
     pub(crate) fn remove_dir(&self, parent: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {

@@ -107,11 +107,11 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
             nlink: st.nlink,
             uid: st.uid,
             gid: st.gid,
-            allocated: size.div_ceil(4096) * 4096,
+            allocated: st.allocated,
             atime: st.atime,
             mtime: st.mtime,
             ctime: st.ctime,
-            rdev: 0,
+            rdev: st.rdev,
         }
     }
 

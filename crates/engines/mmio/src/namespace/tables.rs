@@ -24,8 +24,18 @@ pub(crate) struct FileUse {
     pub(crate) handles: usize,
     pub(crate) atomic_handles: usize,
     pub(crate) tx: Option<u64>,
-    /// Unlinked while open: its name now, in the trash (deleted at the last release).
-    pub(crate) unlinked: Option<PathBuf>,
+    /// Its only name is in the trash (deleted at the last release): unlinked while open, or
+    /// never named yet.
+    pub(crate) unlinked: Option<(PathBuf, Trashed)>,
+}
+
+/// Why an open file's only name is in the trash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Trashed {
+    /// Its last name was unlinked while it was open: it gets no new one (linkat(2)).
+    Unlinked,
+    /// Made by `tmpfile` (O_TMPFILE): `link` gives it its first name.
+    Unnamed,
 }
 
 /// Hasher of the store's tables: their keys are handle, transaction and inode numbers the

@@ -91,6 +91,8 @@ pub(crate) struct Shared<R: Region, M: FileMedia> {
     /// Files with a metadata slot, by slot (for the checkpoint thread).
     pub(crate) files: Mutex<HashMap<u32, Weak<MmioFile<R, M>>>>,
     pub(crate) counters: Counters,
+    /// Others' use of the host file system, for `statfs` (hostfs::SharedUsage).
+    pub(crate) usage: hostfs::SharedUsage,
     pub(crate) work: Mutex<bool>,
     pub(crate) work_cv: Condvar,
     pub(crate) stop: AtomicBool,
@@ -115,6 +117,7 @@ impl<R: Region, M: FileMedia> Shared<R, M> {
             intent_seq: std::sync::atomic::AtomicU64::new(1),
             files: Mutex::new(HashMap::new()),
             counters: Counters::default(),
+            usage: hostfs::SharedUsage::new(),
             work: Mutex::new(false),
             work_cv: Condvar::new(),
             stop: AtomicBool::new(false),

@@ -36,6 +36,8 @@ pub(crate) struct TxState {
     /// Namespace intents of the transaction, oldest first: (record index, intent).
     pub(crate) intents: Vec<(u32, Intent)>,
     pub(crate) trash_seq: u64,
+    /// Host storage to free after the commit: ranges its punches zeroed (ino, start, end).
+    pub(crate) punches: Vec<(Ino, u64, u64)>,
 }
 
 impl<R: Region, M: FileMedia> MmioStore<R, M> {
@@ -160,7 +162,23 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
     pub(crate) fn commit_tx(&self, tx: TxId) -> Result<()> {
         let (files, intents) = self.start_ending(tx)?;
         let result = match self.commit_files(&files, Some((tx.0, &intents))) {
-            Ok(after) => after,
+            Ok(after) => {
+                let punches = self
+                    .tables
+                    .lock()
+                    .txs
+                    .get_mut(&tx.0)
+                    .map(|st| std::mem::take(&mut st.punches))
+                    .unwrap_or_default();
+                for (ino, off, end) in punches {
+                    if let Some(f) = files.iter().find(|f| f.ino == ino) {
+                        // The zeros are committed: freeing their storage changes no byte a
+                        // reader sees, and a failure to free it loses nothing.
+                        let _ = f.punch_home(&self.shared, off, end);
+                    }
+                }
+                after
+            }
             Err(before) => {
                 // Nothing was committed: roll the whole transaction back.
                 for f in &files {

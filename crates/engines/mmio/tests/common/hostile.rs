@@ -20,8 +20,8 @@
 #![allow(dead_code)]
 
 use hostfs::{
-    Capabilities, DirEntry, HostFs, HostFsResult, HostImage, OpenOptions, RelPath, SimConfig,
-    SimHostFs, Stat, StatFs,
+    Capabilities, DirEntry, FallocateHow, HostFs, HostFsResult, HostImage, NodeKind, OpenOptions,
+    RelPath, RenameHow, SimConfig, SimHostFs, Stat, StatFs, XattrHow,
 };
 use mmio::log::layout::{self, Superblock};
 use mmio::{HostMedia, MmioConfig, MmioStore, PolicyMode};
@@ -167,6 +167,65 @@ impl<F: HostFs> HostFs for Recording<F> {
     }
     fn atomic_write(&self, file: &Self::File, off: u64, data: &[u8]) -> HostFsResult<()> {
         self.inner.atomic_write(file, off, data)
+    }
+    fn symlink(&self, target: &[u8], path: &Path) -> HostFsResult<()> {
+        self.saw(path);
+        self.inner.symlink(target, path)
+    }
+    fn readlink(&self, path: &Path) -> HostFsResult<Vec<u8>> {
+        self.saw(path);
+        self.inner.readlink(path)
+    }
+    fn mknod(&self, path: &Path, kind: NodeKind, perm: u32, rdev: u64) -> HostFsResult<()> {
+        self.saw(path);
+        self.inner.mknod(path, kind, perm, rdev)
+    }
+    fn rename_with(&self, from: &Path, to: &Path, how: RenameHow) -> HostFsResult<()> {
+        self.saw(from);
+        self.saw(to);
+        self.inner.rename_with(from, to, how)
+    }
+    fn set_owner(&self, path: &Path, uid: Option<u32>, gid: Option<u32>) -> HostFsResult<()> {
+        self.saw(path);
+        self.inner.set_owner(path, uid, gid)
+    }
+    fn set_link_times(
+        &self,
+        path: &Path,
+        atime: Option<u64>,
+        mtime: Option<u64>,
+    ) -> HostFsResult<()> {
+        self.saw(path);
+        self.inner.set_link_times(path, atime, mtime)
+    }
+    fn sync_node(&self, path: &Path) -> HostFsResult<()> {
+        self.saw(path);
+        self.inner.sync_node(path)
+    }
+    fn get_xattr(&self, path: &Path, name: &[u8]) -> HostFsResult<Vec<u8>> {
+        self.saw(path);
+        self.inner.get_xattr(path, name)
+    }
+    fn set_xattr(&self, path: &Path, name: &[u8], value: &[u8], how: XattrHow) -> HostFsResult<()> {
+        self.saw(path);
+        self.inner.set_xattr(path, name, value, how)
+    }
+    fn list_xattr(&self, path: &Path) -> HostFsResult<Vec<Vec<u8>>> {
+        self.saw(path);
+        self.inner.list_xattr(path)
+    }
+    fn remove_xattr(&self, path: &Path, name: &[u8]) -> HostFsResult<()> {
+        self.saw(path);
+        self.inner.remove_xattr(path, name)
+    }
+    fn fallocate(
+        &self,
+        file: &Self::File,
+        how: FallocateHow,
+        off: u64,
+        len: u64,
+    ) -> HostFsResult<()> {
+        self.inner.fallocate(file, how, off, len)
     }
     fn drop_unsynced(&self, file: &Self::File) -> HostFsResult<()> {
         self.inner.drop_unsynced(file)

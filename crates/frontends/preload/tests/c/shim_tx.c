@@ -8,10 +8,10 @@
  *   shim_tx DIR crash-atomic  O_ATOMIC writes to DIR/a, SIGKILL before fsync
  *   shim_tx DIR atomic        O_ATOMIC writes to DIR/a then fsync; prints "synced"
  *   shim_tx DIR errors        bad input to every shim call -> -1/errno; prints "errors ok"
- *   shim_tx DIR fork          a forked child gets EIO on the descriptors it inherited, and
- *                             opens, writes and commits transactions of its own through the
- *                             parent's store server (a grandchild too); the parent goes on and
- *                             sees what they wrote
+ *   shim_tx DIR fork          a forked child reads and writes the descriptor it inherited
+ *                             (through the parent's store server, the offset shared with the
+ *                             parent), and opens, writes and commits transactions of its own
+ *                             (a grandchild too); the parent goes on and sees what they wrote
  *   shim_tx DIR fork-noserve  with ATOMFS_SERVE=0 the parent does not serve: the child gets EIO
  *   shim_tx DIR stdio         fopen/fprintf/fgets/fseek/fclose and fdopen on shim files
  *   shim_tx DIR threads       8 threads each write, fsync, reread and dup their own file, and
@@ -204,14 +204,18 @@ int main(int argc, char **argv)
     }
     if (strcmp(mode, "fork") == 0 || strcmp(mode, "fork-noserve") == 0) {
         int serving = strcmp(mode, "fork") == 0;
-        int fd = open_in(dir, "a", O_RDONLY);
+        int fd = open_in(dir, "inherited", O_RDWR | O_CREAT | O_TRUNC);
+        if (write(fd, "0123456789", 10) != 10 || lseek(fd, 0, SEEK_SET) != 0)
+            DIE("write inherited");
         pid_t pid = fork();
         if (pid < 0)
             DIE("fork");
         if (pid == 0) {
-            char c;
+            char two[2];
             errno = 0;
-            int ok = read(fd, &c, 1) == -1 && errno == EIO;
+            int ok = serving
+                ? read(fd, two, 2) == 2 && memcmp(two, "01", 2) == 0 && write(fd, "ab", 2) == 2
+                : read(fd, two, 1) == -1 && errno == EIO;
             ok = ok && close(fd) == 0;
             if (!serving) {
                 ok = ok && open("/atomfs/a", O_RDONLY) == -1 && errno == EIO;
@@ -219,7 +223,7 @@ int main(int argc, char **argv)
             }
             /* Its own descriptors work: through the parent's server. */
             int own = open("/atomfs/a", O_RDONLY);
-            ok = ok && own >= 0 && read(own, &c, 1) == 1 && close(own) == 0;
+            ok = ok && own >= 0 && read(own, two, 1) == 1 && close(own) == 0;
             int w = open("/atomfs/from-child", O_WRONLY | O_CREAT | O_TRUNC, 0644);
             ok = ok && w >= 0;
             unsigned long (*begin)(struct TxInfo *) = (unsigned long (*)(struct TxInfo *)) dlsym(RTLD_DEFAULT, "tx_begin");
@@ -246,6 +250,12 @@ int main(int argc, char **argv)
         if (pread(fd, buf, sizeof buf, 0) < 0)
             DIE("parent pread after fork");
         if (serving) {
+            /* One offset for parent and child, as for any descriptor shared across fork. */
+            char two[2];
+            if (read(fd, two, 2) != 2 || memcmp(two, "45", 2) != 0)
+                DIE("the parent's offset did not move with the child's reads and writes");
+            if (pread(fd, buf, 10, 0) != 10 || memcmp(buf, "01ab456789", 10) != 0)
+                DIE("the child's write through the inherited descriptor is missing");
             int r = open("/atomfs/from-child", O_RDONLY);
             ssize_t n = r >= 0 ? read(r, buf, sizeof buf) : -1;
             if (n != 5 || memcmp(buf, "child", 5) != 0)

@@ -2,6 +2,7 @@
 
 mod jail;
 mod ops;
+mod posix;
 mod probe;
 mod sys;
 

@@ -4,7 +4,8 @@
 use super::{jail, probe, sys, RealFile, RealHostFs};
 use crate::error::{invalid, io_err};
 use crate::{
-    Capabilities, Capability, DirEntry, HostFs, HostFsResult, OpenOptions, RelPath, Stat, StatFs,
+    Capabilities, Capability, DirEntry, FallocateHow, HostFs, HostFsResult, NodeKind, OpenOptions,
+    RelPath, RenameHow, Stat, StatFs, XattrHow,
 };
 use pmem::MappedRegion;
 use std::fs::File;
@@ -34,7 +35,23 @@ fn open_flags(options: &OpenOptions) -> i32 {
     if options.truncate {
         flags |= libc::O_TRUNC;
     }
-    flags
+    // A FIFO or device at the path must not block the open or become a controlling
+    // terminal (the open then fails: only regular files are accepted).
+    flags | libc::O_NONBLOCK | libc::O_NOCTTY
+}
+
+/// A timespec of utimensat: ns since the epoch, or UTIME_OMIT for `None`.
+fn timespec(t: Option<u64>) -> libc::timespec {
+    match t {
+        Some(ns) => libc::timespec {
+            tv_sec: (ns / 1_000_000_000) as libc::time_t,
+            tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+        },
+        None => libc::timespec {
+            tv_sec: 0,
+            tv_nsec: libc::UTIME_OMIT,
+        },
+    }
 }
 
 /// A borrowed descriptor of an std file, as `&OwnedFd`-taking helpers need it.
@@ -223,6 +240,9 @@ impl HostFs for RealHostFs {
     }
 
     fn set_perm(&self, path: &Path, perm: u32) -> HostFsResult<()> {
+        if let Some(done) = self.chmod_at(path, perm) {
+            return done;
+        }
         let fd = self.open_attr_fd(path, "chmod")?;
         // SAFETY: `fd` is an open descriptor of the target (never a symlink: O_NOFOLLOW).
         cvt(unsafe { libc::fchmod(fd.as_raw_fd(), perm & 0o7777) })
@@ -230,18 +250,8 @@ impl HostFs for RealHostFs {
     }
 
     fn set_times(&self, path: &Path, atime: Option<u64>, mtime: Option<u64>) -> HostFsResult<()> {
+        let times = [timespec(atime), timespec(mtime)];
         let fd = self.open_attr_fd(path, "utimens")?;
-        let spec = |t: Option<u64>| match t {
-            Some(ns) => libc::timespec {
-                tv_sec: (ns / 1_000_000_000) as libc::time_t,
-                tv_nsec: (ns % 1_000_000_000) as libc::c_long,
-            },
-            None => libc::timespec {
-                tv_sec: 0,
-                tv_nsec: libc::UTIME_OMIT,
-            },
-        };
-        let times = [spec(atime), spec(mtime)];
         // SAFETY: `times` is two valid timespecs; `fd` is an open descriptor.
         cvt(unsafe { libc::futimens(fd.as_raw_fd(), times.as_ptr()) })
             .map_err(|e| io_err(self.abs(path), "utimens", e))
@@ -249,6 +259,65 @@ impl HostFs for RealHostFs {
 
     fn statfs(&self) -> HostFsResult<StatFs> {
         sys::statfs(self.root_fd()).map_err(|e| io_err(&self.root, "statfs", e))
+    }
+
+    fn symlink(&self, target: &[u8], path: &Path) -> HostFsResult<()> {
+        self.symlink_at(target, path)
+    }
+
+    fn readlink(&self, path: &Path) -> HostFsResult<Vec<u8>> {
+        self.readlink_at(path)
+    }
+
+    fn mknod(&self, path: &Path, kind: NodeKind, perm: u32, rdev: u64) -> HostFsResult<()> {
+        self.mknod_at(path, kind, perm, rdev)
+    }
+
+    fn rename_with(&self, from: &Path, to: &Path, how: RenameHow) -> HostFsResult<()> {
+        self.renameat2(from, to, how)
+    }
+
+    fn set_owner(&self, path: &Path, uid: Option<u32>, gid: Option<u32>) -> HostFsResult<()> {
+        self.lchown_at(path, uid, gid)
+    }
+
+    fn set_link_times(
+        &self,
+        path: &Path,
+        atime: Option<u64>,
+        mtime: Option<u64>,
+    ) -> HostFsResult<()> {
+        self.utimens_at(path, &[timespec(atime), timespec(mtime)])
+    }
+
+    fn sync_node(&self, path: &Path) -> HostFsResult<()> {
+        self.sync_entry(path)
+    }
+
+    fn get_xattr(&self, path: &Path, name: &[u8]) -> HostFsResult<Vec<u8>> {
+        self.get_xattr_at(path, name)
+    }
+
+    fn set_xattr(&self, path: &Path, name: &[u8], value: &[u8], how: XattrHow) -> HostFsResult<()> {
+        self.set_xattr_at(path, name, value, how)
+    }
+
+    fn list_xattr(&self, path: &Path) -> HostFsResult<Vec<Vec<u8>>> {
+        self.list_xattr_at(path)
+    }
+
+    fn remove_xattr(&self, path: &Path, name: &[u8]) -> HostFsResult<()> {
+        self.remove_xattr_at(path, name)
+    }
+
+    fn fallocate(
+        &self,
+        file: &RealFile,
+        how: FallocateHow,
+        off: u64,
+        len: u64,
+    ) -> HostFsResult<()> {
+        self.fallocate_file(file, how, off, len)
     }
 
     fn map(&self, file: &RealFile, len: u64) -> HostFsResult<MappedRegion> {

@@ -183,6 +183,9 @@ fn stat_of(st: &libc::stat) -> Stat {
         atime_ns: ns(st.st_atime, st.st_atime_nsec),
         mtime_ns: ns(st.st_mtime, st.st_mtime_nsec),
         ctime_ns: ns(st.st_ctime, st.st_ctime_nsec),
+        mode_type: st.st_mode as u32 & libc::S_IFMT,
+        rdev: st.st_rdev as u64,
+        allocated: (st.st_blocks.max(0) as u64).saturating_mul(512),
     }
 }
 

@@ -20,6 +20,14 @@ enum Choice {
         name: Vec<u8>,
         bindings: Vec<Option<u64>>,
     },
+    /// Option 0: the pending exchange `index` did not reach the media; option 1: it did.
+    Exchange { index: usize },
+    /// Option 0: the durable value of the attribute; option k: `values[k - 1]`.
+    Xattr {
+        ino: u64,
+        name: Vec<u8>,
+        values: Vec<Option<Vec<u8>>>,
+    },
 }
 
 impl Choice {
@@ -27,6 +35,8 @@ impl Choice {
         match self {
             Choice::Updates { ops } => ops.len() as u64 + 1,
             Choice::Entry { bindings, .. } => bindings.len() as u64 + 1,
+            Choice::Exchange { .. } => 2,
+            Choice::Xattr { values, .. } => values.len() as u64 + 1,
         }
     }
 }
@@ -57,10 +67,11 @@ impl HostCrashPoint {
         for (index, op) in state.ops.iter().enumerate() {
             groups.entry(&op.key).or_default().push(index);
         }
-        let mut choices: Vec<Choice> = groups
-            .into_values()
-            .map(|ops| Choice::Updates { ops })
+        // Exchanges first: an image applies them before the later entry changes.
+        let mut choices: Vec<Choice> = (0..state.exchanges.len())
+            .map(|index| Choice::Exchange { index })
             .collect();
+        choices.extend(groups.into_values().map(|ops| Choice::Updates { ops }));
         for ((dir, name), history) in &state.entry_history {
             let durable = state
                 .inodes
@@ -77,6 +88,25 @@ impl HostCrashPoint {
                     dir: *dir,
                     name: name.clone(),
                     bindings,
+                });
+            }
+        }
+        for ((ino, name), history) in &state.xattr_history {
+            let durable = state
+                .inodes
+                .get(ino)
+                .and_then(|n| n.durable_xattrs.get(name).cloned());
+            let mut values: Vec<Option<Vec<u8>>> = Vec::new();
+            for value in history {
+                if *value != durable && !values.contains(value) {
+                    values.push(value.clone());
+                }
+            }
+            if !values.is_empty() {
+                choices.push(Choice::Xattr {
+                    ino: *ino,
+                    name: name.clone(),
+                    values,
                 });
             }
         }
@@ -157,9 +187,13 @@ impl HostCrashPoint {
         let options = self.options_of(index);
         let mut applied: Vec<usize> = Vec::new();
         let mut entries: BTreeMap<u64, BTreeMap<Vec<u8>, u64>> = BTreeMap::new();
+        let mut xattrs: BTreeMap<u64, BTreeMap<Vec<u8>, Vec<u8>>> = BTreeMap::new();
         for (ino, node) in &self.state.inodes {
             if node.kind == FileKind::Dir {
                 entries.insert(*ino, node.durable_entries.clone());
+            }
+            if !node.durable_xattrs.is_empty() {
+                xattrs.insert(*ino, node.durable_xattrs.clone());
             }
         }
         for (choice, &option) in self.choices.iter().zip(&options) {
@@ -182,10 +216,26 @@ impl HostCrashPoint {
                         };
                     }
                 }
+                Choice::Exchange { index } => {
+                    if option > 0 {
+                        for (dir, name, ino) in self.state.exchanges[*index].entries.iter() {
+                            entries.entry(*dir).or_default().insert(name.clone(), *ino);
+                        }
+                    }
+                }
+                Choice::Xattr { ino, name, values } => {
+                    if option > 0 {
+                        let attrs = xattrs.entry(*ino).or_default();
+                        match values.get(option as usize - 1).cloned().flatten() {
+                            Some(value) => attrs.insert(name.clone(), value),
+                            None => attrs.remove(name),
+                        };
+                    }
+                }
             }
         }
         applied.sort_unstable();
-        self.build(&entries, &applied)
+        self.build(&entries, &xattrs, &applied)
     }
 
     /// Every image, one at a time.
@@ -216,6 +266,7 @@ impl HostCrashPoint {
     fn build(
         &self,
         entries: &BTreeMap<u64, BTreeMap<Vec<u8>, u64>>,
+        xattrs: &BTreeMap<u64, BTreeMap<Vec<u8>, Vec<u8>>>,
         applied: &[usize],
     ) -> HostImage {
         let reachable = reachable(entries);
@@ -243,14 +294,32 @@ impl HostCrashPoint {
             .collect();
         let mut image = HostImage::default();
         for (path, ino) in reachable {
-            let node = match contents.get(&ino) {
-                Some(data) => ImageNode::File {
+            let Some(inode) = self.state.inodes.get(&ino) else {
+                continue;
+            };
+            let node = match (inode.kind, contents.get(&ino)) {
+                (FileKind::File, Some(data)) => ImageNode::File {
                     ino,
                     data: data.clone(),
                 },
-                None => ImageNode::Dir,
+                (FileKind::Symlink, _) => ImageNode::Symlink {
+                    ino,
+                    target: inode.target.clone(),
+                },
+                (FileKind::Other, _) => ImageNode::Special {
+                    ino,
+                    mode_type: inode.mode_type(),
+                    rdev: inode.rdev,
+                },
+                _ => ImageNode::Dir,
             };
+            if let Some(attrs) = xattrs.get(&ino).filter(|a| !a.is_empty()) {
+                image.xattrs.insert(path.clone(), attrs.clone());
+            }
             image.nodes.insert(path, node);
+        }
+        if let Some(attrs) = xattrs.get(&ROOT_INO).filter(|a| !a.is_empty()) {
+            image.xattrs.insert(Vec::new(), attrs.clone());
         }
         image
     }

@@ -184,4 +184,67 @@ impl HostFs for CutHost {
         let _cut = self.cut.read();
         self.fs.drop_unsynced(file)
     }
+
+    fn symlink(&self, target: &[u8], path: &Path) -> HostFsResult<()> {
+        let _cut = self.cut.read();
+        self.fs.symlink(target, path)
+    }
+    fn readlink(&self, path: &Path) -> HostFsResult<Vec<u8>> {
+        self.fs.readlink(path)
+    }
+    fn mknod(&self, path: &Path, kind: crate::NodeKind, perm: u32, rdev: u64) -> HostFsResult<()> {
+        let _cut = self.cut.read();
+        self.fs.mknod(path, kind, perm, rdev)
+    }
+    fn rename_with(&self, from: &Path, to: &Path, how: crate::RenameHow) -> HostFsResult<()> {
+        let _cut = self.cut.read();
+        self.fs.rename_with(from, to, how)
+    }
+    fn set_owner(&self, path: &Path, uid: Option<u32>, gid: Option<u32>) -> HostFsResult<()> {
+        let _cut = self.cut.read();
+        self.fs.set_owner(path, uid, gid)
+    }
+    fn set_link_times(
+        &self,
+        path: &Path,
+        atime: Option<u64>,
+        mtime: Option<u64>,
+    ) -> HostFsResult<()> {
+        let _cut = self.cut.read();
+        self.fs.set_link_times(path, atime, mtime)
+    }
+    fn sync_node(&self, path: &Path) -> HostFsResult<()> {
+        let _cut = self.cut.read();
+        self.fs.sync_node(path)
+    }
+    fn get_xattr(&self, path: &Path, name: &[u8]) -> HostFsResult<Vec<u8>> {
+        self.fs.get_xattr(path, name)
+    }
+    fn set_xattr(
+        &self,
+        path: &Path,
+        name: &[u8],
+        value: &[u8],
+        how: crate::XattrHow,
+    ) -> HostFsResult<()> {
+        let _cut = self.cut.read();
+        self.fs.set_xattr(path, name, value, how)
+    }
+    fn list_xattr(&self, path: &Path) -> HostFsResult<Vec<Vec<u8>>> {
+        self.fs.list_xattr(path)
+    }
+    fn remove_xattr(&self, path: &Path, name: &[u8]) -> HostFsResult<()> {
+        let _cut = self.cut.read();
+        self.fs.remove_xattr(path, name)
+    }
+    fn fallocate(
+        &self,
+        file: &Self::File,
+        how: crate::FallocateHow,
+        off: u64,
+        len: u64,
+    ) -> HostFsResult<()> {
+        let _cut = self.cut.read();
+        self.fs.fallocate(file, how, off, len)
+    }
 }

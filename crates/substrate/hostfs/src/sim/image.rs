@@ -7,13 +7,24 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 /// One node of an image.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ImageNode {
     Dir,
     /// A file: its identity (hard links share it) and content.
     File {
         ino: u64,
         data: Vec<u8>,
+    },
+    /// A symbolic link and its target.
+    Symlink {
+        ino: u64,
+        target: Vec<u8>,
+    },
+    /// A FIFO, socket or device node: its `S_IFMT` bits and device number.
+    Special {
+        ino: u64,
+        mode_type: u32,
+        rdev: u64,
     },
 }
 
@@ -22,6 +33,8 @@ pub enum ImageNode {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct HostImage {
     pub nodes: BTreeMap<Vec<u8>, ImageNode>,
+    /// Extended attributes by path (paths without any are left out).
+    pub xattrs: BTreeMap<Vec<u8>, BTreeMap<Vec<u8>, Vec<u8>>>,
 }
 
 impl HostImage {
@@ -36,7 +49,8 @@ impl HostImage {
     /// True when both images have the same paths, kinds and contents (file identities are
     /// not compared: a real file system numbers its inodes its own way).
     pub fn same_tree(&self, other: &HostImage) -> bool {
-        self.nodes.len() == other.nodes.len()
+        self.xattrs == other.xattrs
+            && self.nodes.len() == other.nodes.len()
             && self
                 .nodes
                 .iter()
@@ -49,6 +63,22 @@ impl HostImage {
                                 ImageNode::File { data: da, .. },
                                 ImageNode::File { data: db, .. },
                             ) => da == db,
+                            (
+                                ImageNode::Symlink { target: ta, .. },
+                                ImageNode::Symlink { target: tb, .. },
+                            ) => ta == tb,
+                            (
+                                ImageNode::Special {
+                                    mode_type: ma,
+                                    rdev: ra,
+                                    ..
+                                },
+                                ImageNode::Special {
+                                    mode_type: mb,
+                                    rdev: rb,
+                                    ..
+                                },
+                            ) => (ma, ra) == (mb, rb),
                             _ => false,
                         }
                 })
@@ -57,6 +87,7 @@ impl HostImage {
     /// Read the tree of any [`HostFs`] (files and directories; other kinds are skipped).
     pub fn read<F: HostFs>(fs: &F) -> HostFsResult<HostImage> {
         let mut image = HostImage::default();
+        read_xattrs(fs, b"", &mut image)?;
         let mut stack: Vec<Vec<u8>> = vec![Vec::new()];
         while let Some(dir) = stack.pop() {
             for entry in fs.read_dir(Path::new(OsStr::from_bytes(&dir)))? {
@@ -68,18 +99,41 @@ impl HostImage {
                 match entry.kind {
                     FileKind::Dir => {
                         image.nodes.insert(path.clone(), ImageNode::Dir);
-                        stack.push(path);
+                        stack.push(path.clone());
                     }
                     FileKind::File => {
                         let data = read_file(fs, &path)?;
                         let ino = entry.ino;
-                        image.nodes.insert(path, ImageNode::File { ino, data });
+                        image
+                            .nodes
+                            .insert(path.clone(), ImageNode::File { ino, data });
                     }
-                    _ => {}
+                    FileKind::Symlink => {
+                        let target = fs.readlink(Path::new(OsStr::from_bytes(&path)))?;
+                        let ino = entry.ino;
+                        image
+                            .nodes
+                            .insert(path.clone(), ImageNode::Symlink { ino, target });
+                    }
+                    FileKind::Other => {
+                        let st = fs.stat(Path::new(OsStr::from_bytes(&path)))?;
+                        let node = ImageNode::Special {
+                            ino: entry.ino,
+                            mode_type: st.mode_type,
+                            rdev: st.rdev,
+                        };
+                        image.nodes.insert(path.clone(), node);
+                    }
                 }
+                read_xattrs(fs, &path, &mut image)?;
             }
         }
         Ok(image)
+    }
+
+    /// The extended attributes of the node at `path`.
+    pub fn xattrs_of(&self, path: &str) -> Option<&BTreeMap<Vec<u8>, Vec<u8>>> {
+        self.xattrs.get(path.as_bytes())
     }
 
     /// A short listing (path, length, first bytes), for failure messages.
@@ -93,6 +147,12 @@ impl HostImage {
                     let head: Vec<u8> = data.iter().take(8).copied().collect();
                     out.push_str(&format!("{path}[{}]{head:02x?} ", data.len()))
                 }
+                ImageNode::Symlink { target, .. } => {
+                    out.push_str(&format!("{path}->{} ", String::from_utf8_lossy(target)))
+                }
+                ImageNode::Special {
+                    mode_type, rdev, ..
+                } => out.push_str(&format!("{path}({mode_type:o},{rdev}) ")),
             }
         }
         out
@@ -109,4 +169,22 @@ fn read_file<F: HostFs>(fs: &F, path: &[u8]) -> HostFsResult<Vec<u8>> {
     let n = fs.read_full_at(&file, 0, &mut data)?;
     data.truncate(n);
     Ok(data)
+}
+
+/// Add the extended attributes of `path` to `image` (none where the file system has none).
+fn read_xattrs<F: HostFs>(fs: &F, path: &[u8], image: &mut HostImage) -> HostFsResult<()> {
+    let p = Path::new(OsStr::from_bytes(path));
+    let names = match fs.list_xattr(p) {
+        Ok(names) => names,
+        Err(e) if e.errno() == libc::EOPNOTSUPP => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let mut attrs = BTreeMap::new();
+    for name in names {
+        attrs.insert(name.clone(), fs.get_xattr(p, &name)?);
+    }
+    if !attrs.is_empty() {
+        image.xattrs.insert(path.to_vec(), attrs);
+    }
+    Ok(())
 }

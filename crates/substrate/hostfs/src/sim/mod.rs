@@ -36,6 +36,7 @@ mod cut;
 mod image;
 mod map;
 mod ops;
+mod posix;
 mod state;
 
 pub use crash::HostCrashPoint;
@@ -155,7 +156,9 @@ impl SimHostFs {
             .nodes
             .values()
             .filter_map(|n| match n {
-                ImageNode::File { ino, .. } => Some(*ino),
+                ImageNode::File { ino, .. }
+                | ImageNode::Symlink { ino, .. }
+                | ImageNode::Special { ino, .. } => Some(*ino),
                 ImageNode::Dir => None,
             })
             .max()
@@ -177,12 +180,12 @@ impl SimHostFs {
                     inode.nlink = 1;
                     new_inode(&mut state, inode)
                 }
-                ImageNode::File { ino, data } => match by_ino.get(ino) {
+                ImageNode::File { ino, .. }
+                | ImageNode::Symlink { ino, .. }
+                | ImageNode::Special { ino, .. } => match by_ino.get(ino) {
                     Some(&existing) => existing,
                     None => {
-                        let mut inode = Inode::new(crate::FileKind::File, 0o644);
-                        inode.live = data.clone();
-                        inode.durable = Arc::new(data.clone());
+                        let inode = inode_of(node);
                         let new = if *ino > ROOT_INO && !state.inodes.contains_key(ino) {
                             state.inodes.insert(*ino, inode);
                             *ino
@@ -200,6 +203,12 @@ impl SimHostFs {
             }
             if let Some(n) = state.inodes.get_mut(&ino) {
                 n.nlink += 1;
+            }
+        }
+        for (path, attrs) in &image.xattrs {
+            if let Some(n) = lookup_bytes(&state, path).and_then(|i| state.inodes.get_mut(&i)) {
+                n.live_xattrs = attrs.clone();
+                n.durable_xattrs = attrs.clone();
             }
         }
         Self::with_state(state, config)
@@ -294,6 +303,32 @@ impl SimHostFs {
         sync(&mut state);
         state.syncs += 1;
         Ok(())
+    }
+}
+
+/// A durable inode holding what an image's file, symlink or special node says.
+fn inode_of(node: &ImageNode) -> Inode {
+    match node {
+        ImageNode::File { data, .. } => {
+            let mut inode = Inode::new(crate::FileKind::File, 0o644);
+            inode.live = data.clone();
+            inode.durable = Arc::new(data.clone());
+            inode
+        }
+        ImageNode::Symlink { target, .. } => {
+            let mut inode = Inode::new(crate::FileKind::Symlink, 0o777);
+            inode.target = target.clone();
+            inode
+        }
+        ImageNode::Special {
+            mode_type, rdev, ..
+        } => {
+            let mut inode = Inode::new(crate::FileKind::Other, 0o644);
+            inode.node = crate::NodeKind::from_mode_type(*mode_type);
+            inode.rdev = *rdev;
+            inode
+        }
+        ImageNode::Dir => Inode::new(crate::FileKind::Dir, 0o755),
     }
 }
 

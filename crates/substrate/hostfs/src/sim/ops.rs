@@ -6,17 +6,22 @@ use super::state::{Inode, Key, Piece, State, ROOT_INO};
 use super::{new_inode, SimFile, SimHostFs};
 use crate::error::{invalid, io_errno};
 use crate::{
-    Capabilities, Capability, DirEntry, FileKind, HostFs, HostFsResult, OpenOptions, RelPath, Stat,
-    StatFs,
+    Capabilities, Capability, DirEntry, FallocateHow, FileKind, HostFs, HostFsResult, NodeKind,
+    OpenOptions, RelPath, RenameHow, Stat, StatFs, XattrHow,
 };
 use std::path::{Path, PathBuf};
 
-fn display(rel: &Path) -> PathBuf {
+pub(super) fn display(rel: &Path) -> PathBuf {
     SimHostFs::root_path().join(rel)
 }
 
 /// The inode at `rel` in the live namespace.
-fn resolve(state: &State, rel: &RelPath, path: &Path, op: &'static str) -> HostFsResult<u64> {
+pub(super) fn resolve(
+    state: &State,
+    rel: &RelPath,
+    path: &Path,
+    op: &'static str,
+) -> HostFsResult<u64> {
     let mut ino = ROOT_INO;
     for component in rel.components() {
         let node = state
@@ -35,7 +40,7 @@ fn resolve(state: &State, rel: &RelPath, path: &Path, op: &'static str) -> HostF
 }
 
 /// The directory holding `path` and the entry's name.
-fn parent<'a>(
+pub(super) fn parent<'a>(
     state: &State,
     rel: &'a RelPath,
     path: &Path,
@@ -51,14 +56,19 @@ fn parent<'a>(
     Ok((dir, name))
 }
 
-fn node<'a>(state: &'a State, ino: u64, path: &Path, op: &'static str) -> HostFsResult<&'a Inode> {
+pub(super) fn node<'a>(
+    state: &'a State,
+    ino: u64,
+    path: &Path,
+    op: &'static str,
+) -> HostFsResult<&'a Inode> {
     state
         .inodes
         .get(&ino)
         .ok_or_else(|| io_errno(display(path), op, libc::ENOENT))
 }
 
-fn node_mut<'a>(
+pub(super) fn node_mut<'a>(
     state: &'a mut State,
     ino: u64,
     path: &Path,
@@ -237,8 +247,11 @@ impl HostFs for SimHostFs {
             }
             None => return Err(io_errno(display(path), "open", libc::ENOENT)),
         };
-        if node(&state, ino, path, "open")?.kind != FileKind::File {
-            return Err(io_errno(display(path), "open", libc::EISDIR));
+        match node(&state, ino, path, "open")?.kind {
+            FileKind::File => {}
+            // O_NOFOLLOW: a symlink is refused, never followed.
+            FileKind::Symlink => return Err(io_errno(display(path), "open", libc::ELOOP)),
+            _ => return Err(io_errno(display(path), "open", libc::EISDIR)),
         }
         if options.truncate && options.write {
             self.change_len(&mut state, ino, 0);
@@ -604,10 +617,63 @@ impl HostFs for SimHostFs {
         self.lock().drop_unsynced(file.ino);
         Ok(())
     }
+
+    fn symlink(&self, target: &[u8], path: &Path) -> HostFsResult<()> {
+        self.symlink_entry(target, path)
+    }
+
+    fn readlink(&self, path: &Path) -> HostFsResult<Vec<u8>> {
+        self.readlink_entry(path)
+    }
+
+    fn mknod(&self, path: &Path, kind: NodeKind, perm: u32, rdev: u64) -> HostFsResult<()> {
+        self.mknod_entry(path, kind, perm, rdev)
+    }
+
+    fn rename_with(&self, from: &Path, to: &Path, how: RenameHow) -> HostFsResult<()> {
+        self.rename_how(from, to, how)
+    }
+
+    fn set_owner(&self, path: &Path, uid: Option<u32>, gid: Option<u32>) -> HostFsResult<()> {
+        self.chown_entry(path, uid, gid)
+    }
+
+    fn set_link_times(
+        &self,
+        path: &Path,
+        atime: Option<u64>,
+        mtime: Option<u64>,
+    ) -> HostFsResult<()> {
+        self.set_times(path, atime, mtime)
+    }
+
+    fn sync_node(&self, path: &Path) -> HostFsResult<()> {
+        self.sync_entry(path)
+    }
+
+    fn get_xattr(&self, path: &Path, name: &[u8]) -> HostFsResult<Vec<u8>> {
+        self.get_xattr_entry(path, name)
+    }
+
+    fn set_xattr(&self, path: &Path, name: &[u8], value: &[u8], how: XattrHow) -> HostFsResult<()> {
+        self.set_xattr_entry(path, name, value, how)
+    }
+
+    fn list_xattr(&self, path: &Path) -> HostFsResult<Vec<Vec<u8>>> {
+        self.list_xattr_entry(path)
+    }
+
+    fn remove_xattr(&self, path: &Path, name: &[u8]) -> HostFsResult<()> {
+        self.remove_xattr_entry(path, name)
+    }
+
+    fn fallocate(&self, file: &SimFile, how: FallocateHow, off: u64, len: u64) -> HostFsResult<()> {
+        self.fallocate_file(file, how, off, len)
+    }
 }
 
 /// True when `dir` is `ancestor` or below it in the live namespace.
-fn is_within(state: &State, dir: u64, ancestor: u64) -> bool {
+pub(super) fn is_within(state: &State, dir: u64, ancestor: u64) -> bool {
     if dir == ancestor {
         return true;
     }

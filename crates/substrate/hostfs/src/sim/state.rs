@@ -2,7 +2,7 @@
 //! live and a durable set of entries, and the pending updates that may or may not have
 //! reached the media.
 
-use crate::{FileKind, Stat};
+use crate::{FileKind, NodeKind, Stat};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -103,6 +103,18 @@ pub struct Inode {
     pub atime_ns: u64,
     pub mtime_ns: u64,
     pub ctime_ns: u64,
+    pub uid: u32,
+    pub gid: u32,
+    /// The kind of a special file ([`FileKind::Other`]).
+    pub node: Option<NodeKind>,
+    /// Device number of a device node.
+    pub rdev: u64,
+    /// A symlink's target: set when it is made, never changed (durable with its entry).
+    pub target: Vec<u8>,
+    /// Extended attributes as reads see them.
+    pub live_xattrs: BTreeMap<Vec<u8>, Vec<u8>>,
+    /// Extended attributes that survive a crash for certain.
+    pub durable_xattrs: BTreeMap<Vec<u8>, Vec<u8>>,
 }
 
 impl Inode {
@@ -119,6 +131,24 @@ impl Inode {
             atime_ns: now,
             mtime_ns: now,
             ctime_ns: now,
+            uid: 0,
+            gid: 0,
+            node: None,
+            rdev: 0,
+            target: Vec::new(),
+            live_xattrs: BTreeMap::new(),
+            durable_xattrs: BTreeMap::new(),
+        }
+    }
+
+    /// The `S_IFMT` bits of this inode.
+    pub fn mode_type(&self) -> u32 {
+        match (self.kind, self.node) {
+            (FileKind::File, _) => libc::S_IFREG,
+            (FileKind::Dir, _) => libc::S_IFDIR,
+            (FileKind::Symlink, _) => libc::S_IFLNK,
+            (FileKind::Other, Some(node)) => node.mode_type(),
+            (FileKind::Other, None) => 0,
         }
     }
 
@@ -126,14 +156,20 @@ impl Inode {
         Stat {
             ino,
             kind: self.kind,
-            len: self.live.len() as u64,
+            len: match self.kind {
+                FileKind::Symlink => self.target.len() as u64,
+                _ => self.live.len() as u64,
+            },
             perm: self.perm,
             nlink: self.nlink,
-            uid: 0,
-            gid: 0,
+            uid: self.uid,
+            gid: self.gid,
             atime_ns: self.atime_ns,
             mtime_ns: self.mtime_ns,
             ctime_ns: self.ctime_ns,
+            mode_type: self.mode_type(),
+            rdev: self.rdev,
+            allocated: (self.live.len() as u64).div_ceil(4096) * 4096,
         }
     }
 }
@@ -156,8 +192,22 @@ pub struct State {
     /// Directory entries changed since their directory's last sync, with every binding the
     /// entry had since (`None`: no entry), oldest first.
     pub entry_history: BTreeMap<(u64, Vec<u8>), Vec<Option<u64>>>,
+    /// Extended attributes changed since their inode's last sync, with every value each
+    /// had since (`None`: absent), oldest first.
+    pub xattr_history: BTreeMap<(u64, Vec<u8>), XattrHistory>,
+    /// Name exchanges (renameat2 RENAME_EXCHANGE) not yet durable: all or nothing each.
+    pub exchanges: Vec<Exchange>,
     /// Syncs completed.
     pub syncs: u64,
+}
+
+/// Every value an attribute had since its inode's last sync (`None`: absent), oldest first.
+pub type XattrHistory = Vec<Option<Vec<u8>>>;
+
+/// A pending name exchange: each of the two entries takes its new binding, both or neither.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Exchange {
+    pub entries: [(u64, Vec<u8>, u64); 2],
 }
 
 impl State {
@@ -173,6 +223,8 @@ impl State {
             ops: Vec::new(),
             next_seq: 1,
             entry_history: BTreeMap::new(),
+            xattr_history: BTreeMap::new(),
+            exchanges: Vec::new(),
             syncs: 0,
         }
     }
@@ -203,6 +255,7 @@ impl State {
     /// Make every pending update of `ino` durable (and, for updates that also touch other
     /// files, those files' earlier updates too: one journal commit covers them all).
     pub fn sync_file(&mut self, ino: u64) {
+        self.sync_xattrs(ino);
         let mut cutoff: BTreeMap<u64, u64> = BTreeMap::new();
         cutoff.insert(ino, u64::MAX);
         for op in &self.ops {
@@ -263,10 +316,69 @@ impl State {
 
     /// Make the entries of directory `dir` durable.
     pub fn sync_dir(&mut self, dir: u64) {
+        // An exchange is one journal transaction: the sync of either directory commits it.
+        let (done, pending): (Vec<Exchange>, Vec<Exchange>) = std::mem::take(&mut self.exchanges)
+            .into_iter()
+            .partition(|x| x.entries.iter().any(|(d, _, _)| *d == dir));
+        self.exchanges = pending;
+        for x in done {
+            for (d, name, ino) in x.entries {
+                if let Some(node) = self.inodes.get_mut(&d) {
+                    node.durable_entries.insert(name, ino);
+                }
+            }
+        }
         if let Some(node) = self.inodes.get_mut(&dir) {
             node.durable_entries = node.live_entries.clone();
         }
         self.entry_history.retain(|(d, _), _| *d != dir);
+        self.sync_xattrs(dir);
+    }
+
+    /// Make the extended attributes of `ino` durable (fsync of the inode).
+    pub fn sync_xattrs(&mut self, ino: u64) {
+        if let Some(node) = self.inodes.get_mut(&ino) {
+            node.durable_xattrs = node.live_xattrs.clone();
+        }
+        self.xattr_history.retain(|(i, _), _| *i != ino);
+    }
+
+    /// Set (`Some`) or remove (`None`) an extended attribute (live), remembering the change.
+    pub fn set_xattr(&mut self, ino: u64, name: &[u8], value: Option<Vec<u8>>) {
+        let Some(node) = self.inodes.get_mut(&ino) else {
+            return;
+        };
+        match &value {
+            Some(v) => node.live_xattrs.insert(name.to_vec(), v.clone()),
+            None => node.live_xattrs.remove(name),
+        };
+        let history = self.xattr_history.entry((ino, name.to_vec())).or_default();
+        if history.last() != Some(&value) {
+            history.push(value);
+        }
+    }
+
+    /// Swap the live bindings of two entries as one pending all-or-nothing update. Their
+    /// earlier changes are made durable first (a journal commits in order: the exchange's
+    /// transaction cannot reach the media before them), so that the exchange alone is open.
+    pub fn exchange(&mut self, a: (u64, &[u8]), b: (u64, &[u8])) -> Option<()> {
+        let ino_a = *self.inodes.get(&a.0)?.live_entries.get(a.1)?;
+        let ino_b = *self.inodes.get(&b.0)?.live_entries.get(b.1)?;
+        for (dir, name, ino) in [(a.0, a.1, ino_a), (b.0, b.1, ino_b)] {
+            if let Some(node) = self.inodes.get_mut(&dir) {
+                node.durable_entries.insert(name.to_vec(), ino);
+            }
+            self.entry_history.remove(&(dir, name.to_vec()));
+        }
+        for (dir, name, ino) in [(a.0, a.1, ino_b), (b.0, b.1, ino_a)] {
+            if let Some(node) = self.inodes.get_mut(&dir) {
+                node.live_entries.insert(name.to_vec(), ino);
+            }
+        }
+        self.exchanges.push(Exchange {
+            entries: [(a.0, a.1.to_vec(), ino_b), (b.0, b.1.to_vec(), ino_a)],
+        });
+        Some(())
     }
 
     /// What a failed fsync does: the file's pending data can no longer reach the media (its

@@ -439,3 +439,151 @@ fn a_crash_image_keeps_the_inode_numbers_of_files() {
     let kept = [ino(&fs, "d/x"), ino(&fs, "y"), ino(&reopened, "d")];
     assert!(!kept.contains(&z.ino()));
 }
+
+#[test]
+fn a_symlink_or_special_file_survives_only_after_sync_dir_and_whole() {
+    let fs = SimHostFs::default();
+    fs.symlink(b"../anywhere", p("l")).expect("symlink");
+    fs.mknod(p("fifo"), crate::NodeKind::Fifo, 0o640, 0)
+        .expect("mknod");
+    let point = fs.crash_point();
+    let seen: BTreeSet<(Option<ImageNode>, bool)> = point
+        .images()
+        .map(|i| {
+            (
+                i.nodes.get(b"l".as_slice()).cloned(),
+                i.nodes.contains_key(b"fifo".as_slice()),
+            )
+        })
+        .collect();
+    assert_eq!(seen.len(), 4, "two entries, each independently: {seen:?}");
+    fs.sync_dir(p("")).expect("sync dir");
+    let image = fs.durable_image();
+    match image.nodes.get(b"l".as_slice()) {
+        Some(ImageNode::Symlink { target, .. }) => assert_eq!(target, b"../anywhere"),
+        other => panic!("symlink in the image: {other:?}"),
+    }
+    match image.nodes.get(b"fifo".as_slice()) {
+        Some(ImageNode::Special { mode_type, .. }) => assert_eq!(*mode_type, libc::S_IFIFO),
+        other => panic!("fifo in the image: {other:?}"),
+    }
+    assert_eq!(fs.readlink(p("l")).expect("readlink"), b"../anywhere");
+    assert!(fs.open(p("l"), &OpenOptions::read_only()).is_err());
+    let reopened = SimHostFs::from_image(&image, fs.config());
+    assert!(reopened.durable_image().same_tree(&image));
+    assert_eq!(reopened.readlink(p("l")).expect("readlink"), b"../anywhere");
+}
+
+#[test]
+fn an_exchange_is_all_or_nothing_until_either_directory_is_synced() {
+    let fs = SimHostFs::default();
+    fs.mkdir(p("d"), 0o755).expect("mkdir");
+    fs.sync_dir(p("")).expect("sync root");
+    synced_file(&fs, "a", b"A");
+    synced_file(&fs, "d/b", b"B");
+    fs.sync_dir(p("d")).expect("sync d");
+    fs.rename_with(p("a"), p("d/b"), crate::RenameHow::Exchange)
+        .expect("exchange");
+    let point = fs.crash_point();
+    let pairs: BTreeSet<_> = point
+        .images()
+        .map(|i| {
+            (
+                i.file("a").map(<[u8]>::to_vec),
+                i.file("d/b").map(<[u8]>::to_vec),
+            )
+        })
+        .collect();
+    assert_eq!(
+        pairs,
+        [
+            (Some(b"A".to_vec()), Some(b"B".to_vec())),
+            (Some(b"B".to_vec()), Some(b"A".to_vec()))
+        ]
+        .into()
+    );
+    fs.sync_dir(p("d")).expect("sync one of the two");
+    let pairs: BTreeSet<_> = fs
+        .crash_point()
+        .images()
+        .map(|i| {
+            (
+                i.file("a").map(<[u8]>::to_vec),
+                i.file("d/b").map(<[u8]>::to_vec),
+            )
+        })
+        .collect();
+    assert_eq!(pairs, [(Some(b"B".to_vec()), Some(b"A".to_vec()))].into());
+    let err = fs
+        .rename_with(p("a"), p("d/b"), crate::RenameHow::NoReplace)
+        .expect_err("noreplace onto a name");
+    assert_eq!(err.errno(), libc::EEXIST);
+}
+
+#[test]
+fn an_extended_attribute_keeps_its_durable_value_or_any_since_until_fsync() {
+    let fs = SimHostFs::default();
+    synced_file(&fs, "f", b"x");
+    fs.set_xattr(p("f"), b"user.a", b"1", crate::XattrHow::Either)
+        .expect("set");
+    fs.sync_node(p("f")).expect("sync");
+    fs.set_xattr(p("f"), b"user.a", b"2", crate::XattrHow::Either)
+        .expect("set");
+    fs.remove_xattr(p("f"), b"user.a").expect("remove");
+    let values: BTreeSet<Option<Vec<u8>>> = fs
+        .crash_point()
+        .images()
+        .map(|i| {
+            i.xattrs_of("f")
+                .and_then(|a| a.get(b"user.a".as_slice()).cloned())
+        })
+        .collect();
+    assert_eq!(
+        values,
+        [None, Some(b"1".to_vec()), Some(b"2".to_vec())].into()
+    );
+    assert_eq!(
+        fs.get_xattr(p("f"), b"user.a")
+            .expect_err("removed")
+            .errno(),
+        libc::ENODATA
+    );
+    fs.set_xattr(p(""), b"user.root", b"r", crate::XattrHow::Create)
+        .expect("on the root");
+    fs.sync_dir(p("")).expect("sync root");
+    fs.sync_node(p("f")).expect("sync");
+    let image = fs.durable_image();
+    assert_eq!(image.xattrs_of("f"), None);
+    assert_eq!(
+        image
+            .xattrs_of("")
+            .and_then(|a| a.get(b"user.root".as_slice())),
+        Some(&b"r".to_vec())
+    );
+    let reopened = SimHostFs::from_image(&image, fs.config());
+    assert_eq!(reopened.get_xattr(p(""), b"user.root").expect("get"), b"r");
+}
+
+#[test]
+fn a_punched_range_reads_zeros_and_tears_per_sector_until_synced() {
+    let fs = SimHostFs::default();
+    let f = synced_file(&fs, "f", &[5u8; 1024]);
+    fs.fallocate(&f, crate::FallocateHow::PunchHole, 0, 1024)
+        .expect("punch");
+    let mut buf = [1u8; 1024];
+    fs.read_full_at(&f, 0, &mut buf).expect("read");
+    assert!(buf.iter().all(|&b| b == 0));
+    assert_eq!(
+        fs.crash_point().state_count(),
+        4,
+        "two sectors, each old or zero"
+    );
+    fs.fallocate(
+        &f,
+        crate::FallocateHow::Allocate { keep_size: false },
+        0,
+        4096,
+    )
+    .expect("allocate");
+    assert_eq!(fs.file_stat(&f).expect("stat").len, 4096);
+}
