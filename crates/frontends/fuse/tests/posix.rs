@@ -483,3 +483,40 @@ fn namespace_calls_join_a_pool_transaction() {
         m.finish();
     }
 }
+
+/// The whole example on mmio, a host-file engine that offers every call it makes.
+#[test]
+fn namespace_calls_join_an_mmio_transaction() {
+    if !conformance::cases::awaited("mmio").is_empty() {
+        return eprintln!("mmio does not offer every call of the example yet");
+    }
+    for mode in ["abort", "commit"] {
+        let (store, _dir) = support::mmio_store(&format!("nstx-{mode}"));
+        let Some((out, names, m)) = namespace_tx_on(mode, store) else {
+            return;
+        };
+        assert!(!out.contains("not offered"), "{out}");
+        if mode == "commit" {
+            let d = m.dir().join("d");
+            assert_eq!(names, vec!["d"]);
+            assert_eq!(
+                fs::read(d.join("link")).expect("through the link"),
+                b"written inside the transaction"
+            );
+            assert!(fs::symlink_metadata(d.join("fifo"))
+                .expect("stat")
+                .file_type()
+                .is_fifo());
+            assert_eq!(
+                support::get_xattr(&d.join("final"), "user.note").expect("get"),
+                b"kept"
+            );
+        } else {
+            assert!(
+                names.is_empty(),
+                "after abort on mmio: left behind {names:?}"
+            );
+        }
+        m.finish();
+    }
+}

@@ -49,15 +49,31 @@ fn store_for(stressor: &str, needs: &[Feature]) -> (Arc<dyn Store>, Option<test_
     (Arc::new(ModelStore::new()), None)
 }
 
+/// An mmio store when mmio offers every part in `needs`.
+fn mmio_store(
+    stressor: &str,
+    needs: &[Feature],
+) -> Option<(Arc<dyn Store>, test_support::Scratch)> {
+    if needs.iter().any(|f| awaited("mmio").contains(f)) {
+        return None;
+    }
+    Some(support::mmio_store(&format!("stress-{stressor}")))
+}
+
 /// Run one stressor with `--verify` on a mounted store; any `fail:` line or a non-zero exit
 /// fails the test.
 fn stress(stressor: &str, needs: &[Feature], extra: &[&str]) {
-    let name = format!("stress-ng-verify-{stressor}");
+    let (store, _pool) = store_for(stressor, needs);
+    stress_on(stressor, store, extra);
+}
+
+/// [`stress`] on a given store.
+fn stress_on(stressor: &str, store: Arc<dyn Store>, extra: &[&str]) {
+    let engine = store.engine_name();
+    let name = format!("stress-ng-verify-{stressor}-{engine}");
     if let Some(why) = stress_ng_missing() {
         return unavailable(&name, &why);
     }
-    let (store, _pool) = store_for(stressor, needs);
-    let engine = store.engine_name();
     let Some(m) = mounted(&name, store) else {
         return;
     };
@@ -89,6 +105,29 @@ fn stress(stressor: &str, needs: &[Feature], extra: &[&str]) {
         "stress-ng --{stressor} did not complete on {engine}:\n{text}"
     );
     eprintln!("stress-ng --{stressor} --verify on a mounted {engine}: passed");
+}
+
+/// The stressors of the POSIX file API on a mounted mmio store too: a host-file engine that
+/// offers them all (skipped, with a message, for a part mmio does not offer).
+#[test]
+fn posix_stressors_on_mmio() {
+    let runs: [(&str, &[Feature], &[&str]); 5] = [
+        ("symlink", &[Feature::Symlinks], &[]),
+        ("fifo", &[Feature::SpecialFiles], &[]),
+        (
+            "fallocate",
+            &[Feature::Fallocate],
+            &["--fallocate-bytes", "16m"],
+        ),
+        ("xattr", &[Feature::Xattrs], &[]),
+        ("link", &[], &[]),
+    ];
+    for (stressor, needs, extra) in runs {
+        match mmio_store(stressor, needs) {
+            Some((store, _dir)) => stress_on(stressor, store, extra),
+            None => eprintln!("stress-ng --{stressor}: mmio does not offer {needs:?} yet"),
+        }
+    }
 }
 
 #[test]
