@@ -184,6 +184,28 @@ fn posix_calls_on_a_pool() {
     assert!(checks >= 12, "only {checks} checks ran");
 }
 
+/// Over mmio (host files beside a log pool), a real engine that offers what its
+/// `awaited` list does not name.
+#[test]
+fn posix_calls_on_mmio() {
+    if !have_cc() {
+        return skip("no C compiler");
+    }
+    let dir = scratch("posix-mmio");
+    let home = dir.join("home");
+    std::fs::create_dir(&home).unwrap();
+    let pool = dir.join("log.pool");
+    let opts = engines::Options::new()
+        .with("home", home.display().to_string())
+        .with("size", (32u64 << 20).to_string());
+    let opened = engines::create(&pool, "mmio", &opts).expect("create mmio");
+    opened.store.unmount().expect("unmount");
+    drop(opened);
+    let awaited = conformance::cases::awaited("mmio");
+    let checks = posix_test(&pool, awaited);
+    assert!(checks > 12, "only {checks} checks ran");
+}
+
 /// Over the reference model, which offers every call: the C program opens a pool file whose
 /// lock this test holds, so its open becomes a client of the server this test runs on the
 /// pool's socket — a server of a ModelStore (docs/serve.md).

@@ -76,3 +76,19 @@ fn posix_calls_under_the_shim_on_the_reference_model() {
     );
     server.stop();
 }
+
+#[test]
+fn posix_calls_under_the_shim_on_mmio() {
+    let dir = test_support::scratch("preload-posix-mmio");
+    let Some(exe) = build(&dir) else { return };
+    let home = dir.join("home");
+    std::fs::create_dir(&home).unwrap();
+    let pool = dir.join("pool");
+    let opts = engines::Options::new()
+        .with("home", home.display().to_string())
+        .with("size", (32u64 << 20).to_string());
+    let opened = engines::create(&pool, "mmio", &opts).expect("create mmio");
+    opened.store.unmount().expect("unmount");
+    drop(opened);
+    run(&exe, &pool, conformance::cases::awaited("mmio"));
+}
