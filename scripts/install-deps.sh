@@ -15,7 +15,8 @@ packages=(
     e2fsprogs                      # ext4 RAM-disk baselines
     fonts-dejavu-core              # text in the benchmark plots (read at run time)
     fio git tar rsync              # real programs run on a mounted store
-    stress-ng                      # FUSE inode-lifetime stress tests (--dir, --rename, --link, ...)
+    stress-ng                      # FUSE stress tests (--dir, --rename, --link, --symlink, --fifo, --xattr, ...)
+    acl attr                       # setfacl/getfacl and getfattr/setfattr on a mounted store
     glusterfs-server glusterfs-client  # host-file engines on a distributed file system (scripts/gluster.sh)
 )
 

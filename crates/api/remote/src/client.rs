@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 
 use parking_lot::Mutex;
 use store::{
-    DirEntry, Error, Fh, FsckReport, Ino, Metadata, OpenFlags, Result, SetAttr, StatFs, Store, TxId,
+    DirEntry, Error, Fallocate, Fh, FileKind, FsckReport, Ino, Metadata, OpenFlags, RenameMode,
+    Result, SetAttr, StatFs, Store, TxId, XattrSet,
 };
 
 use crate::conn::{self, Shm};
@@ -340,8 +341,7 @@ impl Store for RemoteStore {
 
     fn open(&self, ino: Ino, flags: OpenFlags) -> Result<Fh> {
         let mut r = req(OPEN);
-        r.u64(ino).bool(flags.read).bool(flags.write);
-        r.bool(flags.append).bool(flags.atomic);
+        r.u64(ino).flags(flags);
         self.call(&r, |d| Ok(Fh(d.u64()?)))
     }
 
@@ -436,6 +436,92 @@ impl Store for RemoteStore {
     fn abortv(&self, fhs: &[Fh]) -> Result<()> {
         let mut r = req(ABORTV);
         r.u64s(&fh_list(fhs));
+        self.unit(&r)
+    }
+
+    fn mknod(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        kind: FileKind,
+        perm: u32,
+        rdev: u64,
+        tx: Option<TxId>,
+    ) -> Result<Metadata> {
+        let mut r = req(MKNOD);
+        r.u64(parent).bytes(name).kind(kind).u32(perm).u64(rdev);
+        r.opt_u64(tx_arg(tx));
+        self.meta(&r)
+    }
+
+    fn tmpfile(
+        &self,
+        parent: Ino,
+        perm: u32,
+        flags: OpenFlags,
+        tx: Option<TxId>,
+    ) -> Result<(Metadata, Fh)> {
+        let mut r = req(TMPFILE);
+        r.u64(parent).u32(perm).flags(flags).opt_u64(tx_arg(tx));
+        self.call(&r, |d| Ok((d.meta()?, Fh(d.u64()?))))
+    }
+
+    fn rename_with(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        new_parent: Ino,
+        new_name: &[u8],
+        mode: RenameMode,
+        tx: Option<TxId>,
+    ) -> Result<()> {
+        let mut r = req(RENAME_WITH);
+        r.u64(parent).bytes(name).u64(new_parent).bytes(new_name);
+        r.rename_mode(mode).opt_u64(tx_arg(tx));
+        self.unit(&r)
+    }
+
+    fn fallocate(&self, fh: Fh, op: Fallocate, off: u64, len: u64) -> Result<()> {
+        let mut r = req(FALLOCATE);
+        r.u64(fh.0).fallocate(op).u64(off).u64(len);
+        self.unit(&r)
+    }
+
+    fn getxattr(&self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
+        let mut r = req(GETXATTR);
+        r.u64(ino).bytes(name);
+        self.call(&r, |d| Ok(d.bytes()?.to_vec()))
+    }
+
+    fn setxattr(
+        &self,
+        ino: Ino,
+        name: &[u8],
+        value: &[u8],
+        how: XattrSet,
+        tx: Option<TxId>,
+    ) -> Result<()> {
+        // A value past the limit is refused here, as the engine would (name first, then
+        // value, the engines' order): it could be larger than a frame may carry.
+        if store::check_xattr_value(value).is_err() {
+            store::check_xattr_name(name)?;
+            store::check_xattr_value(value)?;
+        }
+        let mut r = req(SETXATTR);
+        r.u64(ino).bytes(name).bytes(value).xattr_set(how);
+        r.opt_u64(tx_arg(tx));
+        self.unit(&r)
+    }
+
+    fn listxattr(&self, ino: Ino) -> Result<Vec<Vec<u8>>> {
+        let mut r = req(LISTXATTR);
+        r.u64(ino);
+        self.call(&r, |d| d.byte_list())
+    }
+
+    fn removexattr(&self, ino: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
+        let mut r = req(REMOVEXATTR);
+        r.u64(ino).bytes(name).opt_u64(tx_arg(tx));
         self.unit(&r)
     }
 

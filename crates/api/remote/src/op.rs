@@ -6,7 +6,7 @@
 /// First bytes of a client's handshake.
 pub(crate) const MAGIC: &[u8; 8] = b"ATFSRMT\0";
 /// Protocol version; a server refuses any other.
-pub(crate) const VERSION: u32 = 2;
+pub(crate) const VERSION: u32 = 3;
 
 pub(crate) const OK: u8 = 0;
 pub(crate) const ERR: u8 = 1;
@@ -55,6 +55,14 @@ ops! {
     FSCK = 30,
     BYE = 31,
     LIMITS = 32,
+    MKNOD = 33,
+    TMPFILE = 34,
+    RENAME_WITH = 35,
+    FALLOCATE = 36,
+    GETXATTR = 37,
+    SETXATTR = 38,
+    LISTXATTR = 39,
+    REMOVEXATTR = 40,
     // Advisory locks (locks.rs), numbered apart from the Store calls.
     LOCK = 64,
     LOCK_TEST = 65,

@@ -19,7 +19,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use store::{Error, Fh, Ino, OpenFlags, Result, Store, TxId};
+use store::{Error, Fh, Ino, Result, Store, TxId};
 
 use crate::conn::{self, Shm};
 use crate::locks::{LockKind, LockOwner, LockRange, LockTable};
@@ -629,18 +629,10 @@ impl Connection {
                 out.entries(&st.read_dir(ino)?);
             }
             OPEN => {
-                let ino = d.u64()?;
-                let flags = OpenFlags {
-                    read: d.bool()?,
-                    write: d.bool()?,
-                    append: d.bool()?,
-                    atomic: d.bool()?,
-                };
+                let (ino, flags) = (d.u64()?, d.flags()?);
                 d.finish()?;
                 let fh = st.open(ino, flags)?;
-                // A handle number is the engine's; two clients never share one.
-                let fresh = self.fhs.insert(fh.0, ino).is_none();
-                assert!(fresh, "engine issued handle {} twice", fh.0);
+                self.opened(fh, ino);
                 out.u64(fh.0);
             }
             RELEASE => {
@@ -750,6 +742,87 @@ impl Connection {
             BYE => {
                 d.finish()?;
                 self.end();
+            }
+            _ => return self.dispatch_posix(op, &mut d, out),
+        }
+        Ok(())
+    }
+
+    /// A handle the engine issued to this client. A handle number is the engine's; two
+    /// clients never share one.
+    fn opened(&mut self, fh: Fh, ino: Ino) {
+        let fresh = self.fhs.insert(fh.0, ino).is_none();
+        assert!(fresh, "engine issued handle {} twice", fh.0);
+    }
+
+    /// The calls of the rest of the POSIX file API: special files, unnamed files, rename
+    /// modes, fallocate and extended attributes.
+    fn dispatch_posix(&mut self, op: u8, d: &mut Dec<'_>, out: &mut Enc) -> Result<()> {
+        let st = self.store.clone();
+        match op {
+            MKNOD => {
+                let (parent, name, kind) = (d.u64()?, d.bytes()?, d.kind()?);
+                let (perm, rdev, tx) = (d.u32()?, d.u64()?, d.opt_u64()?);
+                d.finish()?;
+                let tx = self.opt_tx(tx)?;
+                out.meta(&st.mknod(parent, name, kind, perm, rdev, tx)?);
+                self.named_changed(tx, parent, name);
+            }
+            TMPFILE => {
+                let (parent, perm, flags, tx) = (d.u64()?, d.u32()?, d.flags()?, d.opt_u64()?);
+                d.finish()?;
+                let tx = self.opt_tx(tx)?;
+                let (meta, fh) = st.tmpfile(parent, perm, flags, tx)?;
+                self.opened(fh, meta.ino);
+                self.touch(tx, Touched::Inode(meta.ino));
+                out.meta(&meta).u64(fh.0);
+            }
+            RENAME_WITH => {
+                let (parent, name) = (d.u64()?, d.bytes()?);
+                let (new_parent, new_name) = (d.u64()?, d.bytes()?);
+                let (mode, tx) = (d.rename_mode()?, d.opt_u64()?);
+                d.finish()?;
+                let tx = self.opt_tx(tx)?;
+                let (moved, replaced) =
+                    (self.named(parent, name), self.named(new_parent, new_name));
+                st.rename_with(parent, name, new_parent, new_name, mode, tx)?;
+                self.named_changed(tx, parent, name);
+                self.named_changed(tx, new_parent, new_name);
+                self.victim_changed(tx, moved);
+                self.victim_changed(tx, replaced);
+            }
+            FALLOCATE => {
+                let (fh, op, off, len) = (self.fh(d.u64()?)?, d.fallocate()?, d.u64()?, d.u64()?);
+                d.finish()?;
+                st.fallocate(fh, op, off, len)?;
+                self.handle_changed(fh);
+            }
+            GETXATTR => {
+                let (ino, name) = (d.u64()?, d.bytes()?);
+                d.finish()?;
+                out.bytes(&st.getxattr(ino, name)?);
+            }
+            SETXATTR => {
+                let (ino, name, value) = (d.u64()?, d.bytes()?, d.bytes()?);
+                let (how, tx) = (d.xattr_set()?, d.opt_u64()?);
+                d.finish()?;
+                let tx = self.opt_tx(tx)?;
+                st.setxattr(ino, name, value, how, tx)?;
+                self.inode_changed(ino);
+                self.touch(tx, Touched::Inode(ino));
+            }
+            LISTXATTR => {
+                let ino = d.u64()?;
+                d.finish()?;
+                out.byte_list(&st.listxattr(ino)?);
+            }
+            REMOVEXATTR => {
+                let (ino, name, tx) = (d.u64()?, d.bytes()?, d.opt_u64()?);
+                d.finish()?;
+                let tx = self.opt_tx(tx)?;
+                st.removexattr(ino, name, tx)?;
+                self.inode_changed(ino);
+                self.touch(tx, Touched::Inode(ino));
             }
             _ => return Err(malformed("unknown operation")),
         }

@@ -7,7 +7,8 @@ use std::sync::OnceLock;
 
 use parking_lot::Mutex;
 use store::{
-    DirEntry, Error, FileKind, FsckProblem, FsckReport, Limit, Metadata, Result, SetAttr, StatFs,
+    DirEntry, Error, Fallocate, FileKind, FsckProblem, FsckReport, Limit, Metadata, OpenFlags,
+    RenameMode, Result, SetAttr, StatFs, XattrSet,
 };
 
 /// Longest byte string a frame may carry (a read or write inline, a directory listing).
@@ -65,6 +66,43 @@ impl Enc {
     }
     pub(crate) fn kind(&mut self, k: FileKind) -> &mut Self {
         self.u8(k.code())
+    }
+    pub(crate) fn flags(&mut self, f: OpenFlags) -> &mut Self {
+        self.bool(f.read)
+            .bool(f.write)
+            .bool(f.append)
+            .bool(f.atomic)
+    }
+    pub(crate) fn rename_mode(&mut self, m: RenameMode) -> &mut Self {
+        self.u8(match m {
+            RenameMode::Replace => 0,
+            RenameMode::NoReplace => 1,
+            RenameMode::Exchange => 2,
+        })
+    }
+    pub(crate) fn xattr_set(&mut self, how: XattrSet) -> &mut Self {
+        self.u8(match how {
+            XattrSet::Either => 0,
+            XattrSet::Create => 1,
+            XattrSet::Replace => 2,
+        })
+    }
+    /// A fallocate operation: a code (1 allocate, 2 punch hole, 3 zero range), then
+    /// keep_size for the two that have it.
+    pub(crate) fn fallocate(&mut self, op: Fallocate) -> &mut Self {
+        match op {
+            Fallocate::Allocate { keep_size } => self.u8(1).bool(keep_size),
+            Fallocate::PunchHole => self.u8(2),
+            Fallocate::ZeroRange { keep_size } => self.u8(3).bool(keep_size),
+        }
+    }
+    /// A list of byte strings (attribute names).
+    pub(crate) fn byte_list(&mut self, v: &[Vec<u8>]) -> &mut Self {
+        self.u32(v.len() as u32);
+        for b in v {
+            self.bytes(b);
+        }
+        self
     }
     pub(crate) fn meta(&mut self, m: &Metadata) -> &mut Self {
         self.u64(m.ino)
@@ -285,6 +323,46 @@ impl<'a> Dec<'a> {
     }
     pub(crate) fn kind(&mut self) -> Result<FileKind> {
         FileKind::from_code(self.u8()?).ok_or_else(|| malformed("unknown file kind"))
+    }
+    pub(crate) fn flags(&mut self) -> Result<OpenFlags> {
+        Ok(OpenFlags {
+            read: self.bool()?,
+            write: self.bool()?,
+            append: self.bool()?,
+            atomic: self.bool()?,
+        })
+    }
+    pub(crate) fn rename_mode(&mut self) -> Result<RenameMode> {
+        match self.u8()? {
+            0 => Ok(RenameMode::Replace),
+            1 => Ok(RenameMode::NoReplace),
+            2 => Ok(RenameMode::Exchange),
+            _ => Err(malformed("unknown rename mode")),
+        }
+    }
+    pub(crate) fn xattr_set(&mut self) -> Result<XattrSet> {
+        match self.u8()? {
+            0 => Ok(XattrSet::Either),
+            1 => Ok(XattrSet::Create),
+            2 => Ok(XattrSet::Replace),
+            _ => Err(malformed("unknown attribute set mode")),
+        }
+    }
+    pub(crate) fn fallocate(&mut self) -> Result<Fallocate> {
+        match self.u8()? {
+            1 => Ok(Fallocate::Allocate {
+                keep_size: self.bool()?,
+            }),
+            2 => Ok(Fallocate::PunchHole),
+            3 => Ok(Fallocate::ZeroRange {
+                keep_size: self.bool()?,
+            }),
+            _ => Err(malformed("unknown fallocate operation")),
+        }
+    }
+    pub(crate) fn byte_list(&mut self) -> Result<Vec<Vec<u8>>> {
+        let n = self.count(4)?;
+        (0..n).map(|_| Ok(self.bytes()?.to_vec())).collect()
     }
     pub(crate) fn meta(&mut self) -> Result<Metadata> {
         Ok(Metadata {
@@ -526,5 +604,63 @@ mod tests {
         assert!(Dec::new(&[0]).kind().is_err());
         assert!(Dec::new(&[8]).kind().is_err());
         assert!(Dec::new(&[99]).error().is_err());
+        assert!(Dec::new(&[3]).rename_mode().is_err());
+        assert!(Dec::new(&[3]).xattr_set().is_err());
+        assert!(Dec::new(&[0]).fallocate().is_err());
+        assert!(Dec::new(&[1, 2]).fallocate().is_err());
+        assert!(Dec::new(&[1]).fallocate().is_err());
+        assert!(Dec::new(&lie).byte_list().is_err());
+    }
+
+    #[test]
+    fn posix_values_round_trip() {
+        let ops = [
+            Fallocate::Allocate { keep_size: false },
+            Fallocate::Allocate { keep_size: true },
+            Fallocate::PunchHole,
+            Fallocate::ZeroRange { keep_size: false },
+            Fallocate::ZeroRange { keep_size: true },
+        ];
+        let modes = [
+            RenameMode::Replace,
+            RenameMode::NoReplace,
+            RenameMode::Exchange,
+        ];
+        let sets = [XattrSet::Either, XattrSet::Create, XattrSet::Replace];
+        let names = vec![
+            b"user.a".to_vec(),
+            Vec::new(),
+            b"system.posix_acl_access".to_vec(),
+        ];
+        let flags = OpenFlags {
+            read: true,
+            write: false,
+            append: true,
+            atomic: true,
+        };
+        let mut e = Enc::default();
+        for op in ops {
+            e.fallocate(op);
+        }
+        for m in modes {
+            e.rename_mode(m);
+        }
+        for x in sets {
+            e.xattr_set(x);
+        }
+        e.byte_list(&names).flags(flags);
+        let mut d = Dec::new(&e.0);
+        for op in ops {
+            assert_eq!(d.fallocate().unwrap(), op);
+        }
+        for m in modes {
+            assert_eq!(d.rename_mode().unwrap(), m);
+        }
+        for x in sets {
+            assert_eq!(d.xattr_set().unwrap(), x);
+        }
+        assert_eq!(d.byte_list().unwrap(), names);
+        assert_eq!(d.flags().unwrap(), flags);
+        d.finish().unwrap();
     }
 }

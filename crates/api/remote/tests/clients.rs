@@ -157,3 +157,38 @@ fn a_live_server_is_not_replaced_and_a_stale_socket_is() {
     assert!(matches!(remote::serve(model, &sock), Err(Error::Exists(_))));
     assert_eq!(std::fs::read_to_string(&sock).unwrap(), "not a socket");
 }
+
+#[test]
+fn an_unnamed_file_belongs_to_its_client_and_goes_with_it() {
+    let model = Arc::new(ModelStore::new());
+    let sock = socket("tmpfile");
+    let server = remote::serve(model.clone(), &sock).unwrap();
+    let (a, b) = (
+        RemoteStore::connect(&sock).unwrap(),
+        RemoteStore::connect(&sock).unwrap(),
+    );
+    let (meta, fh) = a.tmpfile(ROOT_INO, 0o600, RW, None).unwrap();
+    assert_eq!(meta.nlink, 0);
+    assert!(matches!(b.write(fh, 0, b"x"), Err(Error::BadHandle(_))));
+    assert!(matches!(
+        b.fallocate(fh, store::Fallocate::Allocate { keep_size: false }, 0, 4096),
+        Err(Error::BadHandle(_))
+    ));
+    a.write(fh, 0, b"published").unwrap();
+    a.link(meta.ino, ROOT_INO, b"named", None).unwrap();
+    assert_eq!(b.lookup(ROOT_INO, b"named").unwrap().ino, meta.ino);
+    // A second unnamed file the client never names: gone with the client.
+    let (lost, _) = a.tmpfile(ROOT_INO, 0o600, RW, None).unwrap();
+    drop(a);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while server.clients() > 1 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(matches!(b.getattr(lost.ino), Err(Error::NotFound(_))));
+    assert!(matches!(
+        b.link(lost.ino, ROOT_INO, b"late", None),
+        Err(Error::NotFound(_))
+    ));
+    b.unmount().unwrap();
+    server.stop();
+}

@@ -127,12 +127,30 @@ impl Fs {
         self.st().abortv(&fhs)
     }
 
-    /// Attributes of the inode at `path`.
+    /// Attributes of the inode at `path`, symbolic links followed (as `std::fs::metadata`;
+    /// see `store::path` for how links resolve: ELOOP after 40, absolute targets from the
+    /// store's root).
     pub fn metadata(&self, path: impl AsRef<Path>) -> Result<Metadata> {
+        store::path::resolve_follow(self.st(), path_bytes(path.as_ref()))
+    }
+
+    /// Attributes of `path` itself: a symbolic link in its last component is not followed
+    /// (as `std::fs::symlink_metadata`).
+    pub fn symlink_metadata(&self, path: impl AsRef<Path>) -> Result<Metadata> {
         store::resolve(self.st(), path_bytes(path.as_ref()))
     }
 
-    /// True when `path` names an inode.
+    /// The target of the symbolic link at `path` (InvalidArgument for anything else).
+    pub fn read_link(&self, path: impl AsRef<Path>) -> Result<std::path::PathBuf> {
+        use std::os::unix::ffi::OsStrExt;
+        let link = self.symlink_metadata(path)?;
+        let target = self.st().readlink(link.ino)?;
+        Ok(std::path::PathBuf::from(std::ffi::OsStr::from_bytes(
+            &target,
+        )))
+    }
+
+    /// True when `path` names an inode (a link to nothing does not).
     pub fn exists(&self, path: impl AsRef<Path>) -> Result<bool> {
         match self.metadata(path) {
             Ok(_) => Ok(true),
@@ -177,7 +195,8 @@ impl Fs {
         original: impl AsRef<Path>,
         link: impl AsRef<Path>,
     ) -> Result<Metadata> {
-        let target = self.metadata(original)?;
+        // As link(2) on Linux: a symbolic link `original` is linked, not followed.
+        let target = self.symlink_metadata(original)?;
         let (parent, name) = store::resolve_parent(self.st(), path_bytes(link.as_ref()))?;
         self.st().link(target.ino, parent, &name, None)
     }
@@ -187,6 +206,45 @@ impl Fs {
         let (parent, name) = store::resolve_parent(self.st(), path_bytes(link.as_ref()))?;
         self.st()
             .symlink(parent, &name, path_bytes(target.as_ref()), None)
+    }
+
+    /// Rename with a [`store::RenameMode`]: `NoReplace` fails with `Exists` when `to`
+    /// exists, `Exchange` swaps two existing names, atomically.
+    pub fn rename_with(
+        &self,
+        from: impl AsRef<Path>,
+        to: impl AsRef<Path>,
+        mode: store::RenameMode,
+    ) -> Result<()> {
+        let (parent, name) = store::resolve_parent(self.st(), path_bytes(from.as_ref()))?;
+        let (new_parent, new_name) = store::resolve_parent(self.st(), path_bytes(to.as_ref()))?;
+        self.st()
+            .rename_with(parent, &name, new_parent, &new_name, mode, None)
+    }
+
+    /// The value of the extended attribute `name` of `path` (links followed).
+    pub fn xattr(&self, path: impl AsRef<Path>, name: &str) -> Result<Vec<u8>> {
+        let ino = self.metadata(path)?.ino;
+        self.st().getxattr(ino, name.as_bytes())
+    }
+
+    /// Set the extended attribute `name` of `path` (created or replaced), atomically.
+    pub fn set_xattr(&self, path: impl AsRef<Path>, name: &str, value: &[u8]) -> Result<()> {
+        let ino = self.metadata(path)?.ino;
+        self.st()
+            .setxattr(ino, name.as_bytes(), value, store::XattrSet::Either, None)
+    }
+
+    /// The names of the extended attributes of `path`.
+    pub fn list_xattr(&self, path: impl AsRef<Path>) -> Result<Vec<Vec<u8>>> {
+        let ino = self.metadata(path)?.ino;
+        self.st().listxattr(ino)
+    }
+
+    /// Remove the extended attribute `name` of `path`.
+    pub fn remove_xattr(&self, path: impl AsRef<Path>, name: &str) -> Result<()> {
+        let ino = self.metadata(path)?.ino;
+        self.st().removexattr(ino, name.as_bytes(), None)
     }
 
     /// Entries of the directory at `path`, without `.` and `..`.

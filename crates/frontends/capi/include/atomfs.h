@@ -123,15 +123,61 @@ int atomfs_unlink(atomfs_pool *pool, const char *path);
 /* Atomic; replaces an existing target as rename(2) does. */
 int atomfs_rename(atomfs_pool *pool, const char *from, const char *to);
 
+/* ---- the rest of the POSIX file API (where the pool's engine offers it; EOPNOTSUPP where
+ * it does not yet, see docs/posix.md). Paths follow symbolic links as the kernel does:
+ * every component but the last always, the last for the calls on what the path names
+ * (atomfs_open, atomfs_stat, the xattr calls, atomfs_opendir) and not for those on the name
+ * (atomfs_lstat, atomfs_unlink, atomfs_rename*, atomfs_readlink); O_NOFOLLOW on a link is
+ * ELOOP; more than 40 links is ELOOP; absolute targets resolve from the pool's root (the
+ * pool is its own root). ---- */
+
+/* symlink(2): a link `linkpath` holding `target`, kept as written. */
+int atomfs_symlink(atomfs_pool *pool, const char *target, const char *linkpath);
+/* readlink(2): at most `size` bytes of the target, no NUL added; returns the count. */
+ssize_t atomfs_readlink(atomfs_pool *pool, const char *path, char *buf, size_t size);
+/* lstat(2): a link in the last component is not followed. */
+int atomfs_lstat(atomfs_pool *pool, const char *path, struct stat *st);
+/* mknod(2): S_IFIFO, S_IFSOCK, S_IFCHR / S_IFBLK (with dev), or S_IFREG / no type for an
+ * empty regular file; the permission bits less the umask. S_IFDIR: EPERM. */
+int atomfs_mknod(atomfs_pool *pool, const char *path, unsigned int mode, uint64_t dev);
+/* renameat2(2): flags 0, RENAME_NOREPLACE (1: EEXIST when `to` exists) or RENAME_EXCHANGE
+ * (2: swaps two existing names, atomically). */
+int atomfs_rename2(atomfs_pool *pool, const char *from, const char *to, unsigned int flags);
+/* fallocate(2): mode 0 (allocate, growing the size), FALLOC_FL_KEEP_SIZE (1),
+ * FALLOC_FL_PUNCH_HOLE|FALLOC_FL_KEEP_SIZE (3), FALLOC_FL_ZERO_RANGE (16, with or without
+ * KEEP_SIZE); atomic like a write, in the descriptor's transaction if bound to one. */
+int atomfs_fallocate(int fd, int mode, int64_t offset, int64_t len);
+/* Extended attributes (user.*, trusted.*, security.*, system.posix_acl_access/default;
+ * values up to 64 KiB). get/list: size 0 returns the length needed, a buffer too small is
+ * ERANGE; a missing attribute is ENODATA. setxattr flags: 0, XATTR_CREATE (1),
+ * XATTR_REPLACE (2). The list is the names, each followed by a NUL. */
+ssize_t atomfs_getxattr(atomfs_pool *pool, const char *path, const char *name, void *value,
+                        size_t size);
+int atomfs_setxattr(atomfs_pool *pool, const char *path, const char *name, const void *value,
+                    size_t size, int flags);
+ssize_t atomfs_listxattr(atomfs_pool *pool, const char *path, char *list, size_t size);
+int atomfs_removexattr(atomfs_pool *pool, const char *path, const char *name);
+/* open(2) with O_TMPFILE: a new unnamed file in directory `dir`, open with `flags`
+ * (O_WRONLY or O_RDWR, plus O_APPEND, ATOMFS_O_ATOMIC) and `mode` less the umask. Nothing of
+ * it survives its last close or a crash unless atomfs_linkat names it. Returns a descriptor. */
+int atomfs_tmpfile(atomfs_pool *pool, const char *dir, int flags, unsigned int mode);
+/* linkat(2) of a descriptor (AT_EMPTY_PATH): a new name for its file in its pool; for an
+ * atomfs_tmpfile file, this publishes it with its contents, atomically. */
+int atomfs_linkat(int fd, const char *newpath);
+
 /* A directory stream (opaque) and its entries. */
 typedef struct atomfs_dir atomfs_dir;
-/* d_type values (equal to DT_REG, DT_DIR, DT_LNK of <dirent.h> on Linux). */
+/* d_type values (equal to the DT_* of <dirent.h> on Linux). */
+#define ATOMFS_DT_FIFO 1
+#define ATOMFS_DT_CHR 2
 #define ATOMFS_DT_DIR 4
+#define ATOMFS_DT_BLK 6
 #define ATOMFS_DT_REG 8
 #define ATOMFS_DT_LNK 10
+#define ATOMFS_DT_SOCK 12
 struct atomfs_dirent {
     uint64_t d_ino;
-    unsigned char d_type; /* ATOMFS_DT_REG, ATOMFS_DT_DIR or ATOMFS_DT_LNK */
+    unsigned char d_type; /* one of the ATOMFS_DT_* */
     char d_name[256];     /* NUL-terminated */
 };
 

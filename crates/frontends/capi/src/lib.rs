@@ -20,6 +20,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use atomfs_posix as px;
 use px::{FdTable, OpenFile, PResult, Pool};
 
+mod posix_api;
+
 /// First descriptor number the C API hands out (above any kernel descriptor: Linux caps
 /// descriptors at `nr_open`, 1048576 by default).
 pub const FD_BASE: i32 = 1 << 24;
@@ -232,16 +234,20 @@ pub unsafe extern "C" fn atomfs_open(
         let pool = pool_of(pool)?;
         // SAFETY: forwarded caller contract.
         let path = unsafe { c_str(path) }?;
-        let file = px::open(&pool, path, flags, mode)?;
-        let fd = NEXT_FD.fetch_add(1, Ordering::Relaxed);
-        if fd < FD_BASE {
-            NEXT_FD.store(i32::MAX, Ordering::Relaxed);
-            return Err(libc::EMFILE);
-        }
-        state().fds.insert(fd, file);
-        Ok(fd)
+        install_fd(px::open(&pool, path, flags, mode)?)
     })();
     ret(r, -1)
+}
+
+/// A new descriptor for `file`.
+fn install_fd(file: Arc<OpenFile>) -> PResult<c_int> {
+    let fd = NEXT_FD.fetch_add(1, Ordering::Relaxed);
+    if fd < FD_BASE {
+        NEXT_FD.store(i32::MAX, Ordering::Relaxed);
+        return Err(libc::EMFILE);
+    }
+    state().fds.insert(fd, file);
+    Ok(fd)
 }
 
 /// Close a descriptor. Pending O_ATOMIC writes not yet fsynced are dropped.

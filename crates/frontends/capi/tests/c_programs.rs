@@ -150,6 +150,89 @@ fn api_test_exercises_every_call_and_error_path() {
     assert!(checks > 300, "only {checks} checks ran");
 }
 
+/// `posix_test POOL AWAITED`: the rest of the POSIX file API, its parts listed in AWAITED
+/// checked to answer EOPNOTSUPP. Returns the number of checks.
+fn posix_test(pool: &Path, awaited: &[conformance::cases::Feature]) -> u32 {
+    let dir = scratch("posix-exe");
+    let exe = dir.join("posix_test");
+    build_against_lib(&crate_dir().join("tests/c/posix_test.c"), &exe);
+    let list: Vec<String> = awaited.iter().map(|f| format!("{f:?}")).collect();
+    let out = run(&exe, &[pool.to_str().unwrap(), &list.join(",")]);
+    eprint!("{out}");
+    out.lines()
+        .filter(|l| l.contains(" checks ok"))
+        .find_map(|l| l.strip_prefix("posix_test: "))
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected output {out:?}"))
+}
+
+/// Over a pool: what the pool offers is checked in full, the rest answers EOPNOTSUPP (the
+/// list comes from conformance::cases::awaited, so this tightens as the pool catches up).
+#[test]
+fn posix_calls_on_a_pool() {
+    if !have_cc() {
+        return skip("no C compiler");
+    }
+    let dir = scratch("posix-pool");
+    let pool = dir.join("p.pool");
+    let opts = engines::Options::new().with("size", (64u64 << 20).to_string());
+    let opened = engines::create(&pool, "pool", &opts).expect("create pool");
+    opened.store.unmount().expect("unmount");
+    drop(opened);
+    let checks = posix_test(&pool, conformance::cases::awaited("pool"));
+    assert!(checks >= 12, "only {checks} checks ran");
+}
+
+/// Over mmio (host files beside a log pool), a real engine that offers what its
+/// `awaited` list does not name.
+#[test]
+fn posix_calls_on_mmio() {
+    if !have_cc() {
+        return skip("no C compiler");
+    }
+    let dir = scratch("posix-mmio");
+    let home = dir.join("home");
+    std::fs::create_dir(&home).unwrap();
+    let pool = dir.join("log.pool");
+    let opts = engines::Options::new()
+        .with("home", home.display().to_string())
+        .with("size", (32u64 << 20).to_string());
+    let opened = engines::create(&pool, "mmio", &opts).expect("create mmio");
+    opened.store.unmount().expect("unmount");
+    drop(opened);
+    let awaited = conformance::cases::awaited("mmio");
+    let checks = posix_test(&pool, awaited);
+    assert!(checks > 12, "only {checks} checks ran");
+}
+
+/// Over the reference model, which offers every call: the C program opens a pool file whose
+/// lock this test holds, so its open becomes a client of the server this test runs on the
+/// pool's socket — a server of a ModelStore (docs/serve.md).
+#[test]
+fn posix_calls_on_the_reference_model() {
+    if !have_cc() {
+        return skip("no C compiler");
+    }
+    let dir = scratch("posix-model");
+    let pool = dir.join("m.pool");
+    let opts = engines::Options::new().with("size", (16u64 << 20).to_string());
+    let opened = engines::create(&pool, "pool", &opts).expect("create pool");
+    opened.store.unmount().expect("unmount");
+    drop(opened);
+    let _lock = engines::StoreLock::acquire(&pool).expect("lock the pool file");
+    let model = std::sync::Arc::new(conformance::ModelStore::new());
+    let server = remote::serve(model.clone(), &remote::socket_for(&pool)).expect("serve");
+    let checks = posix_test(&pool, &[]);
+    assert!(checks > 100, "only {checks} checks ran");
+    // What the program left is in the model: the published unnamed file, the swapped names.
+    let read = |p: &str| store::path::read_file(&*model, p).expect(p);
+    assert_eq!(read("/pub"), b"published");
+    assert_eq!(read("/y"), b"y");
+    assert_eq!(read("/d/made"), b"through");
+    server.stop();
+}
+
 #[test]
 fn created_files_and_directories_get_the_process_umask() {
     if !have_cc() {

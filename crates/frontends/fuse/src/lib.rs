@@ -10,10 +10,13 @@
 //!
 //! The mount uses fuser's own mount code (through `fusermount3`): no libfuse is linked.
 
+mod acl;
 mod fs;
 mod ioctl;
 mod names;
 mod nodes;
+mod txns;
+mod xattrs;
 
 pub use fs::AtomFuse;
 pub use ioctl::*;

@@ -13,16 +13,20 @@
 
 use crate::fs::{errno, AtomFuse};
 use crate::nodes::Nodes;
+use crate::txns::Touched;
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, FopenFlags, Generation, INodeNo, ReplyCreate,
     ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, Request,
 };
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use store::{Error, FileKind, Ino, Metadata};
+use store::{Error, FileKind, Ino, Metadata, TxId};
 
-/// How a new file gets its inode: the store call of mkdir, symlink, create.
+/// How a new file gets its inode: the store call of mkdir, mknod, symlink, create.
 pub(crate) type Make<'a> = &'a dyn Fn() -> Result<Metadata, Error>;
+
+/// Where a new file is made: its directory, its name, and the caller's transaction.
+pub(crate) type Place<'a> = (Ino, &'a [u8], Option<TxId>);
 
 /// The attributes of a negative entry: only the node id 0 matters to the kernel.
 fn negative_attr() -> FileAttr {
@@ -74,11 +78,21 @@ impl AtomFuse {
         }
     }
 
-    /// MKDIR and SYMLINK: make the file, give it to the caller, reply with a new generation.
-    pub(crate) fn new_entry(&self, req: &Request, make: Make<'_>, reply: ReplyEntry) {
+    /// MKDIR, MKNOD and SYMLINK: make the file, give it to the caller, reply with a new
+    /// generation.
+    pub(crate) fn new_entry(
+        &self,
+        req: &Request,
+        (parent, name, tx): Place<'_>,
+        make: Make<'_>,
+        reply: ReplyEntry,
+    ) {
         let made = {
             let mut nodes = self.nodes.lock();
-            let made = make().and_then(|m| self.own(req, m));
+            let made = make().and_then(|m| {
+                self.tx_created(tx, parent, name, m.ino);
+                self.own(req, m, tx)
+            });
             made.map(|m| (nodes.created(m.ino), m))
         };
         match made {
@@ -93,16 +107,22 @@ impl AtomFuse {
     pub(crate) fn create_entry(
         &self,
         req: &Request,
+        (parent, name, tx): Place<'_>,
         make: Make<'_>,
         flags: i32,
         reply: ReplyCreate,
     ) {
         let result = {
             let mut nodes = self.nodes.lock();
-            let result = make().and_then(|m| self.own(req, m)).and_then(|m| {
-                let (fh, _) = self.open_handle(m.ino, flags)?;
-                Ok((m, fh))
-            });
+            let result = make()
+                .and_then(|m| {
+                    self.tx_created(tx, parent, name, m.ino);
+                    self.own(req, m, tx)
+                })
+                .and_then(|m| {
+                    let (fh, _) = self.open_handle(m.ino, flags, tx)?;
+                    Ok((m, fh))
+                });
             result.map(|(m, fh)| (nodes.created(m.ino), m, fh))
         };
         match result {
@@ -120,13 +140,24 @@ impl AtomFuse {
     }
 
     /// LINK: one more name, and one more lookup, of an existing file.
-    pub(crate) fn link_entry(&self, ino: Ino, new_parent: Ino, name: &OsStr, reply: ReplyEntry) {
+    pub(crate) fn link_entry(
+        &self,
+        ino: Ino,
+        new_parent: Ino,
+        name: &OsStr,
+        tx: Option<TxId>,
+        reply: ReplyEntry,
+    ) {
         let linked = {
             let mut nodes = self.nodes.lock();
             if nodes.is_removed(ino) {
                 return reply.error(Errno::from_i32(libc::ESTALE));
             }
-            let linked = self.store.link(ino, new_parent, name.as_bytes(), None);
+            let linked = self.store.link(ino, new_parent, name.as_bytes(), tx);
+            if linked.is_ok() {
+                self.touched(tx, Touched::Entry(new_parent, name.as_bytes().to_vec()));
+                self.touched(tx, Touched::Inode(ino));
+            }
             linked.map(|m| (nodes.looked_up(m.ino), m))
         };
         match linked {
@@ -143,6 +174,7 @@ impl AtomFuse {
         parent: Ino,
         name: &OsStr,
         kind: FileKind,
+        tx: Option<TxId>,
         reply: ReplyEmpty,
     ) {
         let name = name.as_bytes();
@@ -150,9 +182,11 @@ impl AtomFuse {
             let mut nodes = self.nodes.lock();
             let result = self.store.lookup(parent, name).and_then(|victim| {
                 match kind {
-                    FileKind::Dir => self.store.rmdir(parent, name, None)?,
-                    _ => self.store.unlink(parent, name, None)?,
+                    FileKind::Dir => self.store.rmdir(parent, name, tx)?,
+                    _ => self.store.unlink(parent, name, tx)?,
                 }
+                self.touched(tx, Touched::Entry(parent, name.to_vec()));
+                self.touched(tx, Touched::Inode(victim.ino));
                 Ok(victim.ino)
             });
             result.map(|ino| self.note_unlinked(&mut nodes, ino))

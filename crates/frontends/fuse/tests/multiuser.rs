@@ -230,3 +230,92 @@ fn without_allow_other_another_user_cannot_see_the_mount() {
     assert_eq!(std::fs::read_to_string(dir.join("f")).unwrap(), "x");
     unmount(m, &dir);
 }
+
+#[test]
+fn posix_acls_are_enforced_and_inherited() {
+    if let Some(why) = unavailable() {
+        test_support::unavailable("posix_acls_are_enforced_and_inherited", &why);
+        return;
+    }
+    for tool in ["setfacl", "getfacl"] {
+        if !test_support::env::have(tool) {
+            let why = format!("no {tool}: run scripts/install-deps.sh as root (package acl)");
+            return test_support::unavailable("posix_acls_are_enforced_and_inherited", &why);
+        }
+    }
+    // The reference model keeps extended attributes, so the mount enforces ACLs.
+    let store = std::sync::Arc::new(conformance::ModelStore::new());
+    let dir = mount_point("acl");
+    let opts = atomfs_fuse::MountOptions {
+        fsname: "atomfs-test-acl".into(),
+        allow_other: true,
+        ..Default::default()
+    };
+    let m = atomfs_fuse::spawn_mount(store, &dir, &opts).expect("mount");
+    let root = |script: &str| {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .current_dir(&dir)
+            .output()
+            .expect("sh");
+        allowed(&out, script)
+    };
+    let at = |p: &str| dir.join(p).display().to_string();
+    root("echo secret > f && chmod 600 f && setfacl -m u:47811:r f");
+    assert_eq!(
+        root("stat -c %a f").trim(),
+        "640",
+        "the mask is the group bits"
+    );
+    let f = at("f");
+    assert_eq!(
+        allowed(&as_user(OTHER, &format!("cat {f}")), "named user reads"),
+        "secret\n"
+    );
+    refused(
+        &as_user(THIRD, &format!("cat {f}")),
+        "another user",
+        "Permission denied",
+    );
+    refused(
+        &as_user(OTHER, &format!("echo x >> {f}")),
+        "named user writes",
+        "Permission denied",
+    );
+    // chmod takes the mask away: the named entry stays but grants nothing.
+    root("chmod 600 f");
+    assert!(root("getfacl -c f").contains("mask::---"));
+    refused(
+        &as_user(OTHER, &format!("cat {f}")),
+        "masked named user",
+        "Permission denied",
+    );
+    // A default ACL is inherited (the umask not applied); without one the umask is.
+    root("mkdir shared && setfacl -d -m u:47811:rwx shared");
+    root("umask 077 && touch shared/new plain && mkdir shared/sub");
+    assert_eq!(
+        root("stat -c %a plain").trim(),
+        "600",
+        "umask without a default ACL"
+    );
+    assert_eq!(
+        root("stat -c %a shared/new").trim(),
+        "664",
+        "inherited, umask ignored"
+    );
+    let inherited = root("getfacl -c shared/new");
+    assert!(inherited.contains("user:47811:rwx"), "{inherited}");
+    assert!(root("getfacl -c shared/sub").contains("default:user:47811:rwx"));
+    let new = at("shared/new");
+    allowed(
+        &as_user(OTHER, &format!("echo mine > {new}")),
+        "inherited grant",
+    );
+    refused(
+        &as_user(THIRD, &format!("echo x > {new}")),
+        "third user",
+        "Permission denied",
+    );
+    unmount(m, &dir);
+}

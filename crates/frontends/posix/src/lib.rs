@@ -16,11 +16,14 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+mod names;
 mod ops;
 mod pools;
 mod tx;
 pub mod umask;
+pub mod xattrs;
 
+pub use names::{linkat, mknod, readlink, rename2, rename_mode, symlink, tmpfile};
 pub use ops::*;
 pub use pools::{
     forget_inherited, internal_fd_floor, is_internal_fd, open_pool, relocate_internal_fd,

@@ -26,7 +26,7 @@ pub fn open(pool: &Arc<Pool>, path: &[u8], flags: i32, mode: u32) -> PResult<Arc
     let meta = if store::names_dir(path) {
         // "d/", "d/." or "d/..": an existing directory or nothing (open(2) cannot create
         // one: EISDIR with O_CREAT, as the kernel says).
-        match store::resolve(store, path) {
+        match store::path::resolve_follow(store, path) {
             Ok(meta) if flags & libc::O_CREAT != 0 && meta.is_dir() => return Err(libc::EISDIR),
             Ok(meta) => meta,
             Err(Error::NotFound(_)) if flags & libc::O_CREAT != 0 => return Err(libc::EISDIR),
@@ -111,21 +111,29 @@ pub fn open_inode(
     }))
 }
 
-/// The inode of `path` for open(2), created when it is missing and `flags` say O_CREAT.
+/// The inode of `path` for open(2), created when it is missing and `flags` say O_CREAT. A
+/// symbolic link in the last component is followed (a link to a missing name with O_CREAT
+/// creates that name), except with O_NOFOLLOW (ELOOP) or O_CREAT|O_EXCL (EEXIST).
 fn open_entry(store: &dyn store::Store, path: &[u8], flags: i32, mode: u32) -> PResult<Metadata> {
-    match store::resolve_parent(store, path) {
-        Err(Error::InvalidArgument(_)) if store::split_path(path).is_ok_and(|p| p.is_empty()) => {
-            store.getattr(store::ROOT_INO).map_err(err)
-        }
-        Err(e) => Err(err(e)),
-        Ok((parent, name)) => match store.lookup(parent, &name) {
-            Ok(_) if flags & libc::O_CREAT != 0 && flags & libc::O_EXCL != 0 => Err(libc::EEXIST),
-            Ok(meta) => Ok(meta),
-            Err(Error::NotFound(_)) if flags & libc::O_CREAT != 0 => store
-                .create(parent, &name, crate::umask::apply(mode), None)
-                .map_err(err),
-            Err(e) => Err(err(e)),
-        },
+    use store::path::LastLink;
+    if store::split_path(path).is_ok_and(|p| p.is_empty()) {
+        return store.getattr(store::ROOT_INO).map_err(err);
+    }
+    let exclusive = flags & libc::O_CREAT != 0 && flags & libc::O_EXCL != 0;
+    let last = if exclusive || flags & libc::O_NOFOLLOW != 0 {
+        LastLink::NoFollow
+    } else {
+        LastLink::Follow
+    };
+    let entry = store::path::resolve_entry(store, path, last).map_err(err)?;
+    match entry.meta {
+        Some(_) if exclusive => Err(libc::EEXIST),
+        Some(meta) if meta.kind == FileKind::Symlink => Err(libc::ELOOP),
+        Some(meta) => Ok(meta),
+        None if flags & libc::O_CREAT != 0 => store
+            .create(entry.parent, &entry.name, crate::umask::apply(mode), None)
+            .map_err(err),
+        None => Err(libc::ENOENT),
     }
 }
 
@@ -277,6 +285,23 @@ pub fn fstat(file: &OpenFile) -> PResult<Metadata> {
     }
 }
 
+/// fallocate(2) with Linux `mode` bits: allocate, punch or zero a range, atomically.
+pub fn fallocate(file: &OpenFile, mode: i32, off: i64, len: i64) -> PResult<()> {
+    if off < 0 || len <= 0 {
+        return Err(libc::EINVAL);
+    }
+    let fh = match file.target {
+        Target::File(fh) => fh,
+        Target::Dir => return Err(libc::EISDIR),
+    };
+    file.check_writable()?;
+    let op = store::Fallocate::from_linux_mode(mode).map_err(err)?;
+    file.pool
+        .store
+        .fallocate(fh, op, off as u64, len as u64)
+        .map_err(err)
+}
+
 /// Switch O_ATOMIC mode (switching off commits pending writes).
 pub fn set_atomic(file: &OpenFile, on: bool) -> PResult<()> {
     file.pool.store.set_atomic(file.fh()?, on).map_err(err)?;
@@ -316,8 +341,13 @@ pub fn abortv(files: &[Arc<OpenFile>]) -> PResult<()> {
     pool.store.abortv(&fhs).map_err(err)
 }
 
-/// stat(2) of a path inside the pool.
+/// stat(2) of a path inside the pool (symbolic links followed).
 pub fn stat(pool: &Pool, path: &[u8]) -> PResult<Metadata> {
+    store::path::resolve_follow(&*pool.store, path).map_err(err)
+}
+
+/// lstat(2): a symbolic link in the last component is not followed.
+pub fn lstat(pool: &Pool, path: &[u8]) -> PResult<Metadata> {
     store::resolve(&*pool.store, path).map_err(err)
 }
 

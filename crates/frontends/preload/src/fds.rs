@@ -548,11 +548,26 @@ type FallocateFn = unsafe extern "C" fn(c_int, c_int, i64, i64) -> c_int;
 type PosixFallocateFn = unsafe extern "C" fn(c_int, i64, i64) -> c_int;
 type FadviseFn = unsafe extern "C" fn(c_int, i64, i64, c_int) -> c_int;
 
+/// fallocate through the store; on an engine that does not offer it yet, mode 0 extends
+/// the file (a hole: it reads as zeros) and KEEP_SIZE does nothing, as before.
 fn fallocate_ours(f: &OpenFile, mode: c_int, off: i64, len: i64) -> c_int {
-    match mode {
-        0 => ret(extend(f, off, len).map(|_| 0)),
-        libc::FALLOC_FL_KEEP_SIZE => 0,
-        _ => ret::<c_int>(Err(libc::EOPNOTSUPP)),
+    match with(f, |f| px::fallocate(f, mode, off, len)) {
+        Err(libc::EOPNOTSUPP) => match mode {
+            0 => ret(extend(f, off, len).map(|_| 0)),
+            libc::FALLOC_FL_KEEP_SIZE => 0,
+            _ => ret::<c_int>(Err(libc::EOPNOTSUPP)),
+        },
+        r => ret(r.map(|_| 0)),
+    }
+}
+
+/// posix_fallocate: fallocate mode 0, or extending the file where the engine lacks it;
+/// returns the error number (not -1 and errno).
+fn posix_fallocate_ours(f: &OpenFile, off: i64, len: i64) -> c_int {
+    match with(f, |f| px::fallocate(f, 0, off, len)) {
+        Ok(()) => 0,
+        Err(libc::EOPNOTSUPP) => extend(f, off, len).err().unwrap_or(0),
+        Err(e) => e,
     }
 }
 
@@ -575,7 +590,7 @@ pub unsafe extern "C" fn fallocate64(fd: c_int, mode: c_int, off: i64, len: i64)
 #[no_mangle]
 pub unsafe extern "C" fn posix_fallocate(fd: c_int, off: i64, len: i64) -> c_int {
     match shim_file(fd) {
-        Some(f) => extend(&f, off, len).err().unwrap_or(0),
+        Some(f) => posix_fallocate_ours(&f, off, len),
         None => call_real!(posix_fallocate: PosixFallocateFn, fd, off, len),
     }
 }
@@ -583,7 +598,7 @@ pub unsafe extern "C" fn posix_fallocate(fd: c_int, off: i64, len: i64) -> c_int
 #[no_mangle]
 pub unsafe extern "C" fn posix_fallocate64(fd: c_int, off: i64, len: i64) -> c_int {
     match shim_file(fd) {
-        Some(f) => extend(&f, off, len).err().unwrap_or(0),
+        Some(f) => posix_fallocate_ours(&f, off, len),
         None => call_real!(posix_fallocate64: PosixFallocateFn, fd, off, len),
     }
 }

@@ -173,12 +173,13 @@ pub(crate) fn reserve_named_fd(
 pub(crate) fn open_ours(path: &[u8], flags: c_int, mode: c_uint) -> PResult<c_int> {
     ours(|| {
         let pool = pool()?;
-        let file = px::open(
-            &pool,
-            path,
-            flags & !(libc::O_CLOEXEC | libc::O_LARGEFILE | libc::O_NOCTTY),
-            mode,
-        )?;
+        let flags_kept = flags & !(libc::O_CLOEXEC | libc::O_LARGEFILE | libc::O_NOCTTY);
+        let file = if flags & libc::O_TMPFILE == libc::O_TMPFILE {
+            // An unnamed file in the directory `path` (linkat publishes it).
+            px::tmpfile(&pool, path, flags_kept & !libc::O_TMPFILE, mode)?
+        } else {
+            px::open(&pool, path, flags_kept, mode)?
+        };
         let fd = reserve_fd(flags & libc::O_CLOEXEC != 0, &file)?;
         fds().insert(fd, file);
         Ok(fd)
@@ -280,12 +281,23 @@ pub unsafe extern "C" fn creat64(path: *const c_char, mode: c_uint) -> c_int {
 
 // ----- stat family -----
 
-/// stat of a pool path into a `struct stat` (the same layout as `struct stat64` on 64-bit).
-fn stat_ours(path: &[u8], buf: *mut libc::stat) -> PResult<c_int> {
+/// Whether a stat call follows a symbolic link in the last component (stat) or not (lstat).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Link {
+    Follow,
+    Keep,
+}
+
+/// stat (or lstat) of a pool path into a `struct stat` (the same layout as `struct stat64`
+/// on 64-bit).
+fn stat_ours(path: &[u8], buf: *mut libc::stat, link: Link) -> PResult<c_int> {
     if buf.is_null() {
         return Err(libc::EFAULT);
     }
-    let meta = ours(|| px::stat(&*pool()?, path))?;
+    let meta = ours(|| match link {
+        Link::Follow => px::stat(&*pool()?, path),
+        Link::Keep => px::lstat(&*pool()?, path),
+    })?;
     // SAFETY: non-NULL; the caller passes a `struct stat` buffer.
     unsafe { buf.write(px::to_stat(&meta)) };
     Ok(0)
@@ -308,11 +320,11 @@ type FxstatatFn =
     unsafe extern "C" fn(c_int, c_int, *const c_char, *mut libc::stat, c_int) -> c_int;
 
 macro_rules! stat_fn {
-    ($name:ident) => {
+    ($name:ident, $link:expr) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(path: *const c_char, buf: *mut libc::stat) -> c_int {
             match classify(libc::AT_FDCWD, path) {
-                Some(p) => ret(stat_ours(&p, buf)),
+                Some(p) => ret(stat_ours(&p, buf, $link)),
                 None => {
                     let fixed = outside(libc::AT_FDCWD, path);
                     call_real!($name: StatFn, real_path(path, &fixed), buf)
@@ -321,17 +333,17 @@ macro_rules! stat_fn {
         }
     };
 }
-stat_fn!(stat);
-stat_fn!(stat64);
-stat_fn!(lstat);
-stat_fn!(lstat64);
+stat_fn!(stat, Link::Follow);
+stat_fn!(stat64, Link::Follow);
+stat_fn!(lstat, Link::Keep);
+stat_fn!(lstat64, Link::Keep);
 
 macro_rules! xstat_fn {
-    ($name:ident) => {
+    ($name:ident, $link:expr) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(ver: c_int, path: *const c_char, buf: *mut libc::stat) -> c_int {
             match classify(libc::AT_FDCWD, path) {
-                Some(p) => ret(stat_ours(&p, buf)),
+                Some(p) => ret(stat_ours(&p, buf, $link)),
                 None => {
                     let fixed = outside(libc::AT_FDCWD, path);
                     call_real!($name: XstatFn, ver, real_path(path, &fixed), buf)
@@ -340,10 +352,10 @@ macro_rules! xstat_fn {
         }
     };
 }
-xstat_fn!(__xstat);
-xstat_fn!(__xstat64);
-xstat_fn!(__lxstat);
-xstat_fn!(__lxstat64);
+xstat_fn!(__xstat, Link::Follow);
+xstat_fn!(__xstat64, Link::Follow);
+xstat_fn!(__lxstat, Link::Keep);
+xstat_fn!(__lxstat64, Link::Keep);
 
 /// fstatat: `AT_EMPTY_PATH` with "" means the descriptor itself.
 fn fstatat_ours(
@@ -358,7 +370,12 @@ fn fstatat_ours(
         let file = shim_file(dirfd)?;
         return Some(ret(fstat_ours(&file, buf)));
     }
-    classify(dirfd, path).map(|p| ret(stat_ours(&p, buf)))
+    let link = if flags & libc::AT_SYMLINK_NOFOLLOW != 0 {
+        Link::Keep
+    } else {
+        Link::Follow
+    };
+    classify(dirfd, path).map(|p| ret(stat_ours(&p, buf, link)))
 }
 
 macro_rules! fstatat_fn {
@@ -419,6 +436,8 @@ fn fill_statx(meta: &store::Metadata, buf: *mut libc::statx) -> PResult<c_int> {
     sx.stx_mtime = ts(st.st_mtime, st.st_mtime_nsec);
     sx.stx_ctime = ts(st.st_ctime, st.st_ctime_nsec);
     sx.stx_dev_minor = 0xa70f;
+    sx.stx_rdev_major = libc::major(meta.rdev);
+    sx.stx_rdev_minor = libc::minor(meta.rdev);
     // SAFETY: non-NULL; the caller passes a `struct statx` buffer.
     unsafe { buf.write(sx) };
     Ok(0)
@@ -441,7 +460,12 @@ pub unsafe extern "C" fn statx(
             return ret(ours(|| px::fstat(crate::usable(&file)?)).and_then(|m| fill_statx(&m, buf)));
         }
     } else if let Some(p) = classify(dirfd, path) {
-        return ret(ours(|| px::stat(&*pool()?, &p)).and_then(|m| fill_statx(&m, buf)));
+        let nofollow = flags & libc::AT_SYMLINK_NOFOLLOW != 0;
+        let meta = ours(|| match nofollow {
+            true => px::lstat(&*pool()?, &p),
+            false => px::stat(&*pool()?, &p),
+        });
+        return ret(meta.and_then(|m| fill_statx(&m, buf)));
     }
     let fixed = outside(dirfd, path);
     call_real!(statx: StatxFn, dirfd, real_path(path, &fixed), flags, mask, buf)
@@ -577,9 +601,9 @@ pub unsafe extern "C" fn renameat2(
     flags: c_uint,
 ) -> c_int {
     let (a, b) = (classify(fromfd, from), classify(tofd, to));
-    if (a.is_some() || b.is_some()) && flags != 0 {
-        // RENAME_NOREPLACE / EXCHANGE / WHITEOUT are not offered by the store.
-        return ret::<c_int>(Err(libc::EINVAL));
+    if let (Some(from), Some(to)) = (&a, &b) {
+        // RENAME_NOREPLACE / RENAME_EXCHANGE are the store's rename modes.
+        return path_call(from, |pool, from| px::rename2(pool, from, to, flags));
     }
     match rename_mixed(a, b) {
         Some(r) => r,
@@ -726,15 +750,27 @@ pub unsafe extern "C" fn utimes(path: *const c_char, times: *const c_void) -> c_
     }
 }
 
-/// The store has no symbolic links: readlink of an existing path is EINVAL.
-fn readlink_ours(p: &[u8]) -> isize {
-    ret(ours(|| px::stat(&*pool()?, p)).and(Err(libc::EINVAL)))
+/// readlink of a pool path: at most `size` bytes of the target, no NUL added.
+fn readlink_ours(p: &[u8], buf: *mut c_char, size: usize) -> isize {
+    let target = ours(|| px::readlink(&*pool()?, p));
+    ret(target.and_then(|t| {
+        if buf.is_null() {
+            return Err(libc::EFAULT);
+        }
+        if size == 0 {
+            return Err(libc::EINVAL);
+        }
+        let n = t.len().min(size);
+        // SAFETY: `buf` is non-NULL and the caller's buffer of `size` bytes; n <= size.
+        unsafe { std::ptr::copy_nonoverlapping(t.as_ptr(), buf.cast::<u8>(), n) };
+        Ok(n as isize)
+    }))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn readlink(path: *const c_char, buf: *mut c_char, size: usize) -> isize {
     match classify(libc::AT_FDCWD, path) {
-        Some(p) => readlink_ours(&p),
+        Some(p) => readlink_ours(&p, buf, size),
         None => call_real!(readlink: ReadlinkFn, path, buf, size),
     }
 }
@@ -747,7 +783,7 @@ pub unsafe extern "C" fn readlinkat(
     size: usize,
 ) -> isize {
     match classify(dirfd, path) {
-        Some(p) => readlink_ours(&p),
+        Some(p) => readlink_ours(&p, buf, size),
         None => call_real!(readlinkat: ReadlinkatFn, dirfd, path, buf, size),
     }
 }
@@ -756,96 +792,7 @@ pub unsafe extern "C" fn readlinkat(
 #[allow(dead_code)]
 type Unused = c_ulong;
 
-// ----- extended attributes: the store keeps none -----
-
-type GetxattrFn = unsafe extern "C" fn(*const c_char, *const c_char, *mut c_void, usize) -> isize;
-type ListxattrFn = unsafe extern "C" fn(*const c_char, *mut c_char, usize) -> isize;
-
-fn no_xattr(p: &[u8]) -> isize {
-    ret(ours(|| px::stat(&*pool()?, p)).and(Err(libc::ENODATA)))
-}
-
-fn no_xattr_list(p: &[u8]) -> isize {
-    ret(ours(|| px::stat(&*pool()?, p)).map(|_| 0))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn getxattr(
-    path: *const c_char,
-    name: *const c_char,
-    value: *mut c_void,
-    size: usize,
-) -> isize {
-    match classify(libc::AT_FDCWD, path) {
-        Some(p) => no_xattr(&p),
-        None => {
-            let fixed = outside(libc::AT_FDCWD, path);
-            call_real!(getxattr: GetxattrFn, real_path(path, &fixed), name, value, size)
-        }
-    }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn lgetxattr(
-    path: *const c_char,
-    name: *const c_char,
-    value: *mut c_void,
-    size: usize,
-) -> isize {
-    match classify(libc::AT_FDCWD, path) {
-        Some(p) => no_xattr(&p),
-        None => {
-            let fixed = outside(libc::AT_FDCWD, path);
-            call_real!(lgetxattr: GetxattrFn, real_path(path, &fixed), name, value, size)
-        }
-    }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn listxattr(path: *const c_char, list: *mut c_char, size: usize) -> isize {
-    match classify(libc::AT_FDCWD, path) {
-        Some(p) => no_xattr_list(&p),
-        None => {
-            let fixed = outside(libc::AT_FDCWD, path);
-            call_real!(listxattr: ListxattrFn, real_path(path, &fixed), list, size)
-        }
-    }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn llistxattr(path: *const c_char, list: *mut c_char, size: usize) -> isize {
-    match classify(libc::AT_FDCWD, path) {
-        Some(p) => no_xattr_list(&p),
-        None => {
-            let fixed = outside(libc::AT_FDCWD, path);
-            call_real!(llistxattr: ListxattrFn, real_path(path, &fixed), list, size)
-        }
-    }
-}
-
-type FgetxattrFn = unsafe extern "C" fn(c_int, *const c_char, *mut c_void, usize) -> isize;
-type FlistxattrFn = unsafe extern "C" fn(c_int, *mut c_char, usize) -> isize;
-
-#[no_mangle]
-pub unsafe extern "C" fn fgetxattr(
-    fd: c_int,
-    name: *const c_char,
-    value: *mut c_void,
-    size: usize,
-) -> isize {
-    match shim_file(fd) {
-        Some(_) => ret::<isize>(Err(libc::ENODATA)),
-        None => call_real!(fgetxattr: FgetxattrFn, fd, name, value, size),
-    }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn flistxattr(fd: c_int, list: *mut c_char, size: usize) -> isize {
-    match shim_file(fd) {
-        Some(_) => 0,
-        None => call_real!(flistxattr: FlistxattrFn, fd, list, size),
-    }
-}
+// ----- extended attributes: crate::xattrs -----
 
 #[cfg(test)]
 mod tests {

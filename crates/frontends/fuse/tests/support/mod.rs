@@ -21,6 +21,19 @@ pub fn shm_pool(name: &str, size: u64) -> (Arc<dyn Store>, Scratch) {
     (store, dir)
 }
 
+/// An mmio store (host files in a fresh scratch directory, its log pool beside them),
+/// deleted with the returned directory.
+pub fn mmio_store(name: &str) -> (Arc<dyn Store>, Scratch) {
+    let dir = scratch(&format!("fuse-mmio-{name}"));
+    let home = dir.join("home");
+    std::fs::create_dir(&home).expect("home directory");
+    let opts = engines::Options::new()
+        .with("home", home.display().to_string())
+        .with("size", (64u64 << 20).to_string());
+    let opened = engines::create(&dir.join("log.pool"), "mmio", &opts).expect("create mmio");
+    (opened.store, dir)
+}
+
 /// A mounted store; unmounted (and the store closed) by `finish` or on drop.
 pub struct Mounted {
     dir: Scratch,
