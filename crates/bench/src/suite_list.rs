@@ -18,4 +18,5 @@ pub const SUITES: &[(&str, &str)] = &[
     ("mmio", "Libnvmmio Figs. 6-9: FIO jobs on one file, mmio vs pread/pwrite+fdatasync (tmpfs, ext4) and fcfs"),
     ("engines", "one workload mix on every registered engine vs ext4 files with fsync, and which engine for which workload"),
     ("cache", "First Responder: synchronous 4 KiB random writes through the cache engine's API vs ext4 pwrite+fdatasync, and the flush-period sensitivity"),
+    ("remap", "ACCFS Figs. 6-8, 11: random 8 KiB writes, fsync every 1..64, remap (O_ATOMIC, XFS reflink) vs ext4 ordered/journal and XFS on loop devices; device bytes per update byte; SQLite journal off on remap vs WAL/DELETE"),
 ];

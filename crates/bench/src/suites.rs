@@ -7,6 +7,7 @@ pub mod every_engine;
 pub mod fuse;
 pub mod mmio;
 pub mod pool;
+pub mod remap;
 pub mod sqlite;
 
 use crate::error::{BenchError, Result};
@@ -213,6 +214,9 @@ fn measure(
     }
     if suite == cache::SUITE {
         return cache::run(opts, notes);
+    }
+    if suite == remap::SUITE {
+        return remap::run(opts, notes);
     }
     let (figs, disks) = match suite {
         "sqlite" => return sqlite::run(opts, notes),
