@@ -47,11 +47,11 @@ fn loop_dir(kind: Kind) -> Option<PathBuf> {
         unsafe {
             libc::atexit(unmount_at_exit)
         };
-        match LoopFs::new(Kind::Xfs, "conformance") {
+        match LoopFs::new(kind, "conformance") {
             Ok(fs) => Mutex::new(Some(fs)),
             Err(why) => {
                 skip(&format!(
-                    "XFS reflink image: {why}; running on tmpfs with copy-checkpoint"
+                    "{kind:?} image: {why}; running on tmpfs with copy-checkpoint"
                 ));
                 Mutex::new(None)
             }
@@ -64,6 +64,7 @@ fn config(copy: bool) -> RemapConfig {
     RemapConfig {
         copy_checkpoint: copy,
         checkpoint_journal_len: 4 << 20,
+        ..RemapConfig::default()
     }
 }
 
