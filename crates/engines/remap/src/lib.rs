@@ -37,6 +37,12 @@ pub enum CheckpointMode {
     Copy,
 }
 
+/// Default [`RemapConfig::exchange_blocks_min`]: 1 MiB of changed blocks (docs/engines/remap.md,
+/// "Exchange commits": below it, journal + remap costs less than staging + swap + checkpoint).
+pub const EXCHANGE_BLOCKS_MIN: u64 = 256;
+/// Default [`RemapConfig::exchange_share_percent`]: half the file rewritten.
+pub const EXCHANGE_SHARE_PERCENT: u64 = 50;
+
 /// Limits and choices of a remap store.
 #[derive(Clone, Debug)]
 pub struct RemapConfig {
@@ -44,6 +50,12 @@ pub struct RemapConfig {
     pub copy_checkpoint: bool,
     /// Checkpoint once the journal reaches this many bytes (when nothing holds it back).
     pub checkpoint_journal_len: u64,
+    /// Exchange commit (XFS_IOC_EXCHANGE_RANGE, where the file system offers it): a commit
+    /// that changes at least this many blocks of one file ...
+    pub exchange_blocks_min: u64,
+    /// ... and at least this percentage of the file's blocks stages the file's new content
+    /// and swaps it in, instead of journaling the blocks (store/exchange.rs).
+    pub exchange_share_percent: u64,
 }
 
 impl Default for RemapConfig {
@@ -51,6 +63,8 @@ impl Default for RemapConfig {
         RemapConfig {
             copy_checkpoint: false,
             checkpoint_journal_len: 64 << 20,
+            exchange_blocks_min: EXCHANGE_BLOCKS_MIN,
+            exchange_share_percent: EXCHANGE_SHARE_PERCENT,
         }
     }
 }
@@ -61,6 +75,8 @@ impl RemapConfig {
         RemapConfig {
             copy_checkpoint: false,
             checkpoint_journal_len: 64 << 10,
+            exchange_blocks_min: 2,
+            exchange_share_percent: EXCHANGE_SHARE_PERCENT,
         }
     }
 }

@@ -22,9 +22,10 @@ use remap::crash_target::RemapTarget;
 use remap::{CheckpointMode, HostRemapStore};
 use std::path::Path;
 use std::process::Command;
+use store::Store;
 
 /// Rounds per half (fresh stores, one store across rounds) per file system in CI.
-const ROUNDS: u64 = 100;
+const ROUNDS: u64 = 70;
 
 fn target() -> RemapTarget {
     RemapTarget::by_name("remap-reflink").unwrap()
@@ -51,19 +52,32 @@ fn child(pool: &Path, seed: u64) -> Command {
 }
 
 /// A store created on `dir` the way the victim creates its own checkpoints by remapping
-/// (not by the copy fallback), so the torture exercises FICLONERANGE.
-fn assert_remaps_on(dir: &Path) {
+/// (not by the copy fallback), so the torture exercises FICLONERANGE; with `exchange`, a
+/// rewrite of a whole file there is an exchange commit (XFS_IOC_EXCHANGE_RANGE).
+fn assert_remaps_on(dir: &Path, exchange: bool) {
     let t = target();
     let pool = dir.join("probe.pool");
     let s = t.create_pool(&pool).unwrap();
-    let mode = s
-        .as_any()
-        .downcast_ref::<HostRemapStore>()
-        .map(|r| r.checkpoint_mode());
+    let r = s.as_any().downcast_ref::<HostRemapStore>().unwrap();
+    assert_eq!(
+        r.checkpoint_mode(),
+        CheckpointMode::Remap,
+        "{}",
+        dir.display()
+    );
+    if exchange {
+        let f = store::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .open(r, "/f", None)
+            .unwrap();
+        s.write(f, 0, &[7u8; 16384]).unwrap();
+        s.release(f).unwrap();
+        assert_eq!(r.counters().exchanges, 1, "{}", dir.display());
+    }
     s.unmount().unwrap();
     drop(s);
     t.remove_pool(&pool);
-    assert_eq!(mode, Some(CheckpointMode::Remap), "{}", dir.display());
 }
 
 fn kill_loop(kind: Kind, seed: u64) {
@@ -71,7 +85,11 @@ fn kill_loop(kind: Kind, seed: u64) {
         Ok(fs) => fs,
         Err(why) => return skip(&format!("{kind:?} image: {why}")),
     };
-    assert_remaps_on(fs.dir());
+    let exchange = kind == Kind::XfsExchange;
+    if exchange && !exchange_range_on(fs.dir()) {
+        return skip("the kernel offers no XFS_IOC_EXCHANGE_RANGE (Linux 6.10+) on this image");
+    }
+    assert_remaps_on(fs.dir(), exchange);
     let rounds = std::env::var("ATOMFS_REMAP_KILL_ROUNDS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -123,6 +141,26 @@ fn kill_loop(kind: Kind, seed: u64) {
 #[test]
 fn sigkill_torture_on_xfs() {
     kill_loop(Kind::Xfs, 41);
+}
+
+/// With the `exchange` feature the workload's whole-file rewrites are exchange commits:
+/// kills land between staging, record, swap and checkpoint.
+#[test]
+fn sigkill_torture_on_xfs_with_exchange_range() {
+    kill_loop(Kind::XfsExchange, 57);
+}
+
+fn exchange_range_on(dir: &Path) -> bool {
+    let pool = dir.join("caps.pool");
+    let home = dir.join("caps.home");
+    std::fs::create_dir_all(&home).unwrap();
+    let s = HostRemapStore::create(&pool, &home, &remap::RemapConfig::default()).unwrap();
+    let caps = s.capabilities();
+    s.unmount().unwrap();
+    drop(s);
+    let _ = std::fs::remove_file(&pool);
+    let _ = std::fs::remove_dir_all(&home);
+    caps.exchange_range
 }
 
 #[test]

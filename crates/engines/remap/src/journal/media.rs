@@ -17,6 +17,10 @@ pub const SNAPSHOT_NAME: &str = "remap.meta";
 /// The directory of home files, one per inode, named by inode number.
 pub const FILES_DIR_NAME: &str = "files";
 
+/// Suffix of a staging file (`files/<ino>.stage`), removed by the checkpoint after the one
+/// that retired its exchange record.
+pub const STAGE_SUFFIX: &str = ".stage";
+
 /// Paths of a store's files inside its home directory.
 #[derive(Clone, Debug)]
 pub struct Names {
@@ -44,6 +48,10 @@ impl Names {
     }
     pub fn home(&self, ino: Ino) -> PathBuf {
         self.files_dir.join(ino.to_string())
+    }
+    /// The staging file of an exchange commit of `ino`.
+    pub fn stage(&self, ino: Ino) -> PathBuf {
+        self.files_dir.join(format!("{ino}{STAGE_SUFFIX}"))
     }
 }
 
@@ -104,6 +112,11 @@ impl<H: HostFs> Media<H> {
             self.files_dir_dirty = false;
         }
         Ok(())
+    }
+
+    /// Mark the files directory as changed (a staging file was created).
+    pub fn files_dir_changed(&mut self) {
+        self.files_dir_dirty = true;
     }
 
     /// Forget (close) the home file of an inode that is gone.

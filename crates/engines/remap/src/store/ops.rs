@@ -458,6 +458,8 @@ impl<H: HostFs> Store for RemapStore<H> {
             ("remapped_blocks".into(), c.remapped_blocks),
             ("copied_blocks".into(), c.copied_blocks),
             ("recovered_records".into(), c.recovered_records),
+            ("exchanges".into(), c.exchanges),
+            ("exchanges_redone".into(), c.exchanges_redone),
             (
                 "copy_checkpoint".into(),
                 u64::from(g.mode == CheckpointMode::Copy),

@@ -15,10 +15,11 @@ use store::Store;
 
 static XFS: OnceLock<Mutex<Option<LoopFs>>> = OnceLock::new();
 static BTRFS: OnceLock<Mutex<Option<LoopFs>>> = OnceLock::new();
+static XFS_EXCHANGE: OnceLock<Mutex<Option<LoopFs>>> = OnceLock::new();
 static N: AtomicU64 = AtomicU64::new(0);
 
 extern "C" fn unmount_at_exit() {
-    for fs in [&XFS, &BTRFS] {
+    for fs in [&XFS, &BTRFS, &XFS_EXCHANGE] {
         if let Some(m) = fs.get() {
             if let Ok(mut g) = m.lock() {
                 g.take();
@@ -40,6 +41,7 @@ fn loop_dir(kind: Kind) -> Option<PathBuf> {
     let cell = match kind {
         Kind::Xfs => &XFS,
         Kind::Btrfs => &BTRFS,
+        Kind::XfsExchange => &XFS_EXCHANGE,
     };
     let m = cell.get_or_init(|| {
         // SAFETY: registers a plain extern "C" function; it unmounts this process's image.
