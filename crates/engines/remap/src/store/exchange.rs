@@ -110,21 +110,51 @@ impl<H: HostFs> Inner<H> {
         let path = self.media.names.stage(ino);
         let stage = fs.open(&path, &OpenOptions::create()).map_err(host_err)?;
         fs.set_len(&stage, 0).map_err(host_err)?;
-        let whole = home_len / BLOCK * BLOCK;
-        if whole > 0 {
-            fs.clone_range(&home, 0, &stage, 0, whole)
-                .map_err(host_err)?;
-        }
-        if home_len > whole {
-            let mut tail = vec![0u8; (home_len - whole) as usize];
-            fs.read_full_at(&home, whole, &mut tail).map_err(host_err)?;
-            fs.write_all_at(&stage, whole, &tail).map_err(host_err)?;
-        }
         let mut blocks = Vec::with_capacity(pending.len());
         for (b, d) in &pending {
-            fs.write_all_at(&stage, b * BLOCK, &d[..])
-                .map_err(host_err)?;
             blocks.push((*b, block_crc(d, *b, size)));
+        }
+        // The home file's whole blocks the commit leaves alone are cloned (no copy), the
+        // changed blocks written, each contiguous run with one call.
+        let whole = home_len / BLOCK;
+        let mut next = 0u64;
+        for run in runs(&pending) {
+            let (first, n) = (run[0].0, run.len() as u64);
+            if next < first.min(whole) {
+                let end = first.min(whole);
+                fs.clone_range(
+                    &home,
+                    next * BLOCK,
+                    &stage,
+                    next * BLOCK,
+                    (end - next) * BLOCK,
+                )
+                .map_err(host_err)?;
+            }
+            let mut buf = Vec::with_capacity(run.len() * BLOCK_USIZE);
+            for (_, d) in run {
+                buf.extend_from_slice(&d[..]);
+            }
+            fs.write_all_at(&stage, first * BLOCK, &buf)
+                .map_err(host_err)?;
+            next = first + n;
+        }
+        if next < whole {
+            fs.clone_range(
+                &home,
+                next * BLOCK,
+                &stage,
+                next * BLOCK,
+                (whole - next) * BLOCK,
+            )
+            .map_err(host_err)?;
+        }
+        if home_len > whole * BLOCK && !pending.iter().any(|(b, _)| *b == whole) {
+            let mut tail = vec![0u8; (home_len - whole * BLOCK) as usize];
+            fs.read_full_at(&home, whole * BLOCK, &mut tail)
+                .map_err(host_err)?;
+            fs.write_all_at(&stage, whole * BLOCK, &tail)
+                .map_err(host_err)?;
         }
         // Both files get one block-aligned length (the exchange's range); past `size` the
         // staging file reads as zeros.
@@ -185,6 +215,25 @@ impl<H: HostFs> Inner<H> {
         self.counters.exchanges_redone += 1;
         Ok(())
     }
+}
+
+/// `pending` (sorted by block) cut into runs of consecutive blocks.
+fn runs<T>(pending: &[(u64, T)]) -> Vec<&[(u64, T)]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for i in 1..=pending.len() {
+        let breaks = match (pending.get(i - 1), pending.get(i)) {
+            (Some((a, _)), Some((b, _))) => *b != a + 1,
+            _ => true,
+        };
+        if breaks {
+            if let Some(run) = pending.get(start..i) {
+                out.push(run);
+            }
+            start = i;
+        }
+    }
+    out
 }
 
 fn damaged(ino: Ino, why: &str) -> Error {
