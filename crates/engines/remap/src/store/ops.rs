@@ -552,8 +552,8 @@ fn link(
     st.save(tx, new_parent);
     st.save(tx, ino);
     let now = now_ns();
+    st.set_entry(tx, new_parent, new_name, Some(ino));
     if let Some(p) = st.inodes.get_mut(&new_parent) {
-        p.entries.insert(new_name.to_vec(), ino);
         p.meta.mtime = now;
         p.meta.ctime = now;
     }
