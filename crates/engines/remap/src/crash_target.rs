@@ -64,6 +64,7 @@ impl RemapTarget {
                 // (the host model offers exchange-range), so crashes land inside it too.
                 exchange_blocks_min: 2,
                 exchange_share_percent: 50,
+                ..RemapConfig::default()
             },
         })
     }

@@ -59,7 +59,22 @@ pub struct RemapConfig {
     /// ... and at least this percentage of the file's blocks stages the file's new content
     /// and swaps it in, instead of journaling the blocks (store/exchange.rs).
     pub exchange_share_percent: u64,
+    /// Handles open at once (EMFILE past it).
+    pub open_files_max: u64,
+    /// Transactions open at once (EMFILE past it).
+    pub open_transactions_max: u64,
+    /// Uncommitted blocks one file may hold in memory (an open transaction's or an O_ATOMIC
+    /// file's writes before the commit): a write past it fails with ENOSPC and changes
+    /// nothing; commit (fsync) or abort frees them.
+    pub pending_blocks_max: u64,
 }
+
+/// Default [`RemapConfig::open_files_max`].
+pub const OPEN_FILES_MAX: u64 = 65_536;
+/// Default [`RemapConfig::open_transactions_max`].
+pub const OPEN_TRANSACTIONS_MAX: u64 = 1024;
+/// Default [`RemapConfig::pending_blocks_max`]: 1 GiB of uncommitted data per file.
+pub const PENDING_BLOCKS_MAX: u64 = 262_144;
 
 impl Default for RemapConfig {
     fn default() -> Self {
@@ -68,6 +83,9 @@ impl Default for RemapConfig {
             checkpoint_journal_len: 64 << 20,
             exchange_blocks_min: EXCHANGE_BLOCKS_MIN,
             exchange_share_percent: EXCHANGE_SHARE_PERCENT,
+            open_files_max: OPEN_FILES_MAX,
+            open_transactions_max: OPEN_TRANSACTIONS_MAX,
+            pending_blocks_max: PENDING_BLOCKS_MAX,
         }
     }
 }
@@ -80,6 +98,9 @@ impl RemapConfig {
             checkpoint_journal_len: 64 << 10,
             exchange_blocks_min: 2,
             exchange_share_percent: EXCHANGE_SHARE_PERCENT,
+            open_files_max: 8,
+            open_transactions_max: 4,
+            pending_blocks_max: 64,
         }
     }
 }

@@ -4,6 +4,7 @@
 mod checkpoint;
 mod commit;
 mod exchange;
+mod limits;
 mod ops;
 mod recovery;
 
