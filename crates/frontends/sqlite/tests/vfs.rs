@@ -403,7 +403,11 @@ fn sqlite3_shell_on_a_remap_store_survives_sigkills() {
                         .wrapping_add(1442695040888963407);
                     let (a, b) = ((rng >> 20) % 1000, (rng >> 40) % 1000);
                     let (amount, pad) = (1 + (rng >> 10) % 50, (rng >> 5) % 400);
-                    let end = if rng.is_multiple_of(10) { "ROLLBACK" } else { "COMMIT" };
+                    let end = if rng.is_multiple_of(10) {
+                        "ROLLBACK"
+                    } else {
+                        "COMMIT"
+                    };
                     chunk.push_str(&format!(
                         "BEGIN;\nUPDATE acct SET balance = balance - {amount}, \
                          pad = randomblob({pad}) WHERE id = {a};\n\
