@@ -20,4 +20,5 @@ pub const SUITES: &[(&str, &str)] = &[
     ("cache", "First Responder: synchronous 4 KiB random writes through the cache engine's API vs ext4 pwrite+fdatasync, and the flush-period sensitivity"),
     ("journal", "NJS Fig. 10a/11a: 4 KiB writes + fsync (sequential, re-write, random) through the journal engine vs ext4 data=journal with its journal on a RAM disk, ordered, no journal; the delta sweep"),
     ("distributed", "GlusterFS (scripts/gluster.sh): synchronous 4 KiB random writes on the mount vs through each host-file engine with its home there and PM in /dev/shm"),
+    ("remap", "ACCFS Figs. 6-8, 11: random 8 KiB writes, fsync every 1..64, remap (O_ATOMIC, XFS reflink) vs ext4 ordered/journal and XFS on loop devices; device bytes per update byte; SQLite journal off on remap vs WAL/DELETE"),
 ];

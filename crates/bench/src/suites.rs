@@ -9,6 +9,7 @@ pub mod fuse;
 pub mod journal;
 pub mod mmio;
 pub mod pool;
+pub mod remap;
 pub mod sqlite;
 
 use crate::error::{BenchError, Result};
@@ -221,6 +222,9 @@ fn measure(
     }
     if suite == distributed::SUITE {
         return distributed::run(opts, notes);
+    }
+    if suite == remap::SUITE {
+        return remap::run(opts, notes);
     }
     let (figs, disks) = match suite {
         "sqlite" => return sqlite::run(opts, notes),

@@ -54,6 +54,7 @@ impl RemapEngine {
         Ok(remap::RemapConfig {
             copy_checkpoint,
             checkpoint_journal_len,
+            ..defaults
         })
     }
 }

@@ -180,6 +180,7 @@ fn main() {
     let config = RemapConfig {
         copy_checkpoint: false,
         checkpoint_journal_len: 128 << 20,
+        ..RemapConfig::default()
     };
     let store = HostRemapStore::create(&xfs_remap.mount.join("r.pool"), &home, &config).unwrap();
     let fh = OpenOptions::new()

@@ -24,6 +24,8 @@ pub enum Pair {
 #[derive(Clone, Debug, Default)]
 pub struct ATree {
     pairs: BTreeMap<u64, Pair>,
+    /// How many of `pairs` are pending.
+    pending: u64,
 }
 
 impl ATree {
@@ -32,11 +34,30 @@ impl ATree {
     }
     /// Insert a pair, replacing the earlier one of the same home block.
     pub fn insert(&mut self, file_block: u64, pair: Pair) {
-        self.pairs.insert(file_block, pair);
+        let new = u64::from(matches!(pair, Pair::Pending(_)));
+        let old = match self.pairs.insert(file_block, pair) {
+            Some(Pair::Pending(_)) => 1,
+            _ => 0,
+        };
+        self.pending = self.pending + new - old;
     }
     /// Drop every pair at or past `file_block` (a truncate).
     pub fn cut(&mut self, file_block: u64) {
-        self.pairs.split_off(&file_block);
+        let dropped = self.pairs.split_off(&file_block);
+        let gone = dropped
+            .values()
+            .filter(|p| matches!(p, Pair::Pending(_)))
+            .count() as u64;
+        self.pending -= gone;
+    }
+    /// How many pairs are pending (O(1)).
+    pub fn pending_count(&self) -> u64 {
+        debug_assert_eq!(self.pending, self.pending().count() as u64);
+        self.pending
+    }
+    /// Whether block `file_block` has a pending pair.
+    pub fn is_pending(&self, file_block: u64) -> bool {
+        matches!(self.pairs.get(&file_block), Some(Pair::Pending(_)))
     }
     pub fn is_empty(&self) -> bool {
         self.pairs.is_empty()
@@ -72,6 +93,7 @@ impl ATree {
     }
     pub fn clear(&mut self) {
         self.pairs.clear();
+        self.pending = 0;
     }
 }
 
@@ -90,9 +112,9 @@ mod tests {
         assert_eq!(t.committed_runs(), vec![(0, 10, 1), (1, 20, 1), (2, 12, 1)]);
         t.insert(1, Pair::Committed(11));
         assert_eq!(t.committed_runs(), vec![(0, 10, 3)]);
-        assert_eq!(t.pending().count(), 1);
+        assert_eq!((t.pending().count(), t.pending_count()), (1, 1));
         t.cut(2);
         assert_eq!(t.len(), 2);
-        assert_eq!(t.pending().count(), 0);
+        assert_eq!((t.pending().count(), t.pending_count()), (0, 0));
     }
 }

@@ -60,6 +60,11 @@ impl RemapTarget {
                 copy_checkpoint,
                 // Small: the workloads reach several checkpoints (and crash inside them).
                 checkpoint_journal_len: 48 << 10,
+                // Small: commits rewriting most of a small file take the exchange path
+                // (the host model offers exchange-range), so crashes land inside it too.
+                exchange_blocks_min: 2,
+                exchange_share_percent: 50,
+                ..RemapConfig::default()
             },
         })
     }

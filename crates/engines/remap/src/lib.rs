@@ -37,6 +37,15 @@ pub enum CheckpointMode {
     Copy,
 }
 
+/// Default [`RemapConfig::exchange_blocks_min`]: 1 MiB of changed blocks.
+pub const EXCHANGE_BLOCKS_MIN: u64 = 256;
+/// Default [`RemapConfig::exchange_share_percent`]: whole-file rewrites only. Measured
+/// (docs/engines/remap.md, "Exchange commits"; `examples/exchange.rs`): on XFS over a loop
+/// device, staging + swap + checkpoint costs 1.5–3× journal + remap + checkpoint for a
+/// partial rewrite of scattered blocks and about the same for a contiguous one; it only
+/// matches or beats the journal when every block is rewritten (no clone into the stage).
+pub const EXCHANGE_SHARE_PERCENT: u64 = 100;
+
 /// Limits and choices of a remap store.
 #[derive(Clone, Debug)]
 pub struct RemapConfig {
@@ -44,13 +53,39 @@ pub struct RemapConfig {
     pub copy_checkpoint: bool,
     /// Checkpoint once the journal reaches this many bytes (when nothing holds it back).
     pub checkpoint_journal_len: u64,
+    /// Exchange commit (XFS_IOC_EXCHANGE_RANGE, where the file system offers it): a commit
+    /// that changes at least this many blocks of one file ...
+    pub exchange_blocks_min: u64,
+    /// ... and at least this percentage of the file's blocks stages the file's new content
+    /// and swaps it in, instead of journaling the blocks (store/exchange.rs).
+    pub exchange_share_percent: u64,
+    /// Handles open at once (EMFILE past it).
+    pub open_files_max: u64,
+    /// Transactions open at once (EMFILE past it).
+    pub open_transactions_max: u64,
+    /// Uncommitted blocks one file may hold in memory (an open transaction's or an O_ATOMIC
+    /// file's writes before the commit): a write past it fails with ENOSPC and changes
+    /// nothing; commit (fsync) or abort frees them.
+    pub pending_blocks_max: u64,
 }
+
+/// Default [`RemapConfig::open_files_max`].
+pub const OPEN_FILES_MAX: u64 = 65_536;
+/// Default [`RemapConfig::open_transactions_max`].
+pub const OPEN_TRANSACTIONS_MAX: u64 = 1024;
+/// Default [`RemapConfig::pending_blocks_max`]: 1 GiB of uncommitted data per file.
+pub const PENDING_BLOCKS_MAX: u64 = 262_144;
 
 impl Default for RemapConfig {
     fn default() -> Self {
         RemapConfig {
             copy_checkpoint: false,
             checkpoint_journal_len: 64 << 20,
+            exchange_blocks_min: EXCHANGE_BLOCKS_MIN,
+            exchange_share_percent: EXCHANGE_SHARE_PERCENT,
+            open_files_max: OPEN_FILES_MAX,
+            open_transactions_max: OPEN_TRANSACTIONS_MAX,
+            pending_blocks_max: PENDING_BLOCKS_MAX,
         }
     }
 }
@@ -61,6 +96,11 @@ impl RemapConfig {
         RemapConfig {
             copy_checkpoint: false,
             checkpoint_journal_len: 64 << 10,
+            exchange_blocks_min: 2,
+            exchange_share_percent: EXCHANGE_SHARE_PERCENT,
+            open_files_max: 8,
+            open_transactions_max: 4,
+            pending_blocks_max: 64,
         }
     }
 }

@@ -14,6 +14,7 @@ fn config() -> RemapConfig {
     RemapConfig {
         copy_checkpoint: false,
         checkpoint_journal_len: 64 << 10,
+        ..RemapConfig::default()
     }
 }
 
@@ -59,6 +60,7 @@ impl Scratch {
         let c = RemapConfig {
             copy_checkpoint: true,
             checkpoint_journal_len: 1 << 30,
+            ..RemapConfig::default()
         };
         HostRemapStore::create(&self.pool(), &self.home(), &c).unwrap()
     }

@@ -53,6 +53,7 @@ fn config() -> RemapConfig {
     RemapConfig {
         copy_checkpoint: true,
         checkpoint_journal_len: 4 << 20,
+        ..RemapConfig::default()
     }
 }
 

@@ -13,6 +13,7 @@ fn config() -> RemapConfig {
     RemapConfig {
         copy_checkpoint: false,
         checkpoint_journal_len: 1 << 30,
+        ..RemapConfig::default()
     }
 }
 

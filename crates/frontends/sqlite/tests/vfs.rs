@@ -338,6 +338,145 @@ fn python_sqlite_on_an_mmio_store_survives_sigkills() {
     crash_loop(kills, "mmio");
 }
 
+/// The unmodified `sqlite3` shell on a store of engine `remap` (`engine=remap` in the URI;
+/// home in the scratch directory on tmpfs, so copy-checkpoint, with a 1 MiB journal limit so
+/// that checkpoints run during the loop), journal_mode=OFF, under a SIGKILL loop: a shell
+/// reads money-transfer transactions from a pipe and prints the counter after each COMMIT
+/// (the shell writes each result as the statement finishes: that line is the
+/// acknowledgement); it is killed at a random moment; a fresh shell then finds
+/// integrity_check ok, the total unchanged and the last acknowledged transaction present.
+/// `ATOMFS_SQLITE_KILLS` rounds (default 30).
+#[test]
+fn sqlite3_shell_on_a_remap_store_survives_sigkills() {
+    let Some(ext) = extension() else { return };
+    if !have_shell() {
+        return;
+    }
+    let kills = std::env::var("ATOMFS_SQLITE_KILLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(30);
+    let dir = scratch("shell-remap");
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let options = format!("home={},checkpoint=copy,size=1M", home.display()).replace('=', "%3D");
+    let uri = format!(
+        "file:/bank.db?vfs=atomfs&pool={}&engine=remap&options={}",
+        dir.join("bank.pool").display(),
+        options.replace(',', "%2C")
+    );
+    let init = shell(
+        &ext,
+        &format!(
+            ".open {uri}\nPRAGMA journal_mode=OFF;\n\
+             CREATE TABLE acct(id INTEGER PRIMARY KEY, balance INTEGER, pad BLOB);\n\
+             CREATE TABLE meta(k TEXT PRIMARY KEY, n INTEGER);\n\
+             WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i < 999)\n\
+             INSERT INTO acct SELECT i, 1000, randomblob(200) FROM c;\n\
+             INSERT INTO meta VALUES ('acked', 0);\nSELECT 'ready';\n"
+        ),
+    );
+    assert!(init.ends_with("ready\n"), "{init}");
+    let mut last_acked = 0u64;
+    let mut seed = 0x5eed_u64 ^ u64::from(std::process::id());
+    for round in 0..kills {
+        let head = format!(
+            ".bail on\n.load {}\n.open {uri}\nPRAGMA journal_mode=OFF;\n",
+            ext.with_extension("").display()
+        );
+        let mut child = Command::new("sqlite3")
+            .arg("-batch")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("run sqlite3");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let mut rng = seed;
+        // Transactions until the pipe breaks (the kill): the shell never runs out of work.
+        let writer = std::thread::spawn(move || {
+            let mut chunk = head;
+            loop {
+                for _ in 0..100 {
+                    rng = rng
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let (a, b) = ((rng >> 20) % 1000, (rng >> 40) % 1000);
+                    let (amount, pad) = (1 + (rng >> 10) % 50, (rng >> 5) % 400);
+                    let end = if rng.is_multiple_of(10) {
+                        "ROLLBACK"
+                    } else {
+                        "COMMIT"
+                    };
+                    chunk.push_str(&format!(
+                        "BEGIN;\nUPDATE acct SET balance = balance - {amount}, \
+                         pad = randomblob({pad}) WHERE id = {a};\n\
+                         UPDATE acct SET balance = balance + {amount} WHERE id = {b};\n\
+                         UPDATE meta SET n = n + 1;\n{end};\nSELECT n FROM meta;\n"
+                    ));
+                }
+                if stdin.write_all(chunk.as_bytes()).is_err() {
+                    return; // EPIPE: the shell was killed
+                }
+                chunk.clear();
+            }
+        });
+        let stdout = child.stdout.take().expect("stdout");
+        let reader = std::thread::spawn(move || {
+            BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+                .filter_map(|l| l.trim().parse::<u64>().ok())
+                .last()
+        });
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        std::thread::sleep(Duration::from_millis(60 + (seed >> 33) % 200));
+        // SAFETY: kill(2) on our own child's pid, which has not been reaped yet.
+        unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+        let status = child.wait().expect("wait sqlite3");
+        assert!(
+            !status.success(),
+            "round {round}: the shell finished before the kill"
+        );
+        writer.join().expect("writer thread");
+        if let Some(n) = reader.join().expect("reader thread") {
+            last_acked = last_acked.max(n);
+        }
+        let out = shell(
+            &ext,
+            &format!(
+                ".open {uri}\nPRAGMA integrity_check;\n\
+                 SELECT sum(balance) || ' ' || count(*) FROM acct;\nSELECT n FROM meta;\n"
+            ),
+        );
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines.first(),
+            Some(&"ok"),
+            "round {round}: integrity_check: {out}"
+        );
+        assert_eq!(
+            lines.get(1),
+            Some(&"1000000 1000"),
+            "round {round}: torn transaction: {out}"
+        );
+        let n: u64 = lines
+            .get(2)
+            .and_then(|l| l.parse().ok())
+            .unwrap_or_else(|| panic!("round {round}: {out}"));
+        assert!(
+            n == last_acked || n == last_acked + 1,
+            "round {round}: counter {n}, last acknowledged {last_acked}"
+        );
+        last_acked = n;
+    }
+    eprintln!("sqlite3 shell on remap: {kills} SIGKILLs, {last_acked} transactions committed");
+    assert!(last_acked > 0, "no transaction was ever acknowledged");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// The full run: 200 kills. `cargo test -p atomfs-sqlite -- --ignored`.
 #[test]
 #[ignore]

@@ -9,7 +9,13 @@
 //! Data     4   ino u64, cut u64 (u64::MAX: none), pairs u32,
 //!              pairs x (file_block u64, data_index u32, crc32c u32)
 //! NextIno  5   next u64
+//! Exchange 6   ino u64, size u64, blocks u32, blocks x (file_block u64, crc32c u32)
 //! ```
+//!
+//! `Exchange` (exchange commit, store/exchange.rs): the file's new content is the staging
+//! file `files/<ino>.stage`, swapped into the home file by XFS_IOC_EXCHANGE_RANGE after the
+//! record is durable; `blocks` names the blocks the commit changed with the crc32c of each
+//! new block (bytes past `size` zero), by which recovery tells whether the swap happened.
 
 use super::codec::{Reader, Writer};
 use store::{Error, FileKind, Ino, Result, NAME_MAX};
@@ -57,6 +63,13 @@ pub enum Op {
         pairs: Vec<PairRef>,
     },
     NextIno(Ino),
+    /// The file's new content (`size` bytes) is its staging file; `blocks`: (file block,
+    /// crc32c of the new block) of every block the commit changed.
+    Exchange {
+        ino: Ino,
+        size: u64,
+        blocks: Vec<(u64, u32)>,
+    },
 }
 
 const TAG_META: u8 = 1;
@@ -64,6 +77,7 @@ const TAG_ADD: u8 = 2;
 const TAG_DEL: u8 = 3;
 const TAG_DATA: u8 = 4;
 const TAG_NEXT: u8 = 5;
+const TAG_EXCHANGE: u8 = 6;
 
 fn kind_code(kind: FileKind) -> u8 {
     kind.code()
@@ -137,6 +151,16 @@ impl Op {
                 w.u8(TAG_NEXT);
                 w.u64(*n);
             }
+            Op::Exchange { ino, size, blocks } => {
+                w.u8(TAG_EXCHANGE);
+                w.u64(*ino);
+                w.u64(*size);
+                w.u32(blocks.len() as u32);
+                for &(b, crc) in blocks {
+                    w.u64(b);
+                    w.u32(crc);
+                }
+            }
         }
     }
 
@@ -173,6 +197,7 @@ impl Op {
             }),
             TAG_DATA => decode_data(r),
             TAG_NEXT => Ok(Op::NextIno(r.u64()?)),
+            TAG_EXCHANGE => decode_exchange(r),
             tag => Err(Error::Corrupt {
                 what: format!("remap record: unknown op tag {tag}"),
                 offset: at,
@@ -198,6 +223,16 @@ fn decode_data(r: &mut Reader<'_>) -> Result<Op> {
         cut: (cut != u64::MAX).then_some(cut),
         pairs,
     })
+}
+
+fn decode_exchange(r: &mut Reader<'_>) -> Result<Op> {
+    let (ino, size) = (r.u64()?, r.u64()?);
+    let n = r.u32()? as usize;
+    let mut blocks = Vec::with_capacity(n.min(1 << 16));
+    for _ in 0..n {
+        blocks.push((r.u64()?, r.u32()?));
+    }
+    Ok(Op::Exchange { ino, size, blocks })
 }
 
 /// Encode a list of operations.

@@ -17,6 +17,13 @@ pub const SNAPSHOT_NAME: &str = "remap.meta";
 /// The directory of home files, one per inode, named by inode number.
 pub const FILES_DIR_NAME: &str = "files";
 
+/// Home files kept open at most (each holds a descriptor).
+pub const HOME_FILES_OPEN_MAX: usize = 256;
+
+/// Suffix of a staging file (`files/<ino>.stage`), removed by the checkpoint after the one
+/// that retired its exchange record.
+pub const STAGE_SUFFIX: &str = ".stage";
+
 /// Paths of a store's files inside its home directory.
 #[derive(Clone, Debug)]
 pub struct Names {
@@ -44,6 +51,10 @@ impl Names {
     }
     pub fn home(&self, ino: Ino) -> PathBuf {
         self.files_dir.join(ino.to_string())
+    }
+    /// The staging file of an exchange commit of `ino`.
+    pub fn stage(&self, ino: Ino) -> PathBuf {
+        self.files_dir.join(format!("{ino}{STAGE_SUFFIX}"))
     }
 }
 
@@ -83,6 +94,11 @@ impl<H: HostFs> Media<H> {
             } else {
                 OpenOptions::read_write()
             };
+            if self.homes.len() >= HOME_FILES_OPEN_MAX {
+                // Keep the descriptors bounded: a store of many files must not run into the
+                // process's open-file limit (files are reopened by name when needed again).
+                self.homes.clear();
+            }
             match self.fs.open(&path, &opts) {
                 Ok(f) => {
                     self.files_dir_dirty |= create;
@@ -104,6 +120,11 @@ impl<H: HostFs> Media<H> {
             self.files_dir_dirty = false;
         }
         Ok(())
+    }
+
+    /// Mark the files directory as changed (a staging file was created).
+    pub fn files_dir_changed(&mut self) {
+        self.files_dir_dirty = true;
     }
 
     /// Forget (close) the home file of an inode that is gone.

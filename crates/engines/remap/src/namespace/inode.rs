@@ -56,6 +56,20 @@ impl Inode {
         }
     }
 
+    /// A copy for a transaction's undo: everything but a directory's entries (a transaction
+    /// undoes its entry changes one by one, `State::set_entry`).
+    pub fn pre_image(&self) -> Inode {
+        Inode {
+            meta: self.meta,
+            atree: self.atree.clone(),
+            entries: BTreeMap::new(),
+            parent: self.parent,
+            home_blocks: self.home_blocks,
+            cut: self.cut,
+            dirty: self.dirty,
+        }
+    }
+
     fn set_allocated(&mut self) {
         self.meta.allocated = self.meta.size.div_ceil(BLOCK) * BLOCK;
     }

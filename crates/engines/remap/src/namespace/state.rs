@@ -19,8 +19,12 @@ pub struct Handle {
 
 #[derive(Clone, Debug, Default)]
 pub struct Tx {
-    /// Pre-images of every inode the transaction touched (`None`: created by it).
+    /// Pre-images of every inode the transaction touched (`None`: created by it). A
+    /// directory's pre-image has no entries: its entry changes are undone by `entry_undo`
+    /// (a create in a directory of 100,000 entries must not copy them).
     pub undo: HashMap<Ino, Option<Inode>>,
+    /// Every directory-entry change of the transaction: (directory, name, the entry before).
+    pub entry_undo: Vec<(Ino, Vec<u8>, Option<Ino>)>,
     pub handles: HashSet<u64>,
     /// Files bound to the transaction. A file stays bound when the handle that bound it is
     /// released (the transaction still owns its changes), so no other open transaction can
@@ -90,9 +94,26 @@ impl State {
     /// Record the pre-image of `ino` in `tx` before its first change there.
     pub fn save(&mut self, tx: Option<u64>, ino: Ino) {
         let Some(id) = tx else { return };
-        let pre = self.inodes.get(&ino).cloned();
-        if let Some(t) = self.txs.get_mut(&id) {
-            t.undo.entry(ino).or_insert(pre);
+        let Some(t) = self.txs.get_mut(&id) else {
+            return;
+        };
+        if let std::collections::hash_map::Entry::Vacant(e) = t.undo.entry(ino) {
+            e.insert(self.inodes.get(&ino).map(Inode::pre_image));
+        }
+    }
+
+    /// Set (`Some`) or remove (`None`) the entry `name` of directory `dir`, recording the
+    /// entry before in `tx`'s `entry_undo`.
+    pub fn set_entry(&mut self, tx: Option<u64>, dir: Ino, name: &[u8], ino: Option<Ino>) {
+        let Some(d) = self.inodes.get_mut(&dir) else {
+            return;
+        };
+        let before = match ino {
+            Some(i) => d.entries.insert(name.to_vec(), i),
+            None => d.entries.remove(name),
+        };
+        if let Some(t) = tx.and_then(|id| self.txs.get_mut(&id)) {
+            t.entry_undo.push((dir, name.to_vec(), before));
         }
     }
 
@@ -148,12 +169,24 @@ impl State {
         };
         for (ino, pre) in tx.undo {
             match pre {
-                Some(inode) => {
+                Some(mut inode) => {
+                    // A directory's pre-image has no entries: keep today's, undone below.
+                    if let Some(now) = self.inodes.get_mut(&ino) {
+                        inode.entries = std::mem::take(&mut now.entries);
+                    }
                     self.inodes.insert(ino, inode);
                 }
                 None => {
                     self.inodes.remove(&ino);
                 }
+            }
+        }
+        for (dir, name, before) in tx.entry_undo.into_iter().rev() {
+            if let Some(d) = self.inodes.get_mut(&dir) {
+                match before {
+                    Some(ino) => d.entries.insert(name, ino),
+                    None => d.entries.remove(&name),
+                };
             }
         }
         for fh in tx.handles {
@@ -188,8 +221,8 @@ impl State {
         let meta = inode.meta;
         self.inodes.insert(ino, inode);
         let now = now_ns();
+        self.set_entry(tx, parent, name, Some(ino));
         if let Some(p) = self.inodes.get_mut(&parent) {
-            p.entries.insert(name.to_vec(), ino);
             if kind == FileKind::Dir {
                 p.meta.nlink += 1;
             }
@@ -223,8 +256,8 @@ impl State {
             .inodes
             .get(&ino)
             .is_some_and(|i| i.meta.kind == FileKind::Dir);
+        self.set_entry(tx, parent, name, None);
         if let Some(p) = self.inodes.get_mut(&parent) {
-            p.entries.remove(name);
             if is_dir {
                 p.meta.nlink -= 1;
             }
@@ -310,16 +343,16 @@ impl State {
         self.save(tx, new_parent);
         self.save(tx, src);
         let now = now_ns();
+        self.set_entry(tx, parent, name, None);
         if let Some(p) = self.inodes.get_mut(&parent) {
-            p.entries.remove(name);
             if src_is_dir {
                 p.meta.nlink -= 1;
             }
             p.meta.mtime = now;
             p.meta.ctime = now;
         }
+        self.set_entry(tx, new_parent, new_name, Some(src));
         if let Some(p) = self.inodes.get_mut(&new_parent) {
-            p.entries.insert(new_name.to_vec(), src);
             if src_is_dir {
                 p.meta.nlink += 1;
             }

@@ -119,6 +119,12 @@ impl<H: HostFs> Inner<H> {
             let Some(name) = std::str::from_utf8(&e.name).ok() else {
                 continue;
             };
+            if name.ends_with(crate::journal::media::STAGE_SUFFIX) {
+                // A staging file: the snapshot just written retired its exchange record.
+                self.media.fs.unlink(&dir.join(name)).map_err(host_err)?;
+                removed = true;
+                continue;
+            }
             let Ok(ino) = name.parse::<Ino>() else {
                 continue;
             };

@@ -66,13 +66,24 @@ impl<H: HostFs> Inner<H> {
         self.healthy()?;
         inos.sort_unstable();
         inos.dedup();
+        // Exchange commits (store/exchange.rs): stage first; a failure here commits nothing.
+        let mut staged = Vec::new();
+        for ino in self.exchange_candidates(&inos) {
+            staged.push(self.stage(ino)?);
+        }
         let mut draft = Draft::default();
         for ino in &inos {
             let Some(i) = self.st.inodes.get(ino) else {
                 continue;
             };
             draft.metas.push(Op::Meta(meta_op(i)));
-            if i.meta.kind == FileKind::File {
+            if let Some(x) = staged.iter().find(|x| x.ino == *ino) {
+                draft.data_ops.push(Op::Exchange {
+                    ino: x.ino,
+                    size: x.size,
+                    blocks: x.blocks.clone(),
+                });
+            } else if i.meta.kind == FileKind::File {
                 draft.add_file(i);
             }
         }
@@ -104,16 +115,43 @@ impl<H: HostFs> Inner<H> {
         }
         for ino in &inos {
             if let Some(i) = self.st.inodes.get_mut(ino) {
-                assert!(
-                    i.atree.pending().next().is_none(),
-                    "commit leaves no pending pair"
-                );
                 i.cut = None;
                 i.dirty |= i.meta.kind == FileKind::File;
             }
         }
+        if !staged.is_empty() {
+            return self.finish_exchanges(&staged);
+        }
+        for ino in &inos {
+            if let Some(i) = self.st.inodes.get(ino) {
+                assert!(
+                    i.atree.pending().next().is_none(),
+                    "commit leaves no pending pair"
+                );
+            }
+        }
         self.checkpoint_if_due();
         Ok(())
+    }
+
+    /// Steps 3 and 4 of an exchange commit whose record is durable: swap every staged file
+    /// in, then checkpoint at once (the record must stay the last of its generation). A
+    /// failure leaves the swap to recovery: the store refuses changes until reopened.
+    fn finish_exchanges(&mut self, staged: &[super::exchange::Staged]) -> Result<()> {
+        let mut result = Ok(());
+        for x in staged {
+            result = result.and_then(|()| self.swap_in(x));
+        }
+        let result = result.and_then(|()| match self.checkpoint()? {
+            true => Ok(()),
+            false => Err(store::Error::InvalidArgument(
+                "remap: a checkpoint after an exchange commit was held back".into(),
+            )),
+        });
+        if let Err(e) = &result {
+            self.failed = Some(format!("completing an exchange commit: {e}"));
+        }
+        result
     }
 
     /// Checkpoint when the journal passed its limit (and nothing holds the checkpoint back).

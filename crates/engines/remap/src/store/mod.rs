@@ -3,6 +3,8 @@
 
 mod checkpoint;
 mod commit;
+mod exchange;
+mod limits;
 mod ops;
 mod recovery;
 
@@ -30,6 +32,10 @@ pub struct Counters {
     pub remapped_blocks: u64,
     pub copied_blocks: u64,
     pub recovered_records: u64,
+    /// Commits that swapped a staged file in (XFS_IOC_EXCHANGE_RANGE).
+    pub exchanges: u64,
+    /// Exchanges recovery found not yet done and did.
+    pub exchanges_redone: u64,
 }
 
 pub(crate) struct Inner<H: HostFs> {

@@ -204,9 +204,16 @@ impl<H: HostFs> Store for RemapStore<H> {
 
     fn open(&self, ino: Ino, flags: OpenFlags) -> Result<Fh> {
         let mut g = self.live()?;
+        let max = g.config.open_files_max;
         let st = &mut g.st;
         if st.inode(ino)?.meta.kind == FileKind::Dir {
             return Err(Error::IsDir(format!("inode {ino}")));
+        }
+        if st.handles.len() as u64 >= max {
+            return Err(Error::TooMany {
+                what: "open files",
+                max,
+            });
         }
         let fh = st.next_fh;
         st.next_fh += 1;
@@ -270,6 +277,7 @@ impl<H: HostFs> Store for RemapStore<H> {
         if data.is_empty() {
             return Ok(0);
         }
+        g.check_pending_room(ino, off, data.len() as u64)?;
         g.st.record_change(ino, &h);
         let Inner { st, media, .. } = &mut *g;
         let inode = st
@@ -358,7 +366,14 @@ impl<H: HostFs> Store for RemapStore<H> {
 
     fn tx_begin(&self, files: &[Fh]) -> Result<TxId> {
         let mut g = self.live()?;
+        let max = g.config.open_transactions_max;
         let st = &mut g.st;
+        if st.txs.len() as u64 >= max {
+            return Err(Error::TooMany {
+                what: "open transactions",
+                max,
+            });
+        }
         for &fh in files {
             let h = st.handle(fh)?;
             st.inode(h.ino)?;
@@ -458,6 +473,8 @@ impl<H: HostFs> Store for RemapStore<H> {
             ("remapped_blocks".into(), c.remapped_blocks),
             ("copied_blocks".into(), c.copied_blocks),
             ("recovered_records".into(), c.recovered_records),
+            ("exchanges".into(), c.exchanges),
+            ("exchanges_redone".into(), c.exchanges_redone),
             (
                 "copy_checkpoint".into(),
                 u64::from(g.mode == CheckpointMode::Copy),
@@ -471,6 +488,12 @@ impl<H: HostFs> Store for RemapStore<H> {
                 caps.atomic_write_unit.map_or(0, |(_, max)| u64::from(max)),
             ),
         ]
+    }
+
+    fn limits(&self) -> Result<Vec<store::Limit>> {
+        let mut all = store::common_limits(&self.statfs()?);
+        all.extend(self.live()?.limits());
+        Ok(all)
     }
 
     fn fsck(&self) -> Result<FsckReport> {
@@ -550,8 +573,8 @@ fn link(
     st.save(tx, new_parent);
     st.save(tx, ino);
     let now = now_ns();
+    st.set_entry(tx, new_parent, new_name, Some(ino));
     if let Some(p) = st.inodes.get_mut(&new_parent) {
-        p.entries.insert(new_name.to_vec(), ino);
         p.meta.mtime = now;
         p.meta.ctime = now;
     }

@@ -147,9 +147,13 @@ pub(crate) fn open<H: HostFs>(
     let media = Media::new(fs, names, journal);
     let (records, end) = scan(&media, sh.generation)?;
     let mut counters = Counters::default();
+    let mut exchanges = Vec::new();
     for rec in &records {
         for op in &rec.ops {
             apply(&mut st, op, rec.data_start, true)?;
+            if let Op::Exchange { ino, size, blocks } = op {
+                exchanges.push((*ino, *size, blocks.clone()));
+            }
         }
         counters.recovered_records += 1;
     }
@@ -166,7 +170,13 @@ pub(crate) fn open<H: HostFs>(
         closed: false,
         trace: None,
     };
-    // Redo: remap every committed pair home and retire the journal.
+    // Complete the exchange commits that may not have swapped (store/exchange.rs), then
+    // redo: remap every committed pair home and retire the journal.
+    for (ino, size, blocks) in &exchanges {
+        if inner.st.inodes.contains_key(ino) {
+            inner.redo_exchange(*ino, *size, blocks)?;
+        }
+    }
     inner.checkpoint()?;
     Ok(inner)
 }
@@ -224,6 +234,15 @@ fn apply(st: &mut State, op: &Op, data_start: u64, from_journal: bool) -> Result
             i.dirty = true;
         }
         Op::NextIno(n) => st.next_ino = st.next_ino.max(*n),
+        Op::Exchange { ino, size, .. } => {
+            // The file's content is the staged one, in its home file once `open` has
+            // completed the swap: no pair, every block home.
+            if let Some(i) = st.inodes.get_mut(ino) {
+                i.atree.clear();
+                i.home_blocks = size.div_ceil(BLOCK);
+                i.dirty = false;
+            }
+        }
     }
     Ok(())
 }

@@ -15,10 +15,11 @@ use store::Store;
 
 static XFS: OnceLock<Mutex<Option<LoopFs>>> = OnceLock::new();
 static BTRFS: OnceLock<Mutex<Option<LoopFs>>> = OnceLock::new();
+static XFS_EXCHANGE: OnceLock<Mutex<Option<LoopFs>>> = OnceLock::new();
 static N: AtomicU64 = AtomicU64::new(0);
 
 extern "C" fn unmount_at_exit() {
-    for fs in [&XFS, &BTRFS] {
+    for fs in [&XFS, &BTRFS, &XFS_EXCHANGE] {
         if let Some(m) = fs.get() {
             if let Ok(mut g) = m.lock() {
                 g.take();
@@ -40,6 +41,7 @@ fn loop_dir(kind: Kind) -> Option<PathBuf> {
     let cell = match kind {
         Kind::Xfs => &XFS,
         Kind::Btrfs => &BTRFS,
+        Kind::XfsExchange => &XFS_EXCHANGE,
     };
     let m = cell.get_or_init(|| {
         // SAFETY: registers a plain extern "C" function; it unmounts this process's image.
@@ -47,11 +49,11 @@ fn loop_dir(kind: Kind) -> Option<PathBuf> {
         unsafe {
             libc::atexit(unmount_at_exit)
         };
-        match LoopFs::new(Kind::Xfs, "conformance") {
+        match LoopFs::new(kind, "conformance") {
             Ok(fs) => Mutex::new(Some(fs)),
             Err(why) => {
                 skip(&format!(
-                    "XFS reflink image: {why}; running on tmpfs with copy-checkpoint"
+                    "{kind:?} image: {why}; running on tmpfs with copy-checkpoint"
                 ));
                 Mutex::new(None)
             }
@@ -64,6 +66,7 @@ fn config(copy: bool) -> RemapConfig {
     RemapConfig {
         copy_checkpoint: copy,
         checkpoint_journal_len: 4 << 20,
+        ..RemapConfig::default()
     }
 }
 

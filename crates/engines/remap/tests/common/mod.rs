@@ -34,7 +34,37 @@ pub fn skip(reason: &str) {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     Xfs,
+    /// XFS reflink=1 with the `exchange` incompat feature (XFS_IOC_EXCHANGE_RANGE), set
+    /// with xfs_db as xfsprogs before 6.10 cannot set it at mkfs.
+    XfsExchange,
     Btrfs,
+}
+
+/// XFS_SB_FEAT_INCOMPAT_EXCHRANGE.
+const XFS_INCOMPAT_EXCHANGE: u64 = 0x40;
+
+/// Set the `exchange` incompat bit in the superblock of the (unmounted) XFS image `img`.
+fn set_exchange_bit(img: &str) -> Result<(), String> {
+    let out = run("xfs_db", &["-c", "sb 0", "-c", "p features_incompat", img])?;
+    let old = out
+        .rsplit('=')
+        .next()
+        .map(str::trim)
+        .and_then(|v| u64::from_str_radix(v.trim_start_matches("0x"), 16).ok())
+        .ok_or_else(|| format!("xfs_db: cannot read features_incompat from {out:?}"))?;
+    let new = format!("{:#x}", old | XFS_INCOMPAT_EXCHANGE);
+    run(
+        "xfs_db",
+        &[
+            "-x",
+            "-c",
+            "sb 0",
+            "-c",
+            &format!("write -d features_incompat {new}"),
+            img,
+        ],
+    )?;
+    Ok(())
 }
 
 /// A loop-mounted image in /dev/shm; unmounted, detached and removed on drop.
@@ -68,6 +98,11 @@ impl LoopFs {
         run("truncate", &["-s", "512M", &img])?;
         match kind {
             Kind::Xfs => run("mkfs.xfs", &["-q", "-f", "-m", "reflink=1", &img])?,
+            Kind::XfsExchange => {
+                run("mkfs.xfs", &["-q", "-f", "-m", "reflink=1", &img])?;
+                set_exchange_bit(&img)?;
+                String::new()
+            }
             Kind::Btrfs => run("mkfs.btrfs", &["-q", "-f", &img])?,
         };
         fs.device = run("losetup", &["-f", "--show", &img])?;
@@ -108,9 +143,8 @@ impl LoopFs {
         stop: impl FnOnce(),
         release: impl FnOnce(),
     ) -> Result<(), String> {
-        assert_eq!(
-            self.kind,
-            Kind::Xfs,
+        assert!(
+            matches!(self.kind, Kind::Xfs | Kind::XfsExchange),
             "shutdown without flush: XFS only here"
         );
         let dir = self.mount.to_str().ok_or("mount path")?.to_string();
