@@ -213,10 +213,12 @@ fn remap_config(profile: Profile) -> RemapConfig {
         Profile::Conformance | Profile::Small => RemapConfig {
             copy_checkpoint: true,
             checkpoint_journal_len: 4 << 20,
+            ..RemapConfig::default()
         },
         Profile::Torture => RemapConfig {
             copy_checkpoint: true,
             checkpoint_journal_len: 48 << 10,
+            ..RemapConfig::default()
         },
     }
 }
