@@ -4,3 +4,4 @@
 
 pub(crate) mod pool_store;
 pub(crate) mod transaction_table;
+pub(crate) mod unnamed;

@@ -303,7 +303,7 @@ impl<R: Region> PoolStore<R> {
     }
 
     /// Run a namespace operation in `tx`, or in its own transaction.
-    fn ns_op<T>(
+    pub(crate) fn ns_op<T>(
         &self,
         tx: Option<TxId>,
         op: impl FnOnce(&Core<R>, &mut Tx) -> Result<T>,
@@ -440,6 +440,83 @@ impl<R: Region> Store for PoolStore<R> {
         self.core.metadata(ino)
     }
 
+    fn symlink(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        target: &[u8],
+        tx: Option<TxId>,
+    ) -> Result<Metadata> {
+        check_entry_name(name)?;
+        check_symlink_target(target)?;
+        self.core.check_posix_format("symlink")?;
+        let ino = self.ns_op(tx, |core, t| core.symlink_node(t, parent, name, target))?;
+        self.core.metadata(ino)
+    }
+
+    fn readlink(&self, ino: Ino) -> Result<Vec<u8>> {
+        self.core.check_open()?;
+        self.core.read_target(ino)
+    }
+
+    fn mknod(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        kind: FileKind,
+        perm: u32,
+        rdev: u64,
+        tx: Option<TxId>,
+    ) -> Result<Metadata> {
+        check_entry_name(name)?;
+        if !kind.is_special() {
+            return Err(Error::InvalidArgument(format!(
+                "mknod of a {kind:?} (FIFOs, sockets and device nodes only)"
+            )));
+        }
+        self.core.check_posix_format("mknod")?;
+        let ino = self.ns_op(tx, |core, t| {
+            core.special_node(t, parent, name, kind, perm, rdev)
+        })?;
+        self.core.metadata(ino)
+    }
+
+    fn tmpfile(
+        &self,
+        parent: Ino,
+        perm: u32,
+        flags: OpenFlags,
+        tx: Option<TxId>,
+    ) -> Result<(Metadata, Fh)> {
+        self.unnamed_file(parent, perm, flags, tx)
+    }
+
+    fn rename_with(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        new_parent: Ino,
+        new_name: &[u8],
+        mode: RenameMode,
+        tx: Option<TxId>,
+    ) -> Result<()> {
+        check_entry_name(name)?;
+        check_entry_name(new_name)?;
+        self.ns_op(tx, |core, t| match mode {
+            RenameMode::Replace => core.rename_entry(t, parent, name, new_parent, new_name),
+            RenameMode::NoReplace => {
+                core.lookup_slot(parent, name)?;
+                if core.lookup_slot(new_parent, new_name).is_ok() {
+                    return Err(Error::Exists(
+                        String::from_utf8_lossy(new_name).into_owned(),
+                    ));
+                }
+                core.rename_entry(t, parent, name, new_parent, new_name)
+            }
+            RenameMode::Exchange => core.exchange_entries(t, parent, name, new_parent, new_name),
+        })
+    }
+
     fn read_dir(&self, ino: Ino) -> Result<Vec<DirEntry>> {
         self.core.check_open()?;
         self.core.list_dir(ino)
@@ -448,8 +525,18 @@ impl<R: Region> Store for PoolStore<R> {
     fn open(&self, ino: Ino, flags: OpenFlags) -> Result<Fh> {
         self.core.check_open()?;
         let kind = self.core.inode_kind(ino)?;
-        if kind == KIND_DIR {
-            return Err(Error::IsDir(format!("inode {ino}")));
+        match kind {
+            KIND_FILE => {}
+            KIND_DIR => return Err(Error::IsDir(format!("inode {ino}"))),
+            KIND_SYMLINK => {
+                return Err(Error::SymlinkLoop(format!(
+                    "inode {ino} is a symbolic link (the store never follows one)"
+                )))
+            }
+            other => {
+                let kind = crate::namespace::dir::kind_of(other);
+                return Err(Error::special_open(ino, kind));
+            }
         }
         let mut handles = self.handles.write();
         if handles.len() >= self.core.cfg.open_files_max {
@@ -533,6 +620,17 @@ impl<R: Region> Store for PoolStore<R> {
         self.data_op(&h, fh, 2, |core, st, tx| core.set_len_data(st, tx, len))
     }
 
+    fn fallocate(&self, fh: Fh, op: Fallocate, off: u64, len: u64) -> Result<()> {
+        let h = self.open_handle(fh)?;
+        if len == 0 {
+            return Err(Error::InvalidArgument("fallocate of 0 bytes".into()));
+        }
+        let blocks = (len / BLOCK_SIZE).min(1 << 16) + 2;
+        self.data_op(&h, fh, blocks, |core, st, tx| {
+            core.fallocate_data(st, tx, op, off, len)
+        })
+    }
+
     fn fsync(&self, fh: Fh, _datasync: bool) -> Result<()> {
         // Every call outside a transaction is durable when it returns; an O_ATOMIC file
         // commits its implicit transaction here.
@@ -585,6 +683,45 @@ impl<R: Region> Store for PoolStore<R> {
             }
         }
         Ok(())
+    }
+
+    fn getxattr(&self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
+        check_xattr_name(name)?;
+        self.core.check_open()?;
+        self.core.check_posix_format("extended attributes")?;
+        let _ns = self.core.ns.lock();
+        self.core.get_xattr(ino, name)
+    }
+
+    fn setxattr(
+        &self,
+        ino: Ino,
+        name: &[u8],
+        value: &[u8],
+        how: XattrSet,
+        tx: Option<TxId>,
+    ) -> Result<()> {
+        check_xattr_name(name)?;
+        check_xattr_value(value)?;
+        self.core.check_posix_format("extended attributes")?;
+        self.ns_op(tx, |core, t| {
+            core.change_xattr(t, ino, name, Some(value), how)
+        })
+    }
+
+    fn listxattr(&self, ino: Ino) -> Result<Vec<Vec<u8>>> {
+        self.core.check_open()?;
+        self.core.check_posix_format("extended attributes")?;
+        let _ns = self.core.ns.lock();
+        self.core.list_xattrs(ino)
+    }
+
+    fn removexattr(&self, ino: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
+        check_xattr_name(name)?;
+        self.core.check_posix_format("extended attributes")?;
+        self.ns_op(tx, |core, t| {
+            core.change_xattr(t, ino, name, None, XattrSet::Either)
+        })
     }
 
     fn tx_begin(&self, files: &[Fh]) -> Result<TxId> {

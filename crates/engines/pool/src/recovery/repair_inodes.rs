@@ -115,7 +115,7 @@ pub(crate) fn inode_pass<R: Region>(c: &Core<R>, report: &mut RepairReport) -> I
     let mut trees = BTreeMap::new();
     let mut refs = vec![0u8; geo.block_count as usize];
     for ino in 1..geo.inode_count {
-        if matches!(kinds[ino as usize], KIND_FILE | KIND_DIR) {
+        if kinds[ino as usize] != KIND_FREE && c.kind_known(kinds[ino as usize]) {
             let tree = tolerant_tree(c, ino);
             for &pbn in tree.index.iter().chain(tree.data.values()) {
                 refs[pbn as usize] = refs[pbn as usize].saturating_add(1);
@@ -164,7 +164,7 @@ fn damage<R: Region>(
     if kind == KIND_FREE && ino != ROOT_INO {
         return vec![];
     }
-    let (KIND_FILE | KIND_DIR, Some(tree)) = (kind, tree) else {
+    let Some(tree) = tree.filter(|_| c.kind_known(kind)) else {
         return vec![format!("kind {kind}")];
     };
     if ino == ROOT_INO && kind != KIND_DIR {

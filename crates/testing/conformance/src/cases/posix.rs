@@ -42,7 +42,8 @@ pub fn awaited(engine_name: &str) -> &'static [Feature] {
         .unwrap_or("");
     match engine {
         "model" => &[],
-        "pool" | "mmio" | "journal" | "remap" | "cache" => ALL,
+        "pool" => &[],
+        "mmio" | "journal" | "remap" | "cache" => ALL,
         _ => ALL,
     }
 }
