@@ -113,7 +113,7 @@ impl<R: Region> PoolStore<R> {
 
     /// `handle` without the check that its file still exists, for the read and write paths,
     /// which check it under the inode lock they take anyway (`check_live`).
-    fn open_handle(&self, fh: Fh) -> Result<Arc<Handle>> {
+    pub(crate) fn open_handle(&self, fh: Fh) -> Result<Arc<Handle>> {
         self.core.check_open()?;
         self.handles
             .read()
@@ -173,7 +173,7 @@ impl<R: Region> PoolStore<R> {
     /// operation finds too little room before it changed anything (another thread took the
     /// room `make_room` made), room is made again and it runs again, `ROOM_RETRIES` times at
     /// most; the last try fails the transaction as a full pool does.
-    fn data_op<T>(
+    pub(crate) fn data_op<T>(
         &self,
         h: &Handle,
         fh: Fh,
@@ -447,11 +447,7 @@ impl<R: Region> Store for PoolStore<R> {
         target: &[u8],
         tx: Option<TxId>,
     ) -> Result<Metadata> {
-        check_entry_name(name)?;
-        check_symlink_target(target)?;
-        self.core.check_posix_format("symlink")?;
-        let ino = self.ns_op(tx, |core, t| core.symlink_node(t, parent, name, target))?;
-        self.core.metadata(ino)
+        self.make_symlink(parent, name, target, tx)
     }
 
     fn readlink(&self, ino: Ino) -> Result<Vec<u8>> {
@@ -468,17 +464,7 @@ impl<R: Region> Store for PoolStore<R> {
         rdev: u64,
         tx: Option<TxId>,
     ) -> Result<Metadata> {
-        check_entry_name(name)?;
-        if !kind.is_special() {
-            return Err(Error::InvalidArgument(format!(
-                "mknod of a {kind:?} (FIFOs, sockets and device nodes only)"
-            )));
-        }
-        self.core.check_posix_format("mknod")?;
-        let ino = self.ns_op(tx, |core, t| {
-            core.special_node(t, parent, name, kind, perm, rdev)
-        })?;
-        self.core.metadata(ino)
+        self.make_special(parent, name, kind, perm, rdev, tx)
     }
 
     fn tmpfile(
@@ -500,21 +486,7 @@ impl<R: Region> Store for PoolStore<R> {
         mode: RenameMode,
         tx: Option<TxId>,
     ) -> Result<()> {
-        check_entry_name(name)?;
-        check_entry_name(new_name)?;
-        self.ns_op(tx, |core, t| match mode {
-            RenameMode::Replace => core.rename_entry(t, parent, name, new_parent, new_name),
-            RenameMode::NoReplace => {
-                core.lookup_slot(parent, name)?;
-                if core.lookup_slot(new_parent, new_name).is_ok() {
-                    return Err(Error::Exists(
-                        String::from_utf8_lossy(new_name).into_owned(),
-                    ));
-                }
-                core.rename_entry(t, parent, name, new_parent, new_name)
-            }
-            RenameMode::Exchange => core.exchange_entries(t, parent, name, new_parent, new_name),
-        })
+        self.rename_in_mode(parent, name, new_parent, new_name, mode, tx)
     }
 
     fn read_dir(&self, ino: Ino) -> Result<Vec<DirEntry>> {
@@ -686,11 +658,7 @@ impl<R: Region> Store for PoolStore<R> {
     }
 
     fn getxattr(&self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
-        check_xattr_name(name)?;
-        self.core.check_open()?;
-        self.core.check_posix_format("extended attributes")?;
-        let _ns = self.core.ns.lock();
-        self.core.get_xattr(ino, name)
+        self.xattr_get(ino, name)
     }
 
     fn setxattr(
@@ -701,27 +669,15 @@ impl<R: Region> Store for PoolStore<R> {
         how: XattrSet,
         tx: Option<TxId>,
     ) -> Result<()> {
-        check_xattr_name(name)?;
-        check_xattr_value(value)?;
-        self.core.check_posix_format("extended attributes")?;
-        self.ns_op(tx, |core, t| {
-            core.change_xattr(t, ino, name, Some(value), how)
-        })
+        self.xattr_change(ino, name, Some(value), how, tx)
     }
 
     fn listxattr(&self, ino: Ino) -> Result<Vec<Vec<u8>>> {
-        self.core.check_open()?;
-        self.core.check_posix_format("extended attributes")?;
-        let _ns = self.core.ns.lock();
-        self.core.list_xattrs(ino)
+        self.xattr_list(ino)
     }
 
     fn removexattr(&self, ino: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
-        check_xattr_name(name)?;
-        self.core.check_posix_format("extended attributes")?;
-        self.ns_op(tx, |core, t| {
-            core.change_xattr(t, ino, name, None, XattrSet::Either)
-        })
+        self.xattr_change(ino, name, None, XattrSet::Either, tx)
     }
 
     fn tx_begin(&self, files: &[Fh]) -> Result<TxId> {
@@ -807,6 +763,12 @@ impl<R: Region> Store for PoolStore<R> {
             "data log entries (blocks rewritten per transaction)",
             core.data_slots.total(),
             stat("data_log_used"),
+            "ENOSPC",
+        ));
+        all.push(Limit::new(
+            "extended attribute record bytes per inode (names + values + 5 each)",
+            crate::namespace::xattr_record::XATTR_STREAM_MAX as u64,
+            None,
             "ENOSPC",
         ));
         all.push(Limit::new(

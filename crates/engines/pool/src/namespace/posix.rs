@@ -48,6 +48,8 @@ impl<R: Region> Core<R> {
         let mut block = vec![0u8; BLOCK_SIZE as usize];
         block[..target.len()].copy_from_slice(target);
         self.region.write(self.geo.block(pbn), &block);
+        // persist: the target block is durable at the fence `meta_update` puts before the
+        // pointer store below (a fresh block: reachable only through that pointer).
         self.region.flush(self.geo.block(pbn), BLOCK_SIZE);
         let word = self
             .geo
@@ -130,6 +132,8 @@ impl<R: Region> Core<R> {
         }
         // The slot is free (kind 0): its other bytes need no undo entry.
         self.region.write(off + 1, &inode[1..]);
+        // persist: the fresh bytes are durable at the fence of the kind's undo entry,
+        // before the kind makes them live.
         self.region.flush(off, INODE_SIZE);
         self.meta_update(tx, &[(off + I_KIND, &[KIND_FILE])])?;
         self.touch(tx, ino);

@@ -141,6 +141,10 @@ impl<R: Region> Core<R> {
         for (pbn, block) in pbns.iter().zip(record::encode_chain(attrs, &pbns)) {
             let addr = self.geo.block(*pbn);
             self.region.write(addr, &block);
+            // persist: flushed now, durable at the fence `meta_update` puts between the
+            // pointer's undo entry and its store (or at the commit's first fence when the
+            // pointer was logged already): the pointer never names a block that is not
+            // durable by the commit point.
             self.region.flush(addr, BLOCK_SIZE);
         }
         Ok(pbns.first().copied().unwrap_or(0))

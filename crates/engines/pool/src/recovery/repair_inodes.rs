@@ -180,6 +180,12 @@ fn damage<R: Region>(
     if shared > 0 {
         faults.push(format!("{shared} block(s) also named by another tree"));
     }
+    if c.geo.posix_objects && kind != KIND_FILE && kind != KIND_DIR {
+        // A symlink's target, a special file's empty body (what fsck checks).
+        let mut found = store::FsckReport::default();
+        crate::recovery::fsck_posix::check_kind_fields(c, ino, kind, &mut found);
+        faults.extend(found.problems.into_iter().map(|p| p.what));
+    }
     if kind == KIND_DIR {
         let size = c.read_u64(c.geo.inode(ino) + I_SIZE);
         let blocks = size / BLOCK_SIZE;
@@ -218,6 +224,12 @@ fn fix_in_place<R: Region>(
                 "inode {ino}: size {size} does not cover its blocks, set to {end}"
             ));
         }
+    }
+    if c.geo.posix_objects && c.xattr_chain(ino).is_err() {
+        c.region.write(off + I_XATTR, &0u64.to_le_bytes());
+        report.change(format!(
+            "inode {ino}: damaged extended attributes dropped (their blocks come back free)"
+        ));
     }
     let held = (tree.index.len() + tree.data.len()) as u64;
     let recorded = c.read_u64(off + I_BLOCKS);
