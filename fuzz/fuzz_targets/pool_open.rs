@@ -4,10 +4,11 @@
 //!
 //! Input: byte 0 chooses the mode. With bit 7 set the rest of the input *is* the image
 //! (raw mode: mostly tests the superblock checks). Otherwise bits 0..2 pick one of the
-//! valid images of tests/common/images.rs (fresh, files, committed-not-checkpointed,
-//! uncommitted transaction, mid-checkpoint, open FG-WAL transaction), the rest is a list of 13-byte structure-aware
-//! mutations (tests/common/mutate.rs), and bit 6 re-seals the superblock checksum after them
-//! so that superblock field changes get past the crc.
+//! valid images of tests/common/images.rs (fresh, files with symlinks, special files and
+//! attribute chains, committed-not-checkpointed, uncommitted transaction, mid-checkpoint,
+//! open FG-WAL transaction), the rest is a list of 13-byte structure-aware mutations
+//! (tests/common/mutate.rs), and bit 6 re-seals the superblock checksum after them so that
+//! superblock field changes get past the crc.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -5,6 +5,8 @@
 //! CONVENTIONS §12 comparison). Clean reopens unmount and open the durable image; unclean
 //! reopens open the durable image of a pool that was never unmounted (the model crashes).
 //! Resource limits the model does not have (pool full, log full) end the run early.
+//! The operations include the rest of the POSIX file API: symlinks, special files,
+//! RENAME_NOREPLACE/EXCHANGE, fallocate, extended attributes, O_TMPFILE and its `link`.
 //!
 //! Isolation between open transactions is the application's (seed §III-A), and the model
 //! and the pool differ there: the model rolls back a whole directory to its state before
@@ -20,7 +22,10 @@ use libfuzzer_sys::fuzz_target;
 use pmem::SimRegion;
 use pool::{PoolConfig, PoolStore};
 use std::sync::Arc;
-use store::{Error, Fh, Ino, OpenFlags, Result, Store, TxId, ROOT_INO};
+use store::{
+    Error, Fallocate, Fh, FileKind, Ino, OpenFlags, RenameMode, Result, Store, TxId, XattrSet,
+    ROOT_INO,
+};
 
 const DIRS: [&str; 3] = ["/", "/a", "/a/b"];
 const HANDLES_MAX: usize = 6;
@@ -91,6 +96,56 @@ enum Op {
     Checkpoint,
     ReopenClean,
     ReopenUnclean,
+    Symlink {
+        dir: u8,
+        name: u8,
+        long: bool,
+        tx: Option<u8>,
+    },
+    Mknod {
+        dir: u8,
+        name: u8,
+        kind: u8,
+        tx: Option<u8>,
+    },
+    RenameWith {
+        from: u8,
+        name: u8,
+        to: u8,
+        new_name: u8,
+        exchange: bool,
+        tx: Option<u8>,
+    },
+    Fallocate {
+        fh: u8,
+        mode: u8,
+        off: u16,
+        len: u16,
+    },
+    SetXattr {
+        dir: u8,
+        name: u8,
+        attr: u8,
+        len: u16,
+        how: u8,
+        tx: Option<u8>,
+    },
+    RemoveXattr {
+        dir: u8,
+        name: u8,
+        attr: u8,
+        tx: Option<u8>,
+    },
+    Tmpfile {
+        dir: u8,
+        tx: Option<u8>,
+    },
+    Link {
+        fh: u8,
+        dir: u8,
+        name: u8,
+        tx: Option<u8>,
+    },
 }
 
 fn config() -> PoolConfig {
@@ -125,6 +180,12 @@ fn dir_ino(s: &dyn Store, dir: u8) -> Result<Ino> {
         return Ok(ROOT_INO);
     }
     Ok(store::resolve(s, path)?.ino)
+}
+
+/// One of four attribute names (two namespaces).
+fn xattr_name(n: u8) -> Vec<u8> {
+    let ns = if n & 4 == 0 { "user" } else { "trusted" };
+    format!("{ns}.x{}", n % 2).into_bytes()
 }
 
 fn data(tag: u8, len: usize) -> Vec<u8> {
@@ -337,6 +398,129 @@ impl Pair {
                 } else {
                     compare(op, &self.pool.tx_abort(t.0), &self.model.tx_abort(t.1))
                 }
+            }
+            Op::Symlink {
+                dir,
+                name: n,
+                long,
+                tx,
+            } => self.ns(op, dir, &[dir], tx, |s, d, t| {
+                let target = if long {
+                    vec![b't'; 100]
+                } else {
+                    b"n0".to_vec()
+                };
+                s.symlink(d, &name(n), &target, t).map(|_| ())
+            }),
+            Op::Mknod {
+                dir,
+                name: n,
+                kind,
+                tx,
+            } => self.ns(op, dir, &[dir], tx, |s, d, t| {
+                let kind = FileKind::ALL[kind as usize % FileKind::ALL.len()];
+                s.mknod(d, &name(n), kind, 0o640, 0x0801, t).map(|_| ())
+            }),
+            Op::RenameWith {
+                from,
+                name: n,
+                to,
+                new_name,
+                exchange,
+                tx,
+            } => self.ns(op, from, &[from, to], tx, |s, d, t| {
+                let target = dir_ino(s, to)?;
+                let mode = if exchange {
+                    RenameMode::Exchange
+                } else {
+                    RenameMode::NoReplace
+                };
+                s.rename_with(d, &name(n), target, &name(new_name), mode, t)
+            }),
+            Op::SetXattr {
+                dir,
+                name: n,
+                attr,
+                len,
+                how,
+                tx,
+            } => self.ns(op, dir, &[dir], tx, |s, d, t| {
+                let ino = s.lookup(d, &name(n))?.ino;
+                let how = [XattrSet::Either, XattrSet::Create, XattrSet::Replace][how as usize % 3];
+                let value = data(attr, len as usize % 9000);
+                s.setxattr(ino, &xattr_name(attr), &value, how, t)
+            }),
+            Op::RemoveXattr {
+                dir,
+                name: n,
+                attr,
+                tx,
+            } => self.ns(op, dir, &[dir], tx, |s, d, t| {
+                let ino = s.lookup(d, &name(n))?.ino;
+                s.removexattr(ino, &xattr_name(attr), t)
+            }),
+            Op::Fallocate { fh, mode, off, len } => {
+                let Some((a, b)) = self.fh(fh) else {
+                    return Step::Same;
+                };
+                let op_of = [
+                    Fallocate::Allocate { keep_size: false },
+                    Fallocate::Allocate { keep_size: true },
+                    Fallocate::PunchHole,
+                    Fallocate::ZeroRange { keep_size: false },
+                    Fallocate::ZeroRange { keep_size: true },
+                ][mode as usize % 5];
+                let (off, len) = (u64::from(off), u64::from(len) % 20_000);
+                compare(
+                    op,
+                    &self.pool.fallocate(a, op_of, off, len),
+                    &self.model.fallocate(b, op_of, off, len),
+                )
+            }
+            Op::Tmpfile { dir, tx } => {
+                let Some(tx) = self.tx(tx) else {
+                    return Step::Same;
+                };
+                if self.fhs.len() >= HANDLES_MAX {
+                    return Step::Same;
+                }
+                let flags = OpenFlags {
+                    read: true,
+                    write: true,
+                    ..OpenFlags::default()
+                };
+                let make = |s: &dyn Store, t: Option<TxId>| {
+                    s.tmpfile(dir_ino(s, dir)?, 0o600, flags, t)
+                        .map(|(_, fh)| fh)
+                };
+                let (p, m) = (
+                    make(&self.pool, tx.map(|t| t.0)),
+                    make(&self.model, tx.map(|t| t.1)),
+                );
+                if let (Ok(a), Ok(b)) = (&p, &m) {
+                    self.fhs.push((*a, *b));
+                }
+                compare(op, &p, &m)
+            }
+            Op::Link {
+                fh,
+                dir,
+                name: n,
+                tx,
+            } => {
+                let Some((a, b)) = self.fh(fh) else {
+                    return Step::Same;
+                };
+                let (pa, pb) = (self.pool.fstat(a), self.model.fstat(b));
+                let (Ok(ma), Ok(mb)) = (&pa, &pb) else {
+                    return compare(op, &pa, &pb);
+                };
+                let (ia, ib) = (ma.ino, mb.ino);
+                self.ns(op, dir, &[dir], tx, |s, d, t| {
+                    let pool = s.engine_name().starts_with("pool");
+                    s.link(if pool { ia } else { ib }, d, &name(n), t)
+                        .map(|_| ())
+                })
             }
             Op::Checkpoint => {
                 self.pool.checkpoint_all().expect("checkpoint");

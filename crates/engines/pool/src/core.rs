@@ -44,6 +44,19 @@ pub(crate) struct InodeState {
     pub(crate) map: Option<Box<crate::data::block_map::BlockMap>>,
     /// Plans that found no `map` since it was last dropped.
     pub(crate) map_misses: u32,
+    /// Whether `link` may give the inode its first name (an O_TMPFILE file).
+    pub(crate) naming: Naming,
+}
+
+/// Whether an inode with no link may get one (linkat(2) of an O_TMPFILE file) or not (a
+/// file whose last name was removed).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Naming {
+    /// Named now or before: with no link left, it never gets one again.
+    #[default]
+    Named,
+    /// Made by `tmpfile` and never named: `link` gives it its first name.
+    Unnamed,
 }
 
 impl InodeState {
@@ -266,9 +279,30 @@ impl<R: Region> Core<R> {
         let off = self.geo.inode(ino);
         match self.read_u8(off + I_KIND) {
             KIND_FREE => Err(Error::NotFound(format!("inode {ino}"))),
-            k @ (KIND_FILE | KIND_DIR) => Ok(k),
+            k if self.kind_known(k) => Ok(k),
             k => Err(Error::corrupt(format!("inode {ino} has kind {k}"), off)),
         }
+    }
+
+    /// Whether `kind` names an in-use inode in this pool's format: a file or a directory,
+    /// and (formats 3, 4) a symlink or a special file.
+    pub(crate) fn kind_known(&self, kind: u8) -> bool {
+        match kind {
+            KIND_FILE | KIND_DIR => true,
+            k => self.geo.posix_objects && (KIND_SYMLINK..=KIND_MAX).contains(&k),
+        }
+    }
+
+    /// The calls that store symlinks, special files or attributes need format 3 or 4.
+    pub(crate) fn check_posix_format(&self, what: &str) -> Result<()> {
+        if self.geo.posix_objects {
+            return Ok(());
+        }
+        Err(Error::Unsupported(format!(
+            "{what}: this pool has format version {} (made before versions 3 and 4, which hold \
+             symbolic links, special files and extended attributes); copy it into a new pool",
+            self.geo.format_version()
+        )))
     }
 
     /// Size of an inode, validated against the largest file (and, for a directory, against
@@ -277,7 +311,13 @@ impl<R: Region> Core<R> {
         let off = self.geo.inode(ino);
         let size = self.read_u64(off + I_SIZE);
         let mut bad = size > crate::data::write::FILE_SIZE_MAX;
-        if !bad && self.read_u8(off + I_KIND) == KIND_DIR {
+        let kind = self.read_u8(off + I_KIND);
+        if kind == KIND_SYMLINK {
+            bad = size > store::SYMLINK_MAX as u64;
+        } else if kind > KIND_SYMLINK {
+            bad = size != 0;
+        }
+        if !bad && kind == KIND_DIR {
             let (_, height) = self.tree_root(ino)?;
             bad = !size.is_multiple_of(BLOCK_SIZE)
                 || size / BLOCK_SIZE > capacity(height).min(self.geo.block_count);

@@ -190,9 +190,9 @@ fn repair_reports_a_corrupted_block_and_leaves_it() {
     );
 }
 
-/// A pool without checksums keeps format version 1 (what earlier builds read) and zero
-/// incompat flags; a checksummed one is version 2 with the flag, so that a build knowing
-/// only version 1 refuses it; a version-2 superblock without the flag is refused.
+/// A pool without checksums is format version 3 (flag: the POSIX records); a checksummed
+/// one is version 4 with the checksum flag too, so that a build knowing only versions 1
+/// and 3 refuses it; a version-4 superblock without the checksum flag is refused.
 #[test]
 fn the_superblock_says_which_format_a_pool_has() {
     let word32 = |s: &PoolStore<pmem::DramRegion>, at: u64| {
@@ -201,16 +201,16 @@ fn the_superblock_says_which_format_a_pool_has() {
         u32::from_le_bytes(b)
     };
     let plain = fresh(&PoolConfig::test_min());
-    assert_eq!((word32(&plain, 8), word32(&plain, 92)), (1, 0));
+    assert_eq!((word32(&plain, 8), word32(&plain, 92)), (3, 2));
     assert!(!plain.superblock().data_checksums);
     let summed = fresh(&cfg(Mode::Fcfs));
-    assert_eq!((word32(&summed, 8), word32(&summed, 92)), (2, 1));
+    assert_eq!((word32(&summed, 8), word32(&summed, 92)), (4, 3));
     assert!(summed.superblock().data_checksums);
-    assert_eq!(summed.superblock().format_version, 2);
+    assert_eq!(summed.superblock().format_version, 4);
     // The flag cleared (and the superblock's crc made to match): refused, not read as a
     // pool whose pointers are plain block numbers.
     let mut img = image(summed.region());
-    img[92..96].copy_from_slice(&0u32.to_le_bytes());
+    img[92..96].copy_from_slice(&2u32.to_le_bytes());
     let crc = crc32c::crc32c(&img[..96]);
     img[96..100].copy_from_slice(&crc.to_le_bytes());
     let region = std::sync::Arc::new(pmem::DramRegion::from_bytes(&img));

@@ -3,4 +3,5 @@
 //! commit and abort (`transaction_table`).
 
 pub(crate) mod pool_store;
+pub(crate) mod posix;
 pub(crate) mod transaction_table;

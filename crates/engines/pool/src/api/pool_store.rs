@@ -113,7 +113,7 @@ impl<R: Region> PoolStore<R> {
 
     /// `handle` without the check that its file still exists, for the read and write paths,
     /// which check it under the inode lock they take anyway (`check_live`).
-    fn open_handle(&self, fh: Fh) -> Result<Arc<Handle>> {
+    pub(crate) fn open_handle(&self, fh: Fh) -> Result<Arc<Handle>> {
         self.core.check_open()?;
         self.handles
             .read()
@@ -173,7 +173,7 @@ impl<R: Region> PoolStore<R> {
     /// operation finds too little room before it changed anything (another thread took the
     /// room `make_room` made), room is made again and it runs again, `ROOM_RETRIES` times at
     /// most; the last try fails the transaction as a full pool does.
-    fn data_op<T>(
+    pub(crate) fn data_op<T>(
         &self,
         h: &Handle,
         fh: Fh,
@@ -303,7 +303,7 @@ impl<R: Region> PoolStore<R> {
     }
 
     /// Run a namespace operation in `tx`, or in its own transaction.
-    fn ns_op<T>(
+    pub(crate) fn ns_op<T>(
         &self,
         tx: Option<TxId>,
         op: impl FnOnce(&Core<R>, &mut Tx) -> Result<T>,
@@ -440,6 +440,55 @@ impl<R: Region> Store for PoolStore<R> {
         self.core.metadata(ino)
     }
 
+    fn symlink(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        target: &[u8],
+        tx: Option<TxId>,
+    ) -> Result<Metadata> {
+        self.make_symlink(parent, name, target, tx)
+    }
+
+    fn readlink(&self, ino: Ino) -> Result<Vec<u8>> {
+        self.core.check_open()?;
+        self.core.read_target(ino)
+    }
+
+    fn mknod(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        kind: FileKind,
+        perm: u32,
+        rdev: u64,
+        tx: Option<TxId>,
+    ) -> Result<Metadata> {
+        self.make_special(parent, name, kind, perm, rdev, tx)
+    }
+
+    fn tmpfile(
+        &self,
+        parent: Ino,
+        perm: u32,
+        flags: OpenFlags,
+        tx: Option<TxId>,
+    ) -> Result<(Metadata, Fh)> {
+        self.unnamed_file(parent, perm, flags, tx)
+    }
+
+    fn rename_with(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        new_parent: Ino,
+        new_name: &[u8],
+        mode: RenameMode,
+        tx: Option<TxId>,
+    ) -> Result<()> {
+        self.rename_in_mode(parent, name, new_parent, new_name, mode, tx)
+    }
+
     fn read_dir(&self, ino: Ino) -> Result<Vec<DirEntry>> {
         self.core.check_open()?;
         self.core.list_dir(ino)
@@ -448,8 +497,18 @@ impl<R: Region> Store for PoolStore<R> {
     fn open(&self, ino: Ino, flags: OpenFlags) -> Result<Fh> {
         self.core.check_open()?;
         let kind = self.core.inode_kind(ino)?;
-        if kind == KIND_DIR {
-            return Err(Error::IsDir(format!("inode {ino}")));
+        match kind {
+            KIND_FILE => {}
+            KIND_DIR => return Err(Error::IsDir(format!("inode {ino}"))),
+            KIND_SYMLINK => {
+                return Err(Error::SymlinkLoop(format!(
+                    "inode {ino} is a symbolic link (the store never follows one)"
+                )))
+            }
+            other => {
+                let kind = crate::namespace::dir::kind_of(other);
+                return Err(Error::special_open(ino, kind));
+            }
         }
         let mut handles = self.handles.write();
         if handles.len() >= self.core.cfg.open_files_max {
@@ -533,6 +592,17 @@ impl<R: Region> Store for PoolStore<R> {
         self.data_op(&h, fh, 2, |core, st, tx| core.set_len_data(st, tx, len))
     }
 
+    fn fallocate(&self, fh: Fh, op: Fallocate, off: u64, len: u64) -> Result<()> {
+        let h = self.open_handle(fh)?;
+        if len == 0 {
+            return Err(Error::InvalidArgument("fallocate of 0 bytes".into()));
+        }
+        let blocks = (len / BLOCK_SIZE).min(1 << 16) + 2;
+        self.data_op(&h, fh, blocks, |core, st, tx| {
+            core.fallocate_data(st, tx, op, off, len)
+        })
+    }
+
     fn fsync(&self, fh: Fh, _datasync: bool) -> Result<()> {
         // Every call outside a transaction is durable when it returns; an O_ATOMIC file
         // commits its implicit transaction here.
@@ -585,6 +655,29 @@ impl<R: Region> Store for PoolStore<R> {
             }
         }
         Ok(())
+    }
+
+    fn getxattr(&self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
+        self.xattr_get(ino, name)
+    }
+
+    fn setxattr(
+        &self,
+        ino: Ino,
+        name: &[u8],
+        value: &[u8],
+        how: XattrSet,
+        tx: Option<TxId>,
+    ) -> Result<()> {
+        self.xattr_change(ino, name, Some(value), how, tx)
+    }
+
+    fn listxattr(&self, ino: Ino) -> Result<Vec<Vec<u8>>> {
+        self.xattr_list(ino)
+    }
+
+    fn removexattr(&self, ino: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
+        self.xattr_change(ino, name, None, XattrSet::Either, tx)
     }
 
     fn tx_begin(&self, files: &[Fh]) -> Result<TxId> {
@@ -670,6 +763,12 @@ impl<R: Region> Store for PoolStore<R> {
             "data log entries (blocks rewritten per transaction)",
             core.data_slots.total(),
             stat("data_log_used"),
+            "ENOSPC",
+        ));
+        all.push(Limit::new(
+            "extended attribute record bytes per inode (names + values + 5 each)",
+            crate::namespace::xattr_record::XATTR_STREAM_MAX as u64,
+            None,
             "ENOSPC",
         ));
         all.push(Limit::new(

@@ -270,6 +270,9 @@ impl<R: Region> PoolStore<R> {
         }
         // After the inodes are freed or marked gone: no write slips in between.
         self.core.creates.ended(&created);
+        for &ino in &tx.first_names {
+            self.core.cell(ino).lock().naming = crate::core::Naming::Unnamed;
+        }
         for &ino in &tx.inodes {
             let c = self.core.cell(ino);
             let mut st = c.lock();

@@ -5,6 +5,7 @@
 
 pub(crate) mod block_map;
 pub(crate) mod checksum;
+pub(crate) mod fallocate;
 pub(crate) mod pending_index;
 pub(crate) mod reservation;
 pub(crate) mod tlvi;

@@ -679,7 +679,7 @@ impl<R: Region> Core<R> {
             for lbn in lbns {
                 self.checkpoint_block(st, lbn)?;
             }
-            self.drop_own_versions(st, tx, len.div_ceil(BLOCK_SIZE));
+            self.drop_own_versions(st, tx, len.div_ceil(BLOCK_SIZE)..u64::MAX);
             let (partial, _) = self.permanent_block(st.ino, len / BLOCK_SIZE)?;
             if !len.is_multiple_of(BLOCK_SIZE) && partial != 0 {
                 let zero_end = size.min((len / BLOCK_SIZE + 1) * BLOCK_SIZE);
@@ -721,18 +721,24 @@ impl<R: Region> Core<R> {
         }
     }
 
-    /// Drop the transaction's own pending versions of blocks `>= from_lbn` (a truncate
-    /// inside the transaction): they were never committed, so their block and slot go back.
-    fn drop_own_versions(&self, st: &mut InodeState, tx: &mut Tx, from_lbn: u64) {
+    /// Drop the transaction's own pending versions of blocks `lbns` (a truncate or a
+    /// punched hole inside the transaction): they were never committed, so their block and
+    /// slot go back.
+    pub(crate) fn drop_own_versions(
+        &self,
+        st: &mut InodeState,
+        tx: &mut Tx,
+        lbns: std::ops::Range<u64>,
+    ) {
         for (lbn, list) in st.pending.iter_mut() {
-            if lbn < from_lbn {
+            if !lbns.contains(&lbn) {
                 continue;
             }
             list.retain(|v| v.committed || v.txid != tx.id);
         }
         st.pending.retain(|_, list| !list.is_empty());
         let ino = st.ino;
-        let dropped = |t: &TxVersion| t.ino == ino && t.lbn >= from_lbn;
+        let dropped = |t: &TxVersion| t.ino == ino && lbns.contains(&t.lbn);
         // Their stored data entries are cleared, durably, before the slots can be reused.
         self.clear_data_entries(tx.versions.iter().flatten().filter(|t| dropped(t)));
         if tx

@@ -59,6 +59,9 @@ pub(crate) struct Tx {
     pub(crate) deferred_slots: Vec<(u64, u64)>,
     /// Inodes whose last link the transaction removed: freed after commit when closed.
     pub(crate) orphans: Vec<u64>,
+    /// Unnamed (O_TMPFILE) inodes the transaction gave their first name: unnamed again if
+    /// it aborts.
+    pub(crate) first_names: Vec<u64>,
     /// Every inode whose DRAM state the transaction touched (bound files, directories).
     pub(crate) inodes: Vec<u64>,
     /// What the running write reserved, and whether the running operation may fail short
@@ -176,6 +179,7 @@ impl<R: Region> Core<R> {
         tx.deferred_blocks.clear();
         tx.deferred_slots.clear();
         tx.orphans.clear();
+        tx.first_names.clear();
         tx.inodes.clear();
         tx.shadows.clear();
         tx.staged_times.clear();

@@ -47,7 +47,8 @@ const _: () = assert!(POINTERS_PER_BLOCK == 512);
 // 72  inode offset     u64
 // 80  blocks offset    u64
 // 88  mode             u32  (Mode as a number; informative, runtime mode comes from the config)
-// 92  incompat flags   u32  (version 1: zero; version 2: INCOMPAT_DATA_CHECKSUMS)
+// 92  incompat flags   u32  (version 1: zero; version 2: INCOMPAT_DATA_CHECKSUMS;
+//                           version 3: INCOMPAT_POSIX_OBJECTS; version 4: both)
 // 96  crc32c of bytes 0..96, as u32; 100..4096 zero
 // ```
 pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"ATOMFSPL");
@@ -58,8 +59,22 @@ pub const FORMAT_VERSION: u32 = 1;
 /// it (`UnsupportedVersion`), since it would read the checksums in the block pointers as
 /// block numbers out of range.
 pub(crate) const FORMAT_VERSION_CHECKSUMS: u32 = 2;
+/// Format version of a pool that can hold the rest of the POSIX file API: symbolic links,
+/// special files, extended attributes (incompat flag `INCOMPAT_POSIX_OBJECTS`), without
+/// data checksums; `FORMAT_VERSION_POSIX_CHECKSUMS` with them. What this build formats. A
+/// build that knows only versions 1 and 2 refuses them (`UnsupportedVersion`): it would read
+/// the new inode kinds as corruption. Pools of versions 1 and 2 open as before; the calls
+/// that need the new records answer EOPNOTSUPP on them.
+pub(crate) const FORMAT_VERSION_POSIX: u32 = 3;
+/// Format version 3 with data checksums (incompat flags `INCOMPAT_POSIX_OBJECTS |
+/// INCOMPAT_DATA_CHECKSUMS`).
+pub(crate) const FORMAT_VERSION_POSIX_CHECKSUMS: u32 = 4;
 /// Incompat flag (superblock byte 92): file data blocks carry a crc32c in their pointer.
 pub(crate) const INCOMPAT_DATA_CHECKSUMS: u32 = 1;
+/// Incompat flag (superblock byte 92): inode kinds 3..=7 (symlink, FIFO, socket, character
+/// and block device), the inode's attribute-chain pointer, device number and inline link
+/// target (bytes 88..128), attribute blocks.
+pub(crate) const INCOMPAT_POSIX_OBJECTS: u32 = 2;
 /// Bits of a leaf block pointer holding the block number in a checksummed pool (the high
 /// 32 hold the block's crc32c): 2^32 blocks of 4 KB, 16 TB.
 pub(crate) const PBN_BITS: u32 = 32;
@@ -89,6 +104,9 @@ pub struct Geometry {
     /// File data blocks carry a crc32c in the high bits of their leaf block pointer
     /// (docs/format.md, "Data checksums"). Fixed at format time.
     pub data_checksums: bool,
+    /// The pool holds symbolic links, special files and extended attributes (format
+    /// version 3, `INCOMPAT_POSIX_OBJECTS`). Every pool this build formats does.
+    pub posix_objects: bool,
 }
 
 fn round_up(value: u64, to: u64) -> u64 {
@@ -148,15 +166,25 @@ impl Geometry {
             inode_offset,
             blocks_offset,
             data_checksums: cfg.data_checksums,
+            posix_objects: true,
         })
     }
 
     /// Format version and incompat flags of this geometry's superblock.
     fn version_and_flags(&self) -> (u32, u32) {
-        if self.data_checksums {
-            (FORMAT_VERSION_CHECKSUMS, INCOMPAT_DATA_CHECKSUMS)
+        let sums = if self.data_checksums {
+            INCOMPAT_DATA_CHECKSUMS
         } else {
-            (FORMAT_VERSION, 0)
+            0
+        };
+        match (self.posix_objects, self.data_checksums) {
+            (true, false) => (FORMAT_VERSION_POSIX, INCOMPAT_POSIX_OBJECTS),
+            (true, true) => (
+                FORMAT_VERSION_POSIX_CHECKSUMS,
+                INCOMPAT_POSIX_OBJECTS | sums,
+            ),
+            (false, true) => (FORMAT_VERSION_CHECKSUMS, sums),
+            (false, false) => (FORMAT_VERSION, 0),
         }
     }
 
@@ -201,11 +229,11 @@ impl Geometry {
             )));
         }
         let version = word(1) as u32;
-        if version != FORMAT_VERSION && version != FORMAT_VERSION_CHECKSUMS {
+        if !(FORMAT_VERSION..=FORMAT_VERSION_POSIX_CHECKSUMS).contains(&version) {
             return Err(Error::UnsupportedVersion {
                 what: "pool".into(),
                 found: version,
-                supported: FORMAT_VERSION_CHECKSUMS,
+                supported: FORMAT_VERSION_POSIX_CHECKSUMS,
             });
         }
         let crc = u32::from_le_bytes(sb[SB_CHECKED_LEN..].try_into().unwrap_or([0; 4]));
@@ -213,11 +241,13 @@ impl Geometry {
             return Err(Error::corrupt("superblock checksum mismatch", 0));
         }
         let flags = (word(11) >> 32) as u32;
-        let expected = match version {
-            FORMAT_VERSION => 0,
-            _ => INCOMPAT_DATA_CHECKSUMS,
+        let valid = match version {
+            FORMAT_VERSION => flags == 0,
+            FORMAT_VERSION_CHECKSUMS => flags == INCOMPAT_DATA_CHECKSUMS,
+            FORMAT_VERSION_POSIX => flags == INCOMPAT_POSIX_OBJECTS,
+            _ => flags == INCOMPAT_POSIX_OBJECTS | INCOMPAT_DATA_CHECKSUMS,
         };
-        if flags != expected {
+        if !valid {
             return Err(Error::corrupt(
                 format!("superblock version {version} with incompat flags {flags:#x}"),
                 92,
@@ -240,6 +270,7 @@ impl Geometry {
             inode_offset: word(9),
             blocks_offset: word(10),
             data_checksums: flags & INCOMPAT_DATA_CHECKSUMS != 0,
+            posix_objects: flags & INCOMPAT_POSIX_OBJECTS != 0,
         };
         geo.check(region_len)?;
         Ok(geo)
@@ -263,8 +294,9 @@ impl Geometry {
             data_checksums: self.data_checksums,
             ..PoolConfig::default()
         };
-        let planned = Geometry::plan(self.region_len, &cfg)
+        let mut planned = Geometry::plan(self.region_len, &cfg)
             .map_err(|_| Error::corrupt("superblock geometry", 16))?;
+        planned.posix_objects = self.posix_objects;
         if planned != *self {
             return Err(Error::corrupt("superblock geometry is inconsistent", 16));
         }
@@ -367,7 +399,10 @@ impl Geometry {
 //                 pointers to data blocks)
 // 32 size u64    40 mtime u64    48 ctime u64    56 blocks u64 (data + index blocks held)
 // 64 atime u64   72 btime u64   80 parent u64 (directories: the directory holding it)
-// 88..128 reserved (zero)
+// 88 xattr u64   (formats 3, 4: pbn of the first attribute block, 0 = none; namespace/xattr_record.rs)
+// 96..128 by kind (formats 3, 4): a device node's rdev u64 at 96; a symlink's target when it
+//                 is at most 32 bytes (height 0; a longer one is data block 0 of the tree)
+// (versions 1 and 2: 88..128 reserved, zero)
 // ```
 pub(crate) const I_KIND: u64 = 0;
 pub(crate) const I_PERM: u64 = 4;
@@ -383,10 +418,20 @@ pub(crate) const I_BLOCKS: u64 = 56;
 pub(crate) const I_ATIME: u64 = 64;
 pub(crate) const I_BTIME: u64 = 72;
 pub(crate) const I_PARENT: u64 = 80;
-/// Kind byte of a free inode slot.
+pub(crate) const I_XATTR: u64 = 88;
+pub(crate) const I_RDEV: u64 = 96;
+pub(crate) const I_INLINE: u64 = 96;
+/// Longest symlink target kept inline in its inode (bytes 96..128).
+pub(crate) const INLINE_TARGET_MAX: u64 = INODE_SIZE - I_INLINE;
+/// Kind byte of a free inode slot. The other kinds are `FileKind::code`.
 pub(crate) const KIND_FREE: u8 = 0;
 pub(crate) const KIND_FILE: u8 = 1;
 pub(crate) const KIND_DIR: u8 = 2;
+pub(crate) const KIND_SYMLINK: u8 = 3;
+/// The largest kind byte of format 3 (block device).
+pub(crate) const KIND_MAX: u8 = 7;
+const _: () = assert!(I_XATTR == I_PARENT + 8 && I_RDEV.is_multiple_of(8));
+const _: () = assert!(INLINE_TARGET_MAX == 32);
 
 const _: () = assert!(I_BTIME + 8 <= INODE_SIZE && I_PARENT + 8 <= 88);
 // A pure overwrite's times are one 16-byte store: mtime, then ctime, in one line.

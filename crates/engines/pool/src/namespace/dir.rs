@@ -32,12 +32,10 @@ pub(crate) struct DirIndex {
     pub(crate) subdirs: u32,
 }
 
+/// The kind an inode or entry kind byte names (checked by `Core::kind_known` where it was
+/// read).
 pub(crate) fn kind_of(kind: u8) -> FileKind {
-    if kind == KIND_DIR {
-        FileKind::Dir
-    } else {
-        FileKind::File
-    }
+    FileKind::from_code(kind).unwrap_or(FileKind::File)
 }
 
 impl<R: Region> Core<R> {
@@ -82,10 +80,7 @@ impl<R: Region> Core<R> {
                 }
                 let addr = self.geo.block(pbn) + at as u64;
                 let (kind, len) = (raw[D_KIND as usize], raw[D_NAME_LEN as usize] as usize);
-                if ino >= self.geo.inode_count
-                    || len == 0
-                    || !(kind == KIND_FILE || kind == KIND_DIR)
-                {
+                if ino >= self.geo.inode_count || len == 0 || !self.kind_known(kind) {
                     return Err(Error::corrupt(
                         format!("directory {dir} entry {slot}"),
                         addr,
@@ -188,7 +183,7 @@ impl<R: Region> Core<R> {
 
     /// Update a directory's mtime and ctime (only those bytes: its size and block count
     /// change only in the growth transactions).
-    fn touch_dir_times(&self, tx: &mut Tx, dir: u64) -> Result<()> {
+    pub(crate) fn touch_dir_times(&self, tx: &mut Tx, dir: u64) -> Result<()> {
         let now = self.now().to_le_bytes();
         let mut times = [0u8; 16];
         times[..8].copy_from_slice(&now);

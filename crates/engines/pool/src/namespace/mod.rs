@@ -6,3 +6,6 @@ pub(crate) mod creates;
 pub(crate) mod dir;
 pub(crate) mod ops;
 pub(crate) mod orphan;
+pub(crate) mod posix;
+pub(crate) mod xattr;
+pub(crate) mod xattr_record;

@@ -2,12 +2,12 @@
 //! setattr. The caller holds the namespace lock; each directory's DRAM cell is locked only
 //! while its index is used.
 
-use crate::core::Core;
+use crate::core::{Core, Naming};
 use crate::log::transaction::Tx;
 use crate::media::layout::*;
 use crate::namespace::dir::{kind_of, Slot};
 use pmem::Region;
-use store::{path::check_name, Error, FileKind, Metadata, Result, SetAttr};
+use store::{path::check_name, Error, Metadata, Result, SetAttr};
 
 impl<R: Region> Core<R> {
     /// Attributes of an in-use inode.
@@ -32,7 +32,11 @@ impl<R: Region> Core<R> {
             atime: self.read_u64(off + I_ATIME),
             mtime: self.read_u64(off + I_MTIME),
             ctime: self.read_u64(off + I_CTIME),
-            rdev: 0,
+            rdev: if kind_of(kind).is_device() {
+                self.read_u64(off + I_RDEV)
+            } else {
+                0
+            },
         })
     }
 
@@ -82,6 +86,20 @@ impl<R: Region> Core<R> {
         kind: u8,
         perm: u32,
     ) -> Result<u64> {
+        self.create_node_with(tx, parent, name, kind, perm, &[])
+    }
+
+    /// Create an inode of any kind named `name` in `parent`; `fields` (offset in the inode,
+    /// bytes) are written into the fresh inode with the rest, before its kind makes it live.
+    pub(crate) fn create_node_with(
+        &self,
+        tx: &mut Tx,
+        parent: u64,
+        name: &[u8],
+        kind: u8,
+        perm: u32,
+        fields: &[(u64, &[u8])],
+    ) -> Result<u64> {
         self.check_dir(parent)?;
         check_name(name)?;
         if self.lookup_slot(parent, name).is_ok() {
@@ -108,6 +126,10 @@ impl<R: Region> Core<R> {
         }
         if kind == KIND_DIR {
             put(&mut inode, I_PARENT, &parent.to_le_bytes());
+        }
+        for (at, bytes) in fields {
+            assert!(*at > I_KIND && at + bytes.len() as u64 <= INODE_SIZE);
+            put(&mut inode, *at, bytes);
         }
         // The slot is free (kind 0): its other bytes need no undo entry.
         self.region.write(off + 1, &inode[1..]);
@@ -176,7 +198,7 @@ impl<R: Region> Core<R> {
         Ok(0)
     }
 
-    fn check_empty(&self, dir: u64) -> Result<()> {
+    pub(crate) fn check_empty(&self, dir: u64) -> Result<()> {
         let cell = self.cell(dir);
         let mut st = cell.lock();
         if self.dir_index(&mut st)?.names.is_empty() {
@@ -187,7 +209,7 @@ impl<R: Region> Core<R> {
     }
 
     /// Is `ancestor` on the path from `dir` up to the root?
-    fn is_ancestor(&self, ancestor: u64, mut dir: u64) -> Result<bool> {
+    pub(crate) fn is_ancestor(&self, ancestor: u64, mut dir: u64) -> Result<bool> {
         for _ in 0..self.geo.inode_count {
             if dir == ancestor {
                 return Ok(true);
@@ -283,12 +305,14 @@ impl<R: Region> Core<R> {
         new_parent: u64,
         new_name: &[u8],
     ) -> Result<()> {
-        if self.inode_kind(ino)? == KIND_DIR {
+        let kind = self.inode_kind(ino)?;
+        if kind == KIND_DIR {
             return Err(Error::NotPermitted(format!(
                 "hard link to directory inode {ino}"
             )));
         }
-        if self.read_u32(self.geo.inode(ino) + I_NLINK) == 0 {
+        let first_name = self.read_u32(self.geo.inode(ino) + I_NLINK) == 0;
+        if first_name && self.cell(ino).lock().naming != Naming::Unnamed {
             return Err(Error::NotFound(format!("inode {ino} has no links")));
         }
         self.check_dir(new_parent)?;
@@ -302,9 +326,15 @@ impl<R: Region> Core<R> {
         {
             let cell = self.cell(new_parent);
             let mut st = cell.lock();
-            self.dir_add(&mut st, tx, new_name, ino, KIND_FILE)?;
+            self.dir_add(&mut st, tx, new_name, ino, kind)?;
         }
-        self.add_nlink(tx, ino, 1).map(|_| ())
+        self.add_nlink(tx, ino, 1)?;
+        if first_name {
+            // An abort gives the name back (`PoolStore::abort_cell`).
+            self.cell(ino).lock().naming = Naming::Named;
+            tx.first_names.push(ino);
+        }
+        Ok(())
     }
 
     /// Change permissions, owner or times.
@@ -348,11 +378,7 @@ impl<R: Region> Core<R> {
             .map(|(name, s)| store::DirEntry {
                 name: name.to_vec(),
                 ino: s.ino,
-                kind: if s.kind == KIND_DIR {
-                    FileKind::Dir
-                } else {
-                    FileKind::File
-                },
+                kind: kind_of(s.kind),
             })
             .collect();
         entries.sort_by(|a, b| a.name.cmp(&b.name));

@@ -26,6 +26,7 @@ impl<R: Region> Core<R> {
             blocks.push(pbn);
             Ok(())
         })?;
+        let attribute_blocks = self.xattr_blocks(ino)?;
         self.region.write(off + I_KIND, &[KIND_FREE]);
         // persist: the inode is free before its blocks can be handed out again.
         self.region.persist(off, 8);
@@ -39,10 +40,11 @@ impl<R: Region> Core<R> {
                 self.data_entry_retired(v.txid);
             }
         }
-        for pbn in blocks {
+        for pbn in blocks.into_iter().chain(attribute_blocks) {
             self.blocks.free(pbn);
         }
         st.dir = None;
+        st.naming = crate::core::Naming::Named;
         st.dir_reserved.clear();
         st.drop_map();
         self.inodes_free.free(ino);

@@ -107,11 +107,15 @@ fn check_inodes<R: Region>(c: &Core<R>, report: &mut FsckReport) -> Inodes {
         if kind == KIND_FREE {
             continue;
         }
-        if kind != KIND_FILE && kind != KIND_DIR {
+        if !c.kind_known(kind) {
             report.problem(format!("inode {ino} has kind {kind}"), at());
             continue;
         }
         live.push((ino, kind));
+        if c.geo.posix_objects {
+            crate::recovery::fsck_posix::check_kind_fields(c, ino, kind, report);
+            crate::recovery::fsck_posix::check_xattr_chain(c, ino, &mut owner, report);
+        }
         let (mut held, mut last_data) = (0u64, None::<u64>);
         let walked = c.walk_tree(ino, &mut |pbn, index, lbn| {
             held += 1;
@@ -166,7 +170,8 @@ fn check_data_checksums<R: Region>(
         return 0;
     }
     let mut checked = 0;
-    for &(ino, _) in live.iter().filter(|&&(_, kind)| kind == KIND_FILE) {
+    let summed = |kind: u8| kind == KIND_FILE || kind == KIND_SYMLINK;
+    for &(ino, _) in live.iter().filter(|&&(_, kind)| summed(kind)) {
         let mut data = Vec::new();
         // A tree that does not walk is reported by the inode pass.
         let _ = c.walk_tree(ino, &mut |pbn, index, lbn| {

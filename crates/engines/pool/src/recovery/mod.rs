@@ -3,6 +3,7 @@
 //! and copying files out of a damaged pool (`salvage`).
 
 pub(crate) mod fsck;
+pub(crate) mod fsck_posix;
 pub(crate) mod inspect;
 pub(crate) mod recover;
 pub(crate) mod repair;

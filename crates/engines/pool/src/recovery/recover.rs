@@ -241,7 +241,7 @@ fn free_orphans<R: Region>(core: &Core<R>, report: &mut RecoveryReport) -> Resul
         if kind == KIND_FREE {
             continue;
         }
-        if kind != KIND_FILE && kind != KIND_DIR {
+        if !core.kind_known(kind) {
             return Err(Error::corrupt(format!("inode {ino} has kind {kind}"), off));
         }
         core.clock
@@ -332,7 +332,7 @@ fn used_blocks<R: Region>(core: &Core<R>) -> Result<Vec<bool>> {
         if core.read_u8(core.geo.inode(ino) + I_KIND) == KIND_FREE {
             continue;
         }
-        core.walk_tree(ino, &mut |pbn, _, _| {
+        let mut mark = |pbn: u64, _, _| {
             if std::mem::replace(&mut used[pbn as usize], true) {
                 return Err(Error::corrupt(
                     format!("block {pbn} referenced twice (inode {ino})"),
@@ -340,7 +340,11 @@ fn used_blocks<R: Region>(core: &Core<R>) -> Result<Vec<bool>> {
                 ));
             }
             Ok(())
-        })?;
+        };
+        core.walk_tree(ino, &mut mark)?;
+        for pbn in core.xattr_blocks(ino)? {
+            mark(pbn, false, 0)?;
+        }
     }
     let cells: Vec<_> = core.cells.read().values().cloned().collect();
     for cell in cells {

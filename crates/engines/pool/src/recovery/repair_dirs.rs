@@ -148,11 +148,10 @@ fn find_lost<R: Region>(
     let mut lost = Vec::new();
     reach(ROOT_INO, links, &pass.kinds, &mut reached);
     loop {
-        let unreached = |i: usize| {
-            i > ROOT_INO as usize && !reached[i] && matches!(pass.kinds[i], KIND_FILE | KIND_DIR)
-        };
+        let unreached =
+            |i: usize| i > ROOT_INO as usize && !reached[i] && c.kind_known(pass.kinds[i]);
         let orphan = |i: usize| {
-            pass.kinds[i] == KIND_FILE
+            pass.kinds[i] != KIND_DIR
                 && links.count[i] == 0
                 && c.read_u32(c.geo.inode(i as u64) + I_NLINK) == 0
         };
@@ -200,10 +199,11 @@ fn fix_links<R: Region>(
         let off = c.geo.inode(ino);
         let nlink = c.read_u32(off + I_NLINK);
         let want = match kind {
+            KIND_FREE => continue,
             KIND_DIR => 1,
-            KIND_FILE if lost.contains(&ino) => 1,
-            KIND_FILE => links.count[ino as usize],
-            _ => continue,
+            k if !c.kind_known(k) => continue,
+            _ if lost.contains(&ino) => 1,
+            _ => links.count[ino as usize],
         };
         if nlink != want {
             c.region.write(off + I_NLINK, &want.to_le_bytes());

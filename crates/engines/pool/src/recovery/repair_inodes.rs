@@ -115,7 +115,7 @@ pub(crate) fn inode_pass<R: Region>(c: &Core<R>, report: &mut RepairReport) -> I
     let mut trees = BTreeMap::new();
     let mut refs = vec![0u8; geo.block_count as usize];
     for ino in 1..geo.inode_count {
-        if matches!(kinds[ino as usize], KIND_FILE | KIND_DIR) {
+        if kinds[ino as usize] != KIND_FREE && c.kind_known(kinds[ino as usize]) {
             let tree = tolerant_tree(c, ino);
             for &pbn in tree.index.iter().chain(tree.data.values()) {
                 refs[pbn as usize] = refs[pbn as usize].saturating_add(1);
@@ -164,7 +164,7 @@ fn damage<R: Region>(
     if kind == KIND_FREE && ino != ROOT_INO {
         return vec![];
     }
-    let (KIND_FILE | KIND_DIR, Some(tree)) = (kind, tree) else {
+    let Some(tree) = tree.filter(|_| c.kind_known(kind)) else {
         return vec![format!("kind {kind}")];
     };
     if ino == ROOT_INO && kind != KIND_DIR {
@@ -179,6 +179,12 @@ fn damage<R: Region>(
         .count();
     if shared > 0 {
         faults.push(format!("{shared} block(s) also named by another tree"));
+    }
+    if c.geo.posix_objects && kind != KIND_FILE && kind != KIND_DIR {
+        // A symlink's target, a special file's empty body (what fsck checks).
+        let mut found = store::FsckReport::default();
+        crate::recovery::fsck_posix::check_kind_fields(c, ino, kind, &mut found);
+        faults.extend(found.problems.into_iter().map(|p| p.what));
     }
     if kind == KIND_DIR {
         let size = c.read_u64(c.geo.inode(ino) + I_SIZE);
@@ -218,6 +224,12 @@ fn fix_in_place<R: Region>(
                 "inode {ino}: size {size} does not cover its blocks, set to {end}"
             ));
         }
+    }
+    if c.geo.posix_objects && c.xattr_chain(ino).is_err() {
+        c.region.write(off + I_XATTR, &0u64.to_le_bytes());
+        report.change(format!(
+            "inode {ino}: damaged extended attributes dropped (their blocks come back free)"
+        ));
     }
     let held = (tree.index.len() + tree.data.len()) as u64;
     let recorded = c.read_u64(off + I_BLOCKS);

@@ -46,7 +46,13 @@ pub fn read_everything(s: &dyn Store) -> usize {
             }
             let _ = s.lookup(dir, &e.name);
             let _ = s.getattr(e.ino);
+            for name in s.listxattr(e.ino).unwrap_or_default() {
+                let _ = s.getxattr(e.ino, &name);
+            }
             match e.kind {
+                FileKind::Symlink => {
+                    let _ = s.readlink(e.ino);
+                }
                 FileKind::Dir if depth < DEPTH_MAX => stack.push((e.ino, depth + 1)),
                 FileKind::File => {
                     if let Ok(fh) = s.open(
@@ -107,6 +113,7 @@ pub fn mutate_some(s: &dyn Store) {
         }
     }
     let _ = s.mkdir(ROOT_INO, b"fuzz-dir", 0o755, None);
+    mutate_posix(s, &fhs);
     if let Some(e) = names.get(2) {
         let _ = s.unlink(ROOT_INO, &e.name, None);
     }
@@ -118,6 +125,38 @@ pub fn mutate_some(s: &dyn Store) {
         }
     }
     for fh in fhs {
+        let _ = s.release(fh);
+    }
+}
+
+/// The calls of the rest of the POSIX file API: attributes set and removed, links, a
+/// special file, an exchange, a punched hole, an unnamed file.
+fn mutate_posix(s: &dyn Store, fhs: &[store::Fh]) {
+    use store::{Fallocate, RenameMode, XattrSet};
+    let _ = s.setxattr(ROOT_INO, b"user.fuzz", &[3; 5000], XattrSet::Either, None);
+    let _ = s.removexattr(ROOT_INO, b"user.fuzz", None);
+    let _ = s.symlink(ROOT_INO, b"fuzz-link", &[b'l'; 100], None);
+    let _ = s.mknod(ROOT_INO, b"fuzz-fifo", FileKind::Fifo, 0o600, 0, None);
+    let _ = s.rename_with(
+        ROOT_INO,
+        b"fuzz-link",
+        ROOT_INO,
+        b"fuzz-fifo",
+        RenameMode::Exchange,
+        None,
+    );
+    if let Some(&fh) = fhs.first() {
+        let _ = s.fallocate(fh, Fallocate::PunchHole, 100, 9000);
+        let _ = s.fallocate(fh, Fallocate::Allocate { keep_size: false }, 0, 12_000);
+    }
+    let rw = OpenFlags {
+        read: true,
+        write: true,
+        ..OpenFlags::default()
+    };
+    if let Ok((m, fh)) = s.tmpfile(ROOT_INO, 0o600, rw, None) {
+        let _ = s.write(fh, 0, &[5; 3000]);
+        let _ = s.link(m.ino, ROOT_INO, b"fuzz-tmp", None);
         let _ = s.release(fh);
     }
 }

@@ -75,6 +75,28 @@ fn populate(s: &dyn Store) {
         store::path::write_file(s, format!("/d/g{i}"), &bytes_of(50 + i, 300), None).unwrap();
     }
     store::path::write_file(s, "/d/e/deep", b"deep file", None).unwrap();
+    // The records of format versions 3 and 4: links (inline and in a block), special
+    // files, attribute chains of one and of several blocks.
+    s.symlink(ROOT_INO, b"link", b"f1", None).unwrap();
+    s.symlink(ROOT_INO, b"long-link", &[b'p'; 200], None)
+        .unwrap();
+    s.mknod(ROOT_INO, b"fifo", store::FileKind::Fifo, 0o600, 0, None)
+        .unwrap();
+    s.mknod(
+        ROOT_INO,
+        b"tty",
+        store::FileKind::CharDevice,
+        0o620,
+        0x401,
+        None,
+    )
+    .unwrap();
+    let f0 = store::resolve(s, "/f0").unwrap().ino;
+    let how = store::XattrSet::Either;
+    s.setxattr(f0, b"user.small", b"v", how, None).unwrap();
+    let d = store::resolve(s, "/d").unwrap().ino;
+    s.setxattr(d, b"trusted.big", &bytes_of(60, 6000), how, None)
+        .unwrap();
 }
 
 /// Overwrite two files in one committed transaction (leaves redo entries, commit entry,
