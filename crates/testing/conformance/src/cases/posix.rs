@@ -41,8 +41,7 @@ pub fn awaited(engine_name: &str) -> &'static [Feature] {
         .next()
         .unwrap_or("");
     match engine {
-        "model" => &[],
-        "mmio" | "pool" => &[],
+        "model" | "mmio" | "pool" => &[],
         "journal" | "remap" | "cache" => ALL,
         _ => ALL,
     }
