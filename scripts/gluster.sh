@@ -152,6 +152,13 @@ create_volume() {
         cli volume create "$name" "${spec[@]}" transport tcp "${bricks[@]}" force >/dev/null
         # Fail fast while a brick is away, not after the default 42 s.
         cli volume set "$name" network.ping-timeout 5 >/dev/null
+        # No client-side caching of writes and attributes: a stat right after a write must
+        # see the brick's file (the cache engine reports its home files' times), as on a
+        # local file system.
+        for option in performance.write-behind performance.stat-prefetch \
+            performance.quick-read performance.io-cache performance.read-ahead; do
+            cli volume set "$name" "$option" off >/dev/null
+        done
     fi
     if ! cli volume info "$name" | grep -q '^Status: Started'; then
         cli volume start "$name" >/dev/null
@@ -160,7 +167,16 @@ create_volume() {
 
 mount_volume() {
     local name=$1 at=$2
-    if mountpoint -q "$at"; then return 0; fi
+    if mountpoint -q "$at"; then
+        # A live mount is kept; one whose client is gone (killed by a fault test: the kernel
+        # answers ENOTCONN) is detached and mounted again.
+        if stat "$at" >/dev/null 2>&1 && [ -n "$(client_pid "$at")" ]; then
+            client_pid "$at" >"$DIR/client-$name.pid"
+            return 0
+        fi
+        umount -l "$at" 2>/dev/null || true
+    fi
+    mkdir -p "$at"
     in_net mount -t glusterfs -o "log-file=$DIR/log/client-$name.log" "$HOST:/$name" "$at"
     client_pid "$at" >"$DIR/client-$name.pid"
 }

@@ -46,6 +46,13 @@ pub trait Harness: Sync {
     fn supports_crash_guarantees(&self) -> bool {
         true
     }
+    /// Parts of the POSIX file API the engine offers but the host file system under this
+    /// harness's stores refuses (a host-file engine's home on a FUSE file system without
+    /// RENAME_EXCHANGE, say): their cases check that the call is refused with Unsupported and
+    /// changes nothing, and say why, as for [`cases::awaited`].
+    fn host_lacks(&self) -> &'static [cases::Feature] {
+        &[]
+    }
 }
 
 /// The harness of [`ModelStore`]: reopening keeps exactly what is durable in the model.

@@ -199,6 +199,14 @@ impl conformance::Harness for GlusterHarness {
     fn reopen_unclean(&self, store: Box<dyn Store>) -> Box<dyn Store> {
         self.reopen(store, false)
     }
+    /// GlusterFS's FUSE client refuses RENAME_EXCHANGE (EINVAL), so mmio, which exchanges
+    /// the host names themselves, cannot offer it there (it answers EOPNOTSUPP).
+    fn host_lacks(&self) -> &'static [conformance::cases::Feature] {
+        match self.engine {
+            HostEngine::Mmio => &[conformance::cases::Feature::RenameModes],
+            _ => &[],
+        }
+    }
 }
 
 /// The kill torture's target: the pool path the torture gives is the PM file (in /dev/shm);

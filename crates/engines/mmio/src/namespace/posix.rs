@@ -294,6 +294,17 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
             if let Some(tx) = tx {
                 self.withdraw_intent(&mut t, tx);
             }
+            // The engine refused a directory and its descendant above: EINVAL here is the home
+            // file system refusing the flag itself (GlusterFS's FUSE client does).
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EINVAL | libc::EOPNOTSUPP | libc::ENOSYS)
+            ) {
+                return Err(Error::Unsupported(format!(
+                    "{}: the home file system refuses RENAME_EXCHANGE",
+                    a.display()
+                )));
+            }
             return Err(io_err(&a, "exchange", e));
         }
         t.names.insert(ino_a, (to.0, to.1.to_vec()));
