@@ -265,3 +265,44 @@ fn two_sqlite3_shells_write_one_database() {
         format!("a|{}|{sum}\nb|{}|{sum}\nok\n", 2 * ROWS, 2 * ROWS)
     );
 }
+
+/// `make -j2` of a small C project in the store: the compiler, the assembler and the linker
+/// read and write the sources, objects and program there; the program copied out runs.
+#[test]
+fn make_j2_compiles_a_c_project_in_the_store() {
+    if !needs(&["sh", "make", "cc"], "a C project built in the store") {
+        return;
+    }
+    let dir = test_support::scratch("preload-cc");
+    let files = [
+        (
+            "Makefile",
+            "CFLAGS = -O1 -Wall -Werror\nprog: main.o util.o\n\t$(CC) -o $@ main.o util.o\n\
+             %.o: %.c util.h\n\t$(CC) $(CFLAGS) -c $< -o $@\n",
+        ),
+        ("util.h", "int twice(int);\n"),
+        ("util.c", "#include \"util.h\"\nint twice(int x) { return 2 * x; }\n"),
+        (
+            "main.c",
+            "#include <stdio.h>\n#include \"util.h\"\nint main(void) { printf(\"%d\\n\", twice(21)); return 0; }\n",
+        ),
+    ];
+    for (name, text) in files {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    let out = dir.join("prog.out");
+    let script = format!(
+        "set -e; mkdir /atomfs/c; cd /atomfs/c; for f in Makefile util.h util.c main.c; do \
+         cp {d}/$f .; done; make -s -j2; ls; cat prog > {out}",
+        d = dir.display(),
+        out = out.display()
+    );
+    let listing = ok(&sh(&dir, &script), "make");
+    assert_eq!(
+        listing,
+        "Makefile\nmain.c\nmain.o\nprog\nutil.c\nutil.h\nutil.o\n"
+    );
+    std::fs::set_permissions(&out, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let ran = Command::new(&out).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&ran.stdout), "42\n");
+}
