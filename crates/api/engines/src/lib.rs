@@ -364,6 +364,17 @@ fn client_of(
     let socket = remote::socket_for(path);
     let client = match remote::RemoteStore::connect(&socket) {
         Ok(client) => client,
+        // A server answered but speaks another version of the protocol (an older or newer
+        // atomfs serves the store): say so, not only that the store is busy.
+        Err(Error::UnsupportedVersion {
+            found, supported, ..
+        }) => {
+            return Err(Error::Busy(format!(
+                "{busy}; its server at {} speaks protocol version {supported}, this build {found} \
+                 (run the same atomfs build on both sides)",
+                socket.display()
+            )))
+        }
         Err(_) => return Err(Error::Busy(busy)),
     };
     let engine = probe(path)?;
