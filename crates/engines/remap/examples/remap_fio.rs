@@ -6,7 +6,7 @@
 //! writes per second, the ratio to OJ, and device bytes written (/sys/block/loopN/stat,
 //! checkpoint and writeback included) per byte of update. Needs root.
 //!
-//! `cargo run -p atomfs-remap --release --example fio [-- SECONDS_PER_POINT]`
+//! `cargo run -p atomfs-remap --release --example remap_fio [-- SECONDS_PER_POINT]`
 
 #![allow(clippy::unwrap_used)] // a measurement tool: a failure ends it with its message
 
