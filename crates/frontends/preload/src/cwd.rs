@@ -147,7 +147,8 @@ pub unsafe extern "C" fn fchdir(fd: c_int) -> c_int {
     }
 }
 
-fn real_getcwd(buf: *mut c_char, size: usize) -> *mut c_char {
+/// The kernel's getcwd, whatever the virtual working directory is.
+pub(crate) fn real_getcwd(buf: *mut c_char, size: usize) -> *mut c_char {
     match crate::real::real!(getcwd: GetcwdFn) {
         // SAFETY: forwarding the caller's arguments unchanged.
         Some(f) => unsafe { f(buf, size) },

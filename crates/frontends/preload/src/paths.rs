@@ -50,8 +50,8 @@ fn full_path(dirfd: c_int, path: &[u8]) -> Option<(Vec<u8>, bool)> {
             return Some((full, true));
         }
         let mut cwd = vec![0u8; PATH_MAX];
-        // SAFETY: buffer of the given size; getcwd is not intercepted.
-        let p = unsafe { libc::getcwd(cwd.as_mut_ptr().cast(), cwd.len()) };
+        // The kernel's working directory (the virtual one was looked at above).
+        let p = crate::cwd::real_getcwd(cwd.as_mut_ptr().cast(), cwd.len());
         if p.is_null() {
             return None;
         }
