@@ -182,16 +182,24 @@ mount_volume() {
 }
 
 # The pid of the FUSE client serving mount point $1: the glusterfs process whose last
-# argument is exactly that (scratch) mount point.
+# argument is exactly that (scratch) mount point, the newest one when several are (the client
+# of a lazily detached mount lives on until its last descriptor closes, then exits).
 client_pid() {
-    local at=$1 p
+    local at=$1 p start best="" best_start=-1
     for p in /proc/[0-9]*; do
         [ "$(readlink "$p/exe" 2>/dev/null)" = /usr/sbin/glusterfsd ] || continue
         if tr '\0' '\n' <"$p/cmdline" 2>/dev/null | tail -n 1 | grep -qxF "$at"; then
-            echo "${p#/proc/}"
-            return 0
+            # Field 22 of /proc/PID/stat is the start time; the command name (field 2) may
+            # hold spaces, so count from after its closing parenthesis.
+            start=$(sed 's/.*) //' "$p/stat" 2>/dev/null | awk '{ print $20 }')
+            [ -n "$start" ] || continue
+            if [ "$start" -gt "$best_start" ]; then
+                best=${p#/proc/}
+                best_start=$start
+            fi
         fi
     done
+    [ -z "$best" ] || echo "$best"
 }
 
 up() {
