@@ -8,8 +8,9 @@ use pmem::Region;
 use std::any::Any;
 use std::collections::HashMap;
 use store::{
-    path::check_entry_name, DirEntry, Error, Fh, FileKind, FsckReport, Ino, Limit, Metadata,
-    OpenFlags, Result, SetAttr, StatFs, Store, TxId, NAME_MAX, ROOT_INO,
+    check_symlink_target, check_xattr_name, check_xattr_value, path::check_entry_name, DirEntry,
+    Error, Fallocate, Fh, FileKind, FsckReport, Ino, Limit, Metadata, OpenFlags, RenameMode,
+    Result, SetAttr, StatFs, Store, TxId, XattrSet, NAME_MAX, ROOT_INO,
 };
 
 impl<R: Region, H: HostFs> Store for JournalStore<R, H> {
@@ -29,7 +30,7 @@ impl<R: Region, H: HostFs> Store for JournalStore<R, H> {
             b"." => parent,
             b".." => match &s.node(parent)?.body {
                 Body::Dir { parent, .. } => *parent,
-                Body::File => return Err(Error::NotDir(format!("inode {parent}"))),
+                _ => return Err(Error::NotDir(format!("inode {parent}"))),
             },
             _ => *s
                 .entries(parent)?
@@ -79,6 +80,129 @@ impl<R: Region, H: HostFs> Store for JournalStore<R, H> {
     fn mkdir(&self, parent: Ino, name: &[u8], perm: u32, tx: Option<TxId>) -> Result<Metadata> {
         self.in_tx(tx, |s, t| {
             s.new_node(parent, name, FileKind::Dir, perm, t, tx)
+        })
+    }
+
+    fn symlink(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        target: &[u8],
+        tx: Option<TxId>,
+    ) -> Result<Metadata> {
+        check_symlink_target(target)?;
+        self.in_tx(tx, |s, t| {
+            s.format.require_v2("symbolic links")?;
+            s.new_symlink(parent, name, target, t, tx)
+        })
+    }
+
+    fn readlink(&self, ino: Ino) -> Result<Vec<u8>> {
+        let s = self.lock_open()?;
+        match &s.node(ino)?.body {
+            Body::Symlink { target } => Ok(target.clone()),
+            _ => Err(Error::InvalidArgument(format!(
+                "inode {ino} is not a symlink"
+            ))),
+        }
+    }
+
+    fn mknod(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        kind: FileKind,
+        perm: u32,
+        rdev: u64,
+        tx: Option<TxId>,
+    ) -> Result<Metadata> {
+        self.in_tx(tx, |s, t| {
+            s.format.require_v2("special files (mknod)")?;
+            s.new_special(parent, name, (kind, perm, rdev), t, tx)
+        })
+    }
+
+    fn tmpfile(
+        &self,
+        parent: Ino,
+        perm: u32,
+        flags: OpenFlags,
+        tx: Option<TxId>,
+    ) -> Result<(Metadata, Fh)> {
+        let max = self.config.open_files_max;
+        let meta = self.in_tx(tx, |s, t| {
+            handle_room(s.handles.len(), max)?;
+            s.new_unnamed(parent, perm, t, tx)
+        })?;
+        let mut s = self.lock_open()?;
+        let fh = new_handle(&mut s, meta.ino, flags);
+        if let Some(user) = tx {
+            s.bind(user, fh)?;
+        }
+        Ok((meta, fh))
+    }
+
+    fn rename_with(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        new_parent: Ino,
+        new_name: &[u8],
+        mode: RenameMode,
+        tx: Option<TxId>,
+    ) -> Result<()> {
+        let (from, to) = ((parent, name), (new_parent, new_name));
+        match mode {
+            RenameMode::Replace => self.rename(parent, name, new_parent, new_name, tx),
+            RenameMode::NoReplace => self.in_tx(tx, |s, t| s.rename_noreplace(from, to, t, tx)),
+            RenameMode::Exchange => self.in_tx(tx, |s, t| s.exchange(from, to, t, tx)),
+        }
+    }
+
+    fn fallocate(&self, fh: Fh, op: Fallocate, off: u64, len: u64) -> Result<()> {
+        self.fallocate_data(fh, op, off, len)
+    }
+
+    fn getxattr(&self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
+        check_xattr_name(name)?;
+        let s = self.lock_open()?;
+        s.format.require_v2("extended attributes")?;
+        s.node(ino)?
+            .xattrs
+            .get(name)
+            .cloned()
+            .ok_or_else(|| Error::NoAttribute(name_str(name)))
+    }
+
+    fn setxattr(
+        &self,
+        ino: Ino,
+        name: &[u8],
+        value: &[u8],
+        how: XattrSet,
+        tx: Option<TxId>,
+    ) -> Result<()> {
+        check_xattr_name(name)?;
+        check_xattr_value(value)?;
+        let max = self.config.xattr_bytes_max;
+        self.in_tx(tx, |s, t| {
+            s.format.require_v2("extended attributes")?;
+            s.change_xattr((ino, name), Some(value), how, max, (t, tx))
+        })
+    }
+
+    fn listxattr(&self, ino: Ino) -> Result<Vec<Vec<u8>>> {
+        let s = self.lock_open()?;
+        s.format.require_v2("extended attributes")?;
+        Ok(s.node(ino)?.xattrs.keys().cloned().collect())
+    }
+
+    fn removexattr(&self, ino: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
+        check_xattr_name(name)?;
+        let max = self.config.xattr_bytes_max;
+        self.in_tx(tx, |s, t| {
+            s.format.require_v2("extended attributes")?;
+            s.change_xattr((ino, name), None, XattrSet::Either, max, (t, tx))
         })
     }
 
@@ -143,6 +267,7 @@ impl<R: Region, H: HostFs> Store for JournalStore<R, H> {
             if s.node(ino)?.meta.is_dir() {
                 return Err(Error::NotPermitted("hard link to a directory".into()));
             }
+            s.check_linkable(ino)?;
             if s.entries(new_parent)?.contains_key(new_name) {
                 return Err(Error::Exists(name_str(new_name)));
             }
@@ -167,23 +292,8 @@ impl<R: Region, H: HostFs> Store for JournalStore<R, H> {
     fn open(&self, ino: Ino, flags: OpenFlags) -> Result<Fh> {
         let mut s = self.lock_open()?;
         s.file_node(ino)?;
-        if s.handles.len() >= self.config.open_files_max {
-            return Err(Error::TooMany {
-                what: "open files",
-                max: self.config.open_files_max as u64,
-            });
-        }
-        let fh = s.next_fh;
-        s.next_fh += 1;
-        let handle = Handle {
-            ino,
-            flags,
-            atomic: flags.atomic,
-            shadow: None,
-            tx: None,
-        };
-        s.handles.insert(fh, handle);
-        Ok(Fh(fh))
+        handle_room(s.handles.len(), self.config.open_files_max)?;
+        Ok(new_handle(&mut s, ino, flags))
     }
 
     fn release(&self, fh: Fh) -> Result<()> {
@@ -381,6 +491,18 @@ impl<R: Region, H: HostFs> Store for JournalStore<R, H> {
             "ENOSPC",
         ));
         all.push(Limit::new(
+            "extended attribute bytes per inode (names and values)",
+            cfg.xattr_bytes_max,
+            None,
+            "ENOSPC",
+        ));
+        all.push(Limit::new(
+            "punched block ranges per file (past it a punch zeroes but frees nothing)",
+            super::meta_log::PUNCHED_RANGES_MAX as u64,
+            None,
+            "none",
+        ));
+        all.push(Limit::new(
             "file size bytes",
             super::data::FILE_SIZE_MAX,
             None,
@@ -438,6 +560,32 @@ impl<R: Region, H: HostFs> Store for JournalStore<R, H> {
     fn as_any(&self) -> &dyn Any {
         self
     }
+}
+
+/// EMFILE when `open` handles are already the most a store keeps.
+fn handle_room(open: usize, max: usize) -> Result<()> {
+    if open >= max {
+        return Err(Error::TooMany {
+            what: "open files",
+            max: max as u64,
+        });
+    }
+    Ok(())
+}
+
+/// A new handle on file `ino` (room checked by [`handle_room`]).
+fn new_handle(s: &mut super::namespace::Inner, ino: Ino, flags: OpenFlags) -> Fh {
+    let fh = s.next_fh;
+    s.next_fh += 1;
+    let handle = Handle {
+        ino,
+        flags,
+        atomic: flags.atomic,
+        shadow: None,
+        tx: None,
+    };
+    s.handles.insert(fh, handle);
+    Fh(fh)
 }
 
 /// Every entry names an inode, and every inode's link count matches its names.

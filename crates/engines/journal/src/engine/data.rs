@@ -6,12 +6,13 @@
 //! append, a freed inode): up to the file's high-water mark, past which the home file is
 //! shorter and the journal holds nothing.
 
-use super::namespace::{Inner, Shadow};
+use super::namespace::{Body, Inner, Node, Shadow};
+use super::punched::Punched;
 use super::JournalStore;
 use crate::layout::HOME_BLOCK_MAX;
 use hostfs::HostFs;
 use pmem::Region;
-use store::{Error, Fh, Ino, Result, TxId};
+use store::{Error, Fallocate, Fh, Ino, Result, TxId};
 
 /// Largest file (the journal header's 24-bit home block number).
 pub const FILE_SIZE_MAX: u64 = (HOME_BLOCK_MAX + 1) * 4096;
@@ -186,19 +187,21 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
         s.tx_mut(t)?.core = core;
         r?;
         self.raise_high_water(s, ino, end)?;
+        change_punched(s, ino, |p| p.fill(off, end))?;
         self.set_size(s, ino, size.max(end))
     }
 
     /// Change the size (and times) of file `ino`, keeping the block count right.
     fn set_size(&self, s: &mut Inner, ino: Ino, size: u64) -> Result<()> {
-        let mut node = s.node(ino)?.clone();
         let now = store::now_ns();
-        node.meta.size = size;
-        node.meta.allocated = size.div_ceil(4096) * 4096;
-        node.meta.mtime = now;
-        node.meta.ctime = now;
-        s.put(ino, Some(node));
-        Ok(())
+        change_node(s, ino, |node| {
+            node.meta.size = size;
+            node.meta.mtime = now;
+            node.meta.ctime = now;
+            if let Body::File { punched } = &mut node.body {
+                punched.cut(size);
+            }
+        })
     }
 
     fn shadow_of(&self, s: &mut Inner, fh: Fh) -> Result<Shadow> {
@@ -324,8 +327,10 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
                 continue;
             };
             let ino = s.handle(*fh)?.ino;
+            // The shadow keeps no ranges: every punched block counts as allocated again.
             r = s
                 .save(t, ino)
+                .and_then(|_| change_punched(s, ino, |p| *p = Punched::default()))
                 .and_then(|_| self.set_size(s, ino, shadow.size));
             if r.is_err() {
                 break;
@@ -333,5 +338,155 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
             s.tx_mut(t)?.core.absorb(shadow.core);
         }
         self.finish_internal(s, t, r)
+    }
+}
+
+/// Change node `ino` by `f`, keeping `allocated` and the block count right.
+fn change_node(s: &mut Inner, ino: Ino, f: impl FnOnce(&mut Node)) -> Result<()> {
+    let node = s.node_mut(ino)?;
+    let before = node.blocks();
+    f(node);
+    node.refresh_allocated();
+    let after = node.blocks();
+    s.used_blocks = s.used_blocks - before + after;
+    Ok(())
+}
+
+/// Change the punched block ranges of file `ino` (nothing for another kind).
+fn change_punched(s: &mut Inner, ino: Ino, f: impl FnOnce(&mut Punched)) -> Result<()> {
+    change_node(s, ino, |node| {
+        if let Body::File { punched } = &mut node.body {
+            f(punched);
+        }
+    })
+}
+
+/// What a fallocate does to a file of `size` bytes, as the reference model: storage past the
+/// end of file is never kept, so a KEEP_SIZE range is cut at the size.
+#[derive(Clone, Copy, Debug)]
+struct Plan {
+    /// The size after it.
+    new_size: u64,
+    /// The range its storage change covers (`[off, limit)`).
+    limit: u64,
+    /// Bytes below the old size that become zeros: `[off, zero_end)` (punch, zero range).
+    zero_end: u64,
+}
+
+impl Plan {
+    fn of(op: Fallocate, off: u64, end: u64, size: u64) -> Plan {
+        let (keep, grows) = match op {
+            Fallocate::Allocate { keep_size } | Fallocate::ZeroRange { keep_size } => {
+                (keep_size, !keep_size && end > size)
+            }
+            Fallocate::PunchHole => (true, false),
+        };
+        let limit = if keep { end.min(size) } else { end };
+        let zero_end = match op {
+            Fallocate::Allocate { .. } => off,
+            _ => limit.min(size).max(off),
+        };
+        Plan {
+            new_size: if grows { end } else { size },
+            limit: limit.max(off),
+            zero_end,
+        }
+    }
+}
+
+impl<R: Region, H: HostFs> JournalStore<R, H> {
+    /// fallocate through `fh`. The content change is the write path's: zeros journaled over
+    /// the punched or zeroed bytes below the size, and a growth zero-filled as set_len does,
+    /// in the handle's transaction, its O_ATOMIC shadow or an internal transaction, so it is
+    /// atomic, durable and undone like a write. The storage change is accounting only
+    /// ([`Punched`]): the home file keeps its blocks (the checkpoint writes the zeros home).
+    pub(super) fn fallocate_data(&self, fh: Fh, op: Fallocate, off: u64, len: u64) -> Result<()> {
+        let mut s = self.lock_open()?;
+        s.handle(fh)?;
+        if len == 0 {
+            return Err(Error::InvalidArgument("fallocate of 0 bytes".into()));
+        }
+        let (ino, target, _) = Self::target(&s, fh, true)?;
+        let end = off
+            .checked_add(len)
+            .filter(|&e| e <= FILE_SIZE_MAX)
+            .ok_or_else(|| Error::FileTooLarge(format!("fallocate to {off} + {len}")))?;
+        match target {
+            Target::Shadow => {
+                let mut shadow = self.shadow_of(&mut s, fh)?;
+                let plan = Plan::of(op, off, end, shadow.size);
+                let r = self.capacity_check(&s, ino, plan.new_size).and_then(|_| {
+                    self.zero_plan(&mut s, &mut shadow.core, ino, shadow.size, off, plan, None)
+                });
+                if r.is_ok() {
+                    shadow.size = plan.new_size;
+                }
+                if let Some(h) = s.handles.get_mut(&fh.0) {
+                    h.shadow = Some(shadow);
+                }
+                r
+            }
+            Target::Tx(t) => self.tx_fallocate(&mut s, t, ino, op, (off, end)),
+            Target::Internal => {
+                let t = s.begin();
+                let r = self.tx_fallocate(&mut s, t, ino, op, (off, end));
+                self.finish_internal(&mut s, t, r)
+            }
+        }
+    }
+
+    /// The zeros of `plan` on a file of `size` bytes, into `core`.
+    #[allow(clippy::too_many_arguments)]
+    fn zero_plan(
+        &self,
+        s: &mut Inner,
+        core: &mut crate::Tx,
+        ino: Ino,
+        size: u64,
+        off: u64,
+        plan: Plan,
+        durable: Option<u64>,
+    ) -> Result<()> {
+        let zeros = vec![0u8; ZERO_CHUNK];
+        let mut at = off;
+        while at < plan.zero_end {
+            let n = (plan.zero_end - at).min(ZERO_CHUNK as u64) as usize;
+            self.journal
+                .write(core, ino as u32, at, &zeros[..n], durable)?;
+            at += n as u64;
+        }
+        if plan.new_size > size {
+            self.zero_fill(s, core, ino, size, plan.new_size, durable)?;
+        }
+        Ok(())
+    }
+
+    fn tx_fallocate(
+        &self,
+        s: &mut Inner,
+        t: TxId,
+        ino: Ino,
+        op: Fallocate,
+        (off, end): (u64, u64),
+    ) -> Result<()> {
+        let size = s.node(ino)?.meta.size;
+        let plan = Plan::of(op, off, end, size);
+        self.capacity_check(s, ino, plan.new_size)?;
+        s.save(t, ino)?;
+        let durable = Some(s.durable.get(&ino).copied().unwrap_or(0));
+        let mut core = std::mem::take(&mut s.tx_mut(t)?.core);
+        let r = self.zero_plan(s, &mut core, ino, size, off, plan, durable);
+        s.tx_mut(t)?.core = core;
+        r?;
+        let recorded = s.format == super::meta_log::MetaFormat::V2;
+        change_punched(s, ino, |p| match op {
+            // A version 1 log cannot record punched blocks: they stay counted.
+            Fallocate::PunchHole if recorded => {
+                p.punch(off, plan.zero_end);
+            }
+            Fallocate::PunchHole => {}
+            _ => p.fill(off, plan.limit),
+        })?;
+        self.set_size(s, ino, plan.new_size)
     }
 }

@@ -139,7 +139,7 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
         let mut inos: Vec<Ino> = s
             .nodes
             .iter()
-            .filter(|(_, n)| matches!(n.body, Body::File))
+            .filter(|(_, n)| matches!(n.body, Body::File { .. }))
             .map(|(i, _)| *i)
             .collect();
         inos.sort_unstable();

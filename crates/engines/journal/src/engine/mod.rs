@@ -11,6 +11,8 @@ mod data;
 mod home_check;
 pub mod meta_log;
 mod namespace;
+mod posix;
+mod punched;
 mod shared;
 
 use crate::home::HomeNamer;
@@ -19,7 +21,8 @@ use crate::{BlockKey, Checkpointer, Journal, JournalConfig};
 use home_check::LastClose;
 use hostfs::{HostFs, RealHostFs};
 use meta_log::{
-    header_block, parse_header, parse_log, Record, EXTENT_GRAIN, EXTENT_RECORD_LEN, LOG_START,
+    header_block, parse_header, parse_log, MetaFormat, Record, EXTENT_GRAIN, EXTENT_RECORD_LEN,
+    LOG_START,
 };
 use namespace::{Extents, Inner};
 use parking_lot::{Mutex, MutexGuard};
@@ -52,6 +55,8 @@ pub struct StoreConfig {
     pub open_files_max: usize,
     /// Open user transactions at once (EMFILE past it).
     pub open_transactions_max: usize,
+    /// Bytes of extended attribute names and values one inode holds (ENOSPC past it).
+    pub xattr_bytes_max: u64,
 }
 
 /// The longest metadata log any store reads (a sanity bound on a corrupt header).
@@ -66,6 +71,7 @@ impl Default for StoreConfig {
             metadata_log_bytes_max: METADATA_LOG_BYTES_LIMIT,
             open_files_max: 65_536,
             open_transactions_max: 4_096,
+            xattr_bytes_max: 128 << 10,
         }
     }
 }
@@ -174,15 +180,23 @@ fn pm_err(path: &Path, e: pmem::PmError) -> Error {
 impl<R: Region, H: HostFs> JournalStore<R, H> {
     /// Format `region` as an empty store over `host` and open it.
     pub fn create_on(region: R, host: H, config: &StoreConfig) -> Result<Self> {
+        Self::create_on_format(region, host, config, MetaFormat::V2)
+    }
+
+    /// Format `region` as an empty store whose metadata log is `format` (an older format:
+    /// what the previous build wrote, for compatibility tests) and open it.
+    #[doc(hidden)]
+    pub fn create_on_format(
+        region: R,
+        host: H,
+        config: &StoreConfig,
+        format: MetaFormat,
+    ) -> Result<Self> {
         let journal = Journal::create(region, host, home_namer(), config.journal.clone())?;
         let mut core = crate::Tx::new();
         let mut log = Vec::new();
         let root = namespace::root_node();
-        Record::Inode {
-            meta: root.meta,
-            parent: root.meta.ino,
-        }
-        .encode(&mut log);
+        namespace::inode_record(&root).encode(&mut log);
         Record::Extent {
             ino: META_FILE as Ino,
             end: EXTENT_GRAIN,
@@ -191,7 +205,7 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
         journal.write(&mut core, META_FILE, LOG_START, &log, Some(0))?;
         core.put_block(
             meta_header_key(),
-            &header_block(LOG_START + log.len() as u64),
+            &header_block(format, LOG_START + log.len() as u64),
         );
         journal.commit(core)?;
         Self::start(journal, config)
@@ -211,6 +225,7 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
             log_len,
             homes,
             last,
+            format,
         } = read_metadata(&journal, ino_max)?;
         let (extents, record_now) = match extents {
             Extents::Recorded(e) => {
@@ -222,7 +237,7 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
         };
         let store = JournalStore {
             journal: Arc::new(journal),
-            inner: Mutex::new(Inner::new(nodes, extents, log_len, ino_max)),
+            inner: Mutex::new(Inner::new(nodes, extents, log_len, ino_max, format)),
             config: config.clone(),
             checkpointer: Mutex::new(None),
         };
@@ -285,7 +300,7 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
         let new_len = s.log_len + log.len() as u64;
         self.journal
             .write(&mut core, META_FILE, s.log_len, &log, Some(s.log_len))?;
-        core.put_block(meta_header_key(), &header_block(new_len));
+        core.put_block(meta_header_key(), &header_block(s.format, new_len));
         self.journal.commit(core)?;
         s.log_len = new_len;
         s.extents = extents;
@@ -386,7 +401,7 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
         }
         self.journal
             .write(&mut core, META_FILE, s.log_len, &log, Some(s.log_len))?;
-        core.put_block(meta_header_key(), &header_block(new_len));
+        core.put_block(meta_header_key(), &header_block(s.format, new_len));
         self.journal.commit(core)?;
         s.log_len = new_len;
         s.extents.extend(extents);
@@ -423,7 +438,7 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
         let new_len = s.log_len + tail.len() as u64;
         self.journal
             .write(&mut core, META_FILE, s.log_len, &tail, Some(s.log_len))?;
-        core.put_block(meta_header_key(), &header_block(new_len));
+        core.put_block(meta_header_key(), &header_block(s.format, new_len));
         self.journal.commit(core)?;
         s.log_len = new_len;
         s.extents.extend(extents);
@@ -475,7 +490,7 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
         self.journal
             .write(&mut core, META_FILE, LOG_START, &log, Some(s.log_len))?;
         let new_len = LOG_START + log.len() as u64;
-        core.put_block(meta_header_key(), &header_block(new_len));
+        core.put_block(meta_header_key(), &header_block(s.format, new_len));
         self.journal.commit(core)?;
         s.log_len = new_len;
         Ok(())
@@ -526,6 +541,7 @@ struct Replayed {
     log_len: u64,
     homes: HashMap<Ino, meta_log::HomeRecord>,
     last: LastClose,
+    format: MetaFormat,
 }
 
 /// Read and replay the metadata log.
@@ -533,7 +549,7 @@ fn read_metadata<R: Region, H: HostFs>(journal: &Journal<R, H>, ino_max: Ino) ->
     let corrupt = |what: String| Error::Corrupt { what, offset: 0 };
     let mut header = vec![0u8; 4096];
     journal.read(None, META_FILE, 0, &mut header)?;
-    let log_len = parse_header(&header)
+    let (format, log_len) = parse_header(&header)
         .map_err(|e| corrupt(format!("metadata log: {e}")))?
         .ok_or_else(|| corrupt("metadata log missing (not a journal store)".into()))?;
     if log_len > METADATA_LOG_BYTES_LIMIT {
@@ -551,5 +567,6 @@ fn read_metadata<R: Region, H: HostFs>(journal: &Journal<R, H>, ino_max: Ino) ->
         log_len,
         homes,
         last,
+        format,
     })
 }

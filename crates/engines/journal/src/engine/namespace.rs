@@ -4,7 +4,8 @@
 //! one): the transaction keeps the undo images of what it changed and the set of inodes and
 //! entries to write to the metadata log when it commits.
 
-use super::meta_log::{HomeRecord, Record};
+use super::meta_log::{HomeRecord, MetaFormat, Record};
+use super::punched::Punched;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use store::{
     now_ns, path::check_entry_name, Error, Fh, FileKind, Ino, Metadata, OpenFlags, Result, TxId,
@@ -13,39 +14,69 @@ use store::{
 
 #[derive(Clone, Debug)]
 pub enum Body {
-    File,
+    /// A regular file (its data in its home file and the journal).
+    File { punched: Punched },
     Dir {
         entries: BTreeMap<Vec<u8>, Ino>,
         parent: Ino,
     },
+    /// A symbolic link (never followed by the store).
+    Symlink { target: Vec<u8> },
+    /// A FIFO, a socket or a device node: an inode only (the kernel opens them).
+    Special,
 }
+
+/// Whether a file with no name may get one ([`Store::link`](store::Store::link)): only an
+/// unnamed (O_TMPFILE) file that never had one, as linkat(2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Naming {
+    Named,
+    Unnamed,
+}
+
+/// Extended attributes of an inode, by name.
+pub type Xattrs = BTreeMap<Vec<u8>, Vec<u8>>;
 
 #[derive(Clone, Debug)]
 pub struct Node {
     pub meta: Metadata,
     pub body: Body,
+    /// Kept per name (like a directory's entries): undo images hold none.
+    pub xattrs: Xattrs,
+    pub naming: Naming,
 }
 
 impl Node {
+    /// Blocks of storage the node holds (a file's, punched blocks left out).
     pub fn blocks(&self) -> u64 {
-        match self.body {
-            Body::File => self.meta.size.div_ceil(4096),
-            Body::Dir { .. } => 0,
+        match &self.body {
+            Body::File { punched } => {
+                let blocks = self.meta.size.div_ceil(4096);
+                blocks - punched.blocks_below(blocks).min(blocks)
+            }
+            _ => 0,
         }
     }
 
-    /// A copy of the node without a directory's entries (an undo or committed image: the
-    /// entries are kept per name, so an operation never copies a large directory).
+    /// `meta.allocated` after a change of the size or the punched ranges.
+    pub fn refresh_allocated(&mut self) {
+        self.meta.allocated = self.blocks() * 4096;
+    }
+
+    /// A copy of the node without a directory's entries nor attributes (an undo or committed
+    /// image: those are kept per name, so an operation never copies a large directory).
     pub fn without_entries(&self) -> Node {
         Node {
             meta: self.meta,
             body: match &self.body {
-                Body::File => Body::File,
                 Body::Dir { parent, .. } => Body::Dir {
                     entries: BTreeMap::new(),
                     parent: *parent,
                 },
+                other => other.clone(),
             },
+            xattrs: Xattrs::new(),
+            naming: self.naming,
         }
     }
 
@@ -67,14 +98,19 @@ impl Node {
                 ctime: now,
                 rdev: 0,
             },
-            body: if dir {
-                Body::Dir {
+            body: match kind {
+                FileKind::Dir => Body::Dir {
                     entries: BTreeMap::new(),
                     parent,
-                }
-            } else {
-                Body::File
+                },
+                FileKind::File => Body::File {
+                    punched: Punched::default(),
+                },
+                FileKind::Symlink => Body::Symlink { target: Vec::new() },
+                _ => Body::Special,
             },
+            xattrs: Xattrs::new(),
+            naming: Naming::Named,
         }
     }
 }
@@ -100,6 +136,8 @@ pub struct Handle {
 pub struct Dirty {
     pub inodes: BTreeSet<Ino>,
     pub entries: BTreeSet<(Ino, Vec<u8>)>,
+    /// Extended attributes, by inode and name.
+    pub xattrs: BTreeSet<(Ino, Vec<u8>)>,
 }
 
 #[derive(Debug, Default)]
@@ -115,6 +153,8 @@ pub struct Tx {
     pub core: crate::Tx,
     /// The first value of every entry the transaction changed (`None`: no entry).
     pub entry_undo: HashMap<(Ino, Vec<u8>), Option<Ino>>,
+    /// The first value of every extended attribute the transaction changed (`None`: none).
+    pub xattr_undo: HashMap<(Ino, Vec<u8>), Option<Vec<u8>>>,
     /// Links this transaction added (negative: dropped), per inode.
     pub nlink: HashMap<Ino, i64>,
     /// What this transaction did to each inode's fields (see [`super::shared`]).
@@ -150,6 +190,8 @@ pub struct Inner {
     pub ino_max: Ino,
     /// What the store recorded of each home file (live inodes).
     pub homes: HashMap<Ino, super::meta_log::HomeRecord>,
+    /// What the metadata log can record (its header's version).
+    pub format: MetaFormat,
 }
 
 impl Inner {
@@ -158,6 +200,7 @@ impl Inner {
         extents: HashMap<Ino, u64>,
         log_len: u64,
         ino_max: Ino,
+        format: MetaFormat,
     ) -> Inner {
         let next_ino = nodes.keys().max().copied().unwrap_or(ROOT_INO) + 1;
         let used_blocks = nodes.values().map(Node::blocks).sum();
@@ -178,6 +221,7 @@ impl Inner {
             shared: HashMap::new(),
             ino_max,
             homes: HashMap::new(),
+            format,
         }
     }
 
@@ -204,14 +248,14 @@ impl Inner {
     pub fn entries(&self, dir: Ino) -> Result<&BTreeMap<Vec<u8>, Ino>> {
         match &self.node(dir)?.body {
             Body::Dir { entries, .. } => Ok(entries),
-            Body::File => Err(Error::NotDir(format!("inode {dir}"))),
+            _ => Err(Error::NotDir(format!("inode {dir}"))),
         }
     }
 
     fn entries_mut(&mut self, dir: Ino) -> Result<&mut BTreeMap<Vec<u8>, Ino>> {
         match &mut self.node_mut(dir)?.body {
             Body::Dir { entries, .. } => Ok(entries),
-            Body::File => Err(Error::NotDir(format!("inode {dir}"))),
+            _ => Err(Error::NotDir(format!("inode {dir}"))),
         }
     }
 
@@ -305,7 +349,7 @@ impl Inner {
 
     /// Set (or remove) the entry `name` of `dir` in `tx`, keeping its first value in the
     /// transaction for an abort.
-    fn set_entry(&mut self, tx: TxId, dir: Ino, name: &[u8], to: Option<Ino>) -> Result<()> {
+    pub fn set_entry(&mut self, tx: TxId, dir: Ino, name: &[u8], to: Option<Ino>) -> Result<()> {
         let before = self.entries(dir)?.get(name).copied();
         let t = self.tx_mut(tx)?;
         let key = (dir, name.to_vec());
@@ -347,21 +391,28 @@ impl Inner {
         let orphan = self.nodes.get(&ino).is_some_and(|n| n.meta.nlink == 0);
         if orphan && self.open_count(ino) == 0 {
             self.save(tx, ino)?;
+            self.keep_xattrs(tx, ino)?;
             self.put(ino, None);
         }
         Ok(())
     }
 
+    /// A regular file; what open(2) answers for any other kind.
     pub fn file_node(&self, ino: Ino) -> Result<&Node> {
         let n = self.node(ino)?;
         match n.body {
-            Body::File => Ok(n),
+            Body::File { .. } => Ok(n),
             Body::Dir { .. } => Err(Error::IsDir(format!("inode {ino}"))),
+            // The store never follows a link: opening one is open(O_NOFOLLOW) on it.
+            Body::Symlink { .. } => Err(Error::SymlinkLoop(format!(
+                "inode {ino} is a symbolic link"
+            ))),
+            Body::Special => Err(Error::special_open(ino, n.meta.kind)),
         }
     }
 
     /// A free inode number: the next never used one, else one whose removal is committed.
-    fn alloc_ino(&mut self) -> Result<Ino> {
+    pub fn alloc_ino(&mut self) -> Result<Ino> {
         if self.next_ino <= self.ino_max {
             self.next_ino += 1;
             return Ok(self.next_ino - 1);
@@ -409,7 +460,7 @@ impl Inner {
         Ok(meta)
     }
 
-    fn is_ancestor(&self, ancestor: Ino, mut ino: Ino) -> bool {
+    pub fn is_ancestor(&self, ancestor: Ino, mut ino: Ino) -> bool {
         loop {
             if ino == ancestor {
                 return true;
@@ -538,9 +589,15 @@ impl Inner {
         self.save(tx, ino)?;
         self.set_entry(tx, new_parent, new_name, Some(ino))?;
         self.add_links(tx, ino, 1)?;
+        let now = now_ns();
         let n = self.node_mut(ino)?;
-        n.meta.ctime = now_ns();
-        Ok(n.meta)
+        n.meta.ctime = now;
+        n.naming = Naming::Named;
+        let meta = n.meta;
+        let dir = self.node_mut(new_parent)?;
+        dir.meta.mtime = now;
+        dir.meta.ctime = now;
+        Ok(meta)
     }
 
     pub fn unbind(&mut self, tx: TxId) {
@@ -591,6 +648,22 @@ impl Inner {
                 },
             });
         }
+        for (ino, name) in &dirty.xattrs {
+            let Some(node) = self.nodes.get(ino) else {
+                continue; // freed: its FreeInode drops every attribute
+            };
+            live.push(match node.xattrs.get(name) {
+                Some(value) => Record::Xattr {
+                    ino: *ino,
+                    name: name.clone(),
+                    value: value.clone(),
+                },
+                None => Record::NoXattr {
+                    ino: *ino,
+                    name: name.clone(),
+                },
+            });
+        }
         live.extend(freed);
         live
     }
@@ -620,6 +693,16 @@ impl Inner {
                 .into_iter()
                 .map(|(&ino, &end)| Record::Extent { ino, end }),
         );
+        for &ino in &inos {
+            let Some(node) = self.nodes.get(ino) else {
+                continue;
+            };
+            out.extend(node.xattrs.iter().map(|(name, value)| Record::Xattr {
+                ino: *ino,
+                name: name.clone(),
+                value: value.clone(),
+            }));
+        }
         for ino in inos {
             if let Ok(entries) = self.entries(*ino) {
                 for (name, child) in entries {
@@ -636,13 +719,17 @@ impl Inner {
 }
 
 pub fn inode_record(n: &Node) -> Record {
-    let parent = match n.body {
-        Body::Dir { parent, .. } => parent,
-        Body::File => 0,
+    let (parent, target, punched) = match &n.body {
+        Body::Dir { parent, .. } => (*parent, Vec::new(), Vec::new()),
+        Body::File { punched } => (0, Vec::new(), punched.ranges().to_vec()),
+        Body::Symlink { target } => (0, target.clone(), Vec::new()),
+        Body::Special => (0, Vec::new(), Vec::new()),
     };
     Record::Inode {
         meta: n.meta,
         parent,
+        target,
+        punched,
     }
 }
 
@@ -673,22 +760,37 @@ pub fn replay(
                     .or_insert(0);
                 *e = (*e).max(end);
             }
-            Record::Inode { meta, parent } => {
+            Record::Inode {
+                meta,
+                parent,
+                target,
+                punched,
+            } => {
                 if meta.ino == 0 || meta.ino > ino_max {
                     return Err(format!("inode number {}", meta.ino));
                 }
-                let body = match (meta.kind, nodes.remove(&meta.ino).map(|n| n.body)) {
-                    (FileKind::Dir, Some(Body::Dir { entries, .. })) => {
-                        Body::Dir { entries, parent }
-                    }
-                    (FileKind::Dir, _) => Body::Dir {
-                        entries: BTreeMap::new(),
-                        parent,
-                    },
-                    (FileKind::File, _) => Body::File,
-                    (kind, _) => return Err(format!("{kind:?} inode")),
+                let old = nodes.remove(&meta.ino);
+                let xattrs = old.as_ref().map(|n| n.xattrs.clone()).unwrap_or_default();
+                let body = replayed_body(meta, parent, target, punched, old.map(|n| n.body))?;
+                let mut node = Node {
+                    meta,
+                    body,
+                    xattrs,
+                    naming: Naming::Named,
                 };
-                nodes.insert(meta.ino, Node { meta, body });
+                node.refresh_allocated();
+                nodes.insert(meta.ino, node);
+            }
+            Record::Xattr { ino, name, value } => match nodes.get_mut(&ino) {
+                Some(n) => {
+                    n.xattrs.insert(name, value);
+                }
+                None => return Err(format!("attribute of missing inode {ino}")),
+            },
+            Record::NoXattr { ino, name } => {
+                if let Some(n) = nodes.get_mut(&ino) {
+                    n.xattrs.remove(&name);
+                }
             }
             Record::FreeInode { ino } => {
                 nodes.remove(&ino);
@@ -711,6 +813,44 @@ pub fn replay(
         nodes,
         extents.map_or(Extents::Unrecorded, Extents::Recorded),
     ))
+}
+
+/// The body of a replayed Inode record (`old`: the inode's body before it, whose entries a
+/// directory keeps).
+fn replayed_body(
+    meta: Metadata,
+    parent: Ino,
+    target: Vec<u8>,
+    punched: Vec<(u64, u64)>,
+    old: Option<Body>,
+) -> std::result::Result<Body, String> {
+    let ino = meta.ino;
+    if meta.kind != FileKind::Symlink && !target.is_empty() {
+        return Err(format!("inode {ino}: a {:?} with a link target", meta.kind));
+    }
+    if meta.kind != FileKind::File && !punched.is_empty() {
+        return Err(format!("inode {ino}: a {:?} with punched blocks", meta.kind));
+    }
+    Ok(match (meta.kind, old) {
+        (FileKind::Dir, Some(Body::Dir { entries, .. })) => Body::Dir { entries, parent },
+        (FileKind::Dir, _) => Body::Dir {
+            entries: BTreeMap::new(),
+            parent,
+        },
+        (FileKind::File, _) => Body::File {
+            punched: Punched::from_ranges(punched)
+                .ok_or_else(|| format!("inode {ino}: punched ranges out of order"))?,
+        },
+        (FileKind::Symlink, _) => {
+            store::check_symlink_target(&target)
+                .map_err(|e| format!("inode {ino}: link target: {e}"))?;
+            if meta.size != target.len() as u64 {
+                return Err(format!("inode {ino}: link size {} ", meta.size));
+            }
+            Body::Symlink { target }
+        }
+        (_, _) => Body::Special,
+    })
 }
 
 fn check_tree(nodes: &HashMap<Ino, Node>) -> std::result::Result<(), String> {

@@ -50,8 +50,8 @@ impl Attrs {
         (m.perm, m.uid, m.gid) = (perm as u32, uid as u32, gid as u32);
         (m.atime, m.mtime, m.ctime) = (atime, mtime, ctime);
         m.size = size;
-        m.allocated = size.div_ceil(4096) * 4096;
         set_parent(n, parent);
+        n.refresh_allocated();
     }
 
     /// Bit i set: field i differs.
@@ -106,7 +106,7 @@ pub struct Shared {
 fn parent_of(n: &Node) -> Ino {
     match n.body {
         Body::Dir { parent, .. } => parent,
-        Body::File => 0,
+        _ => 0,
     }
 }
 
@@ -236,6 +236,14 @@ impl Inner {
                 };
             }
         }
+        for ((ino, name), before) in &t.xattr_undo {
+            if let Some(n) = self.nodes.get_mut(ino) {
+                match before {
+                    Some(value) => n.xattrs.insert(name.clone(), value.clone()),
+                    None => n.xattrs.remove(name),
+                };
+            }
+        }
         for (ino, _) in &t.undo {
             if let Some(sh) = self.shared.get_mut(ino) {
                 if sh.last == t.id {
@@ -250,9 +258,25 @@ impl Inner {
     /// too, and committed meanwhile). Entries are put back per name by the caller.
     fn take_back(&mut self, t: &Tx, ino: Ino) {
         let blocks_before = self.nodes.get(&ino).map_or(0, Node::blocks);
+        let alone = !self.changed_by_other(t.id, ino);
+        let image = t
+            .undo
+            .iter()
+            .find(|(i, _)| *i == ino)
+            .and_then(|(_, image)| image.clone());
         let Some(n) = self.nodes.get_mut(&ino) else {
             return;
         };
+        if let Some(image) = image {
+            // Not field by field: the punched blocks (accounting only) go back when no other
+            // transaction changed the file; an unnamed file linked in `t` is unnamed again.
+            if let (true, Body::File { punched }, Body::File { punched: old }) =
+                (alone, &mut n.body, &image.body)
+            {
+                *punched = old.clone();
+            }
+            n.naming = image.naming;
+        }
         let links = n.meta.nlink as i64 - t.nlink.get(&ino).copied().unwrap_or(0);
         if let Some(own) = t.own.get(&ino) {
             // Each field it set goes back, unless another transaction changed it after.
@@ -265,6 +289,7 @@ impl Inner {
             attrs.put(n);
         }
         n.meta.nlink = links.clamp(0, u32::MAX as i64) as u32;
+        n.refresh_allocated();
         let blocks_after = n.blocks();
         self.used_blocks = self.used_blocks - blocks_before + blocks_after;
     }
