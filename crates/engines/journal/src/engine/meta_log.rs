@@ -118,15 +118,34 @@ pub enum Record {
         /// A regular file's punched (unallocated) ranges of 4 KiB blocks, `[first, end)`.
         punched: Vec<(u64, u64)>,
     },
-    FreeInode { ino: Ino },
-    Entry { dir: Ino, name: Vec<u8>, ino: Ino },
-    NoEntry { dir: Ino, name: Vec<u8> },
-    Extent { ino: Ino, end: u64 },
+    FreeInode {
+        ino: Ino,
+    },
+    Entry {
+        dir: Ino,
+        name: Vec<u8>,
+        ino: Ino,
+    },
+    NoEntry {
+        dir: Ino,
+        name: Vec<u8>,
+    },
+    Extent {
+        ino: Ino,
+        end: u64,
+    },
     Home(HomeRecord),
     Clean,
     Opened,
-    Xattr { ino: Ino, name: Vec<u8>, value: Vec<u8> },
-    NoXattr { ino: Ino, name: Vec<u8> },
+    Xattr {
+        ino: Ino,
+        name: Vec<u8>,
+        value: Vec<u8>,
+    },
+    NoXattr {
+        ino: Ino,
+        name: Vec<u8>,
+    },
 }
 
 /// What the store knows of a home file (a [`Record::Home`]).
@@ -368,7 +387,10 @@ fn decode_inode(q: &mut Reader<'_>, node: bool) -> Result<Record, String> {
     let allocated = match kind {
         FileKind::File | FileKind::Dir => {
             let blocks = size.div_ceil(4096);
-            let punched: u64 = punched.iter().map(|&(a, b)| b.min(blocks).saturating_sub(a)).sum();
+            let punched: u64 = punched
+                .iter()
+                .map(|&(a, b)| b.min(blocks).saturating_sub(a))
+                .sum();
             (blocks - punched.min(blocks)) * 4096
         }
         _ => 0,

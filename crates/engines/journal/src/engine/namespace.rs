@@ -829,7 +829,10 @@ fn replayed_body(
         return Err(format!("inode {ino}: a {:?} with a link target", meta.kind));
     }
     if meta.kind != FileKind::File && !punched.is_empty() {
-        return Err(format!("inode {ino}: a {:?} with punched blocks", meta.kind));
+        return Err(format!(
+            "inode {ino}: a {:?} with punched blocks",
+            meta.kind
+        ));
     }
     Ok(match (meta.kind, old) {
         (FileKind::Dir, Some(Body::Dir { entries, .. })) => Body::Dir { entries, parent },
