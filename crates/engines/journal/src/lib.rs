@@ -32,7 +32,7 @@ pub mod layout;
 pub mod versions;
 pub mod wear;
 
-pub use engine::meta_log::MetaFormat;
+pub use engine::meta_log::{self, MetaFormat};
 pub use engine::{
     home_namer, recorded_home, HostJournalStore, JournalStore, StoreConfig, META_NAME,
 };

@@ -320,3 +320,94 @@ fn an_aborted_link_leaves_the_unnamed_file_linkable() {
     assert!(s.getattr(m.ino).is_err(), "released with no name: freed");
     clean(&s);
 }
+
+/// Append raw `records` to the metadata log of `s` (as a corrupt or hostile log would hold
+/// them), in one journal commit with the header's new length.
+fn append_records(s: &SimStore, records: &[journal::meta_log::Record]) {
+    use journal::meta_log::{header_block, parse_header};
+    let j = s.journal();
+    let mut header = vec![0u8; 4096];
+    j.read(None, 0, 0, &mut header).unwrap();
+    let (format, len) = parse_header(&header).unwrap().unwrap();
+    let mut bytes = Vec::new();
+    for r in records {
+        r.encode(&mut bytes);
+    }
+    let mut tx = Tx::new();
+    j.write(&mut tx, 0, len, &bytes, Some(len)).unwrap();
+    tx.put_block(
+        BlockKey { file: 0, block: 0 },
+        &header_block(format, len + bytes.len() as u64),
+    );
+    j.commit(tx).unwrap();
+}
+
+/// A log holding what the calls never write: fsck names it, or open refuses it as corrupt
+/// (never a panic).
+#[test]
+fn hostile_records_are_found_by_fsck_or_refused_at_open() {
+    use journal::meta_log::Record;
+    let cfg = config();
+    let (region, host, s) = new_store(&cfg, MetaFormat::V2);
+    let f = s.create(ROOT_INO, b"f", 0o644, None).unwrap();
+    s.setxattr(f.ino, b"user.a", &[1; 90], XattrSet::Either, None)
+        .unwrap();
+    let fifo = s
+        .mknod(ROOT_INO, b"p", FileKind::Fifo, 0o600, 0, None)
+        .unwrap();
+    append_records(
+        &s,
+        &[
+            Record::Xattr {
+                ino: f.ino,
+                name: b"os2.bad".to_vec(),
+                value: b"x".to_vec(),
+            },
+            Record::Inode {
+                meta: store::Metadata { rdev: 9, ..fifo },
+                parent: 0,
+                target: vec![],
+                punched: vec![],
+            },
+        ],
+    );
+    drop(s);
+    // A smaller attribute allowance than the store was written with is reported too.
+    let small = StoreConfig {
+        xattr_bytes_max: 50,
+        ..cfg.clone()
+    };
+    let (region, host, s) = reopen_media(&region, &host, &small).unwrap();
+    let report = s.fsck().unwrap();
+    let problems = format!("{:?}", report.problems);
+    for want in ["os2.bad", "device number", "past the 50"] {
+        assert!(problems.contains(want), "{want} not in {problems}");
+    }
+    // An attribute of an inode that does not exist, a link whose size is not its target's.
+    for bad in [
+        Record::Xattr {
+            ino: 999,
+            name: b"user.x".to_vec(),
+            value: vec![],
+        },
+        Record::Inode {
+            meta: store::Metadata {
+                kind: FileKind::Symlink,
+                size: 3,
+                ..fifo
+            },
+            parent: 0,
+            target: b"four".to_vec(),
+            punched: vec![],
+        },
+    ] {
+        let (r, h, s) = reopen_media(&region, &host, &cfg).unwrap();
+        append_records(&s, &[bad.clone()]);
+        drop(s);
+        match reopen(&r, &h, &cfg) {
+            Err(Error::Corrupt { what, .. }) => assert!(what.contains("metadata log"), "{what}"),
+            Err(e) => panic!("{bad:?}: another error: {e}"),
+            Ok(_) => panic!("{bad:?}: opened"),
+        }
+    }
+}

@@ -537,6 +537,7 @@ impl<R: Region, H: HostFs> Store for JournalStore<R, H> {
             Err(e) => report.problem(e.to_string(), "home directory"),
         }
         check_links(&s.nodes, &mut report);
+        super::posix::check_nodes(&s.nodes, self.config.xattr_bytes_max, &mut report);
         report.checked.push(("inodes".into(), s.nodes.len() as u64));
         report
             .checked

@@ -5,8 +5,10 @@
 //! transaction's commit, all or nothing, and is undone by its abort.
 
 use super::namespace::{name_str, Body, Inner, Naming, Node};
+use std::collections::HashMap;
 use store::{
-    now_ns, path::check_entry_name, Error, FileKind, Ino, Metadata, Result, TxId, XattrSet,
+    check_symlink_target, check_xattr_name, now_ns, path::check_entry_name, Error, FileKind,
+    FsckReport, Ino, Metadata, Result, TxId, XattrSet,
 };
 
 impl Inner {
@@ -236,4 +238,68 @@ pub fn xattr_bytes(n: &Node) -> u64 {
         .iter()
         .map(|(k, v)| (k.len() + v.len()) as u64)
         .sum()
+}
+
+/// fsck of what the POSIX calls keep per inode: a body that matches the kind (a link's
+/// target valid and as long as its size, no size nor punched blocks where there is no data,
+/// rdev on devices only, punched blocks inside the file), attribute names valid, attribute
+/// bytes within the store's maximum.
+pub fn check_nodes(nodes: &HashMap<Ino, Node>, xattr_bytes_max: u64, report: &mut FsckReport) {
+    let mut inos: Vec<&Ino> = nodes.keys().collect();
+    inos.sort_unstable();
+    for ino in inos {
+        let Some(n) = nodes.get(ino) else { continue };
+        let at = format!("inode {ino}");
+        for p in node_problems(n) {
+            report.problem(p, at.clone());
+        }
+        for name in n.xattrs.keys() {
+            if let Err(e) = check_xattr_name(name) {
+                report.problem(format!("attribute {}: {e}", name_str(name)), at.clone());
+            }
+        }
+        let held = xattr_bytes(n);
+        if held > xattr_bytes_max {
+            report.problem(
+                format!("{held} bytes of attributes, past the {xattr_bytes_max} an inode holds"),
+                at.clone(),
+            );
+        }
+    }
+}
+
+fn node_problems(n: &Node) -> Vec<String> {
+    let m = &n.meta;
+    let mut out = Vec::new();
+    match (&n.body, m.kind) {
+        (Body::File { punched }, FileKind::File) => {
+            let blocks = m.size.div_ceil(4096);
+            if punched
+                .ranges()
+                .last()
+                .is_some_and(|&(_, end)| end > blocks)
+            {
+                out.push(format!("punched blocks past its {} bytes", m.size));
+            }
+        }
+        (Body::Dir { .. }, FileKind::Dir) => {}
+        (Body::Symlink { target }, FileKind::Symlink) => {
+            if let Err(e) = check_symlink_target(target) {
+                out.push(format!("link target: {e}"));
+            }
+            if m.size != target.len() as u64 {
+                out.push(format!("link of {} bytes, size {}", target.len(), m.size));
+            }
+        }
+        (Body::Special, kind) if kind.is_special() => {
+            if m.size != 0 {
+                out.push(format!("a {kind:?} of {} bytes", m.size));
+            }
+        }
+        (_, kind) => out.push(format!("a {kind:?} whose body does not match its kind")),
+    }
+    if m.rdev != 0 && !m.kind.is_device() {
+        out.push(format!("a {:?} with a device number", m.kind));
+    }
+    out
 }
