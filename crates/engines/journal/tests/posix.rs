@@ -281,7 +281,7 @@ fn a_compacted_log_keeps_links_nodes_and_attributes() {
     // 300 commits of an Inode and an Xattr record each are well over 30 KiB of log.
     let now = log(&s);
     assert!(
-        now < 10 << 10,
+        now < 16 << 10,
         "the log was not compacted: {start} -> {now} bytes"
     );
     s.release(fh).unwrap();
@@ -402,7 +402,7 @@ fn hostile_records_are_found_by_fsck_or_refused_at_open() {
         },
     ] {
         let (r, h, s) = reopen_media(&region, &host, &cfg).unwrap();
-        append_records(&s, &[bad.clone()]);
+        append_records(&s, std::slice::from_ref(&bad));
         drop(s);
         match reopen(&r, &h, &cfg) {
             Err(Error::Corrupt { what, .. }) => assert!(what.contains("metadata log"), "{what}"),

@@ -471,13 +471,17 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
             .metadata_log_bytes_max
             .min(METADATA_LOG_BYTES_LIMIT);
         let compact_at = self.config.log_compact_min.min(log_max / 2);
-        if s.log_len < compact_at || s.log_len < 4 * estimate {
+        if s.log_len < compact_at || s.log_len < 4 * estimate || s.log_len < s.compact_after {
             return Ok(());
         }
         let mut log = Vec::new();
         for r in s.snapshot() {
             r.encode(&mut log);
         }
+        // Attributes and link targets make a snapshot larger than the estimate: the next one
+        // is built only once the log is twice this one, so a log that does not shrink is not
+        // rewritten at every commit.
+        s.compact_after = 2 * (LOG_START + log.len() as u64);
         let recorded = s.extents.get(&(META_FILE as Ino)).copied().unwrap_or(0);
         if LOG_START + log.len() as u64 > recorded {
             return Ok(());

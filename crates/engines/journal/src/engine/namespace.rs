@@ -192,6 +192,8 @@ pub struct Inner {
     pub homes: HashMap<Ino, super::meta_log::HomeRecord>,
     /// What the metadata log can record (its header's version).
     pub format: MetaFormat,
+    /// The metadata log is not compacted again before it is this long.
+    pub compact_after: u64,
 }
 
 impl Inner {
@@ -222,6 +224,7 @@ impl Inner {
             ino_max,
             homes: HashMap::new(),
             format,
+            compact_after: 0,
         }
     }
 

@@ -31,7 +31,6 @@ impl Inner {
     }
 
     /// A FIFO, socket or device node (`rdev` kept for devices only).
-    #[allow(clippy::too_many_arguments)]
     pub fn new_special(
         &mut self,
         parent: Ino,
