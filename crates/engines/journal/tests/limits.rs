@@ -4,22 +4,15 @@
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
+mod common;
+
+use common::stores::{clean, limit, new_store_as, reopen_media, SimStore, RW};
 use hostfs::SimHostFs;
-use journal::layout::Geometry;
-use journal::{JournalConfig, JournalStore, StoreConfig};
+use journal::{JournalConfig, MetaFormat, StoreConfig};
 use pmem::SimRegion;
 use std::sync::Arc;
 use store::path::{read_file, write_file};
-use store::{Error, Limit, OpenFlags, Store, ROOT_INO};
-
-type SimStore = JournalStore<Arc<SimRegion>, SimHostFs>;
-
-const RW: OpenFlags = OpenFlags {
-    read: true,
-    write: true,
-    append: false,
-    atomic: false,
-};
+use store::{Error, Store, ROOT_INO};
 
 fn config() -> StoreConfig {
     StoreConfig {
@@ -33,34 +26,12 @@ fn config() -> StoreConfig {
 }
 
 fn new_store(cfg: &StoreConfig) -> (Arc<SimRegion>, SimHostFs, SimStore) {
-    let g = Geometry::new(cfg.journal.journal_blocks).unwrap();
-    let region = Arc::new(SimRegion::new(g.region_len()));
-    let host = SimHostFs::default();
-    let s = JournalStore::create_on(region.clone(), host.clone(), cfg).unwrap();
-    (region, host, s)
+    new_store_as(cfg, MetaFormat::V2)
 }
 
 /// Reopen from the durable images (as after a crash).
 fn reopen(region: &SimRegion, host: &SimHostFs, cfg: &StoreConfig) -> SimStore {
-    JournalStore::open_on(
-        Arc::new(SimRegion::from_image(region.persistent_image())),
-        SimHostFs::from_image(&host.durable_image(), hostfs::SimConfig::default()),
-        cfg,
-    )
-    .unwrap()
-}
-
-fn limit(s: &dyn Store, prefix: &str) -> Limit {
-    s.limits()
-        .unwrap()
-        .into_iter()
-        .find(|l| l.name.starts_with(prefix))
-        .unwrap_or_else(|| panic!("no limit {prefix:?}"))
-}
-
-fn clean(s: &dyn Store) {
-    let report = s.fsck().unwrap();
-    assert!(report.is_clean(), "fsck: {:?}", report.problems);
+    reopen_media(region, host, cfg).unwrap().2
 }
 
 #[test]

@@ -7,22 +7,14 @@
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
+mod common;
+
+use common::stores::{clean, limit, new_store_as as new_store, reopen_media, SimStore, RW};
 use hostfs::SimHostFs;
-use journal::layout::Geometry;
-use journal::{BlockKey, JournalConfig, JournalStore, MetaFormat, StoreConfig, Tx};
+use journal::{BlockKey, JournalConfig, MetaFormat, StoreConfig, Tx};
 use pmem::SimRegion;
-use std::sync::Arc;
 use store::path::{read_file, write_file};
-use store::{Error, Fallocate, FileKind, Limit, OpenFlags, RenameMode, Store, XattrSet, ROOT_INO};
-
-type SimStore = JournalStore<Arc<SimRegion>, SimHostFs>;
-
-const RW: OpenFlags = OpenFlags {
-    read: true,
-    write: true,
-    append: false,
-    atomic: false,
-};
+use store::{Error, Fallocate, FileKind, RenameMode, Store, XattrSet, ROOT_INO};
 
 fn config() -> StoreConfig {
     StoreConfig {
@@ -35,41 +27,8 @@ fn config() -> StoreConfig {
     }
 }
 
-fn new_store(cfg: &StoreConfig, format: MetaFormat) -> (Arc<SimRegion>, SimHostFs, SimStore) {
-    let g = Geometry::new(cfg.journal.journal_blocks).unwrap();
-    let region = Arc::new(SimRegion::new(g.region_len()));
-    let host = SimHostFs::default();
-    let s = JournalStore::create_on_format(region.clone(), host.clone(), cfg, format).unwrap();
-    (region, host, s)
-}
-
-/// Reopen from the durable images (as after a crash): the new media and the store.
-fn reopen_media(
-    region: &SimRegion,
-    host: &SimHostFs,
-    cfg: &StoreConfig,
-) -> store::Result<(Arc<SimRegion>, SimHostFs, SimStore)> {
-    let region = Arc::new(SimRegion::from_image(region.persistent_image()));
-    let host = SimHostFs::from_image(&host.durable_image(), hostfs::SimConfig::default());
-    let s = JournalStore::open_on(region.clone(), host.clone(), cfg)?;
-    Ok((region, host, s))
-}
-
 fn reopen(region: &SimRegion, host: &SimHostFs, cfg: &StoreConfig) -> store::Result<SimStore> {
     reopen_media(region, host, cfg).map(|(_, _, s)| s)
-}
-
-fn clean(s: &dyn Store) {
-    let report = s.fsck().unwrap();
-    assert!(report.is_clean(), "fsck: {:?}", report.problems);
-}
-
-fn limit(s: &dyn Store, prefix: &str) -> Limit {
-    s.limits()
-        .unwrap()
-        .into_iter()
-        .find(|l| l.name.starts_with(prefix))
-        .unwrap_or_else(|| panic!("no limit {prefix:?}"))
 }
 
 fn unsupported<T: std::fmt::Debug>(r: store::Result<T>, what: &str) {

@@ -262,6 +262,14 @@ impl Inner {
         }
     }
 
+    /// The inode of entry `name` of `dir` (NotFound without one).
+    pub fn child(&self, dir: Ino, name: &[u8]) -> Result<Ino> {
+        self.entries(dir)?
+            .get(name)
+            .copied()
+            .ok_or_else(|| Error::NotFound(name_str(name)))
+    }
+
     pub fn handle(&self, fh: Fh) -> Result<&Handle> {
         self.handles.get(&fh.0).ok_or(Error::BadHandle(fh.0))
     }

@@ -92,12 +92,9 @@ impl Inner {
         tx: TxId,
         user_tx: Option<TxId>,
     ) -> Result<()> {
-        check_entry_name(from.1)?;
-        check_entry_name(to.1)?;
+        check_pair(from.1, to.1)?;
         self.tx_check(user_tx)?;
-        if !self.entries(from.0)?.contains_key(from.1) {
-            return Err(Error::NotFound(name_str(from.1)));
-        }
+        self.child(from.0, from.1)?;
         if self.entries(to.0)?.contains_key(to.1) {
             return Err(Error::Exists(name_str(to.1)));
         }
@@ -113,17 +110,10 @@ impl Inner {
         tx: TxId,
         user_tx: Option<TxId>,
     ) -> Result<()> {
-        check_entry_name(name)?;
-        check_entry_name(new_name)?;
+        check_pair(name, new_name)?;
         self.tx_check(user_tx)?;
-        let lookup = |s: &Inner, dir: Ino, name: &[u8]| -> Result<Ino> {
-            s.entries(dir)?
-                .get(name)
-                .copied()
-                .ok_or_else(|| Error::NotFound(name_str(name)))
-        };
-        let a = lookup(self, parent, name)?;
-        let b = lookup(self, new_parent, new_name)?;
+        let a = self.child(parent, name)?;
+        let b = self.child(new_parent, new_name)?;
         if a == b {
             return Ok(());
         }
@@ -229,6 +219,12 @@ impl Inner {
         }
         Ok(())
     }
+}
+
+/// Both names of a rename are entry names.
+fn check_pair(name: &[u8], new_name: &[u8]) -> Result<()> {
+    check_entry_name(name)?;
+    check_entry_name(new_name)
 }
 
 /// Bytes of attribute names and values an inode holds.

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod stores;
+
 use hostfs::{SimConfig, SimHostFs};
 use journal::home::HomeNamer;
 use journal::{BlockKey, Journal, JournalConfig, JournalResult, Tx, BLOCK_LEN};
