@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod posix_steps;
 pub mod stores;
 
 use hostfs::{SimConfig, SimHostFs};
