@@ -55,6 +55,10 @@ impl Punched {
         if next.len() > PUNCHED_RANGES_MAX {
             return false;
         }
+        assert!(
+            next.windows(2).all(|w| w[0].1 < w[1].0),
+            "punched ranges out of order after a punch"
+        );
         self.0 = next;
         true
     }
@@ -87,6 +91,10 @@ impl Punched {
             }
         }
         self.0 = next;
+        assert!(
+            self.0.len() <= PUNCHED_RANGES_MAX && self.0.windows(2).all(|w| w[0].1 < w[1].0),
+            "punched ranges out of order after a fill"
+        );
     }
 
     /// The file is cut to `size` bytes: nothing past it is punched.
