@@ -135,9 +135,14 @@ impl<R: Region, H: HostFs> Store for JournalStore<R, H> {
             s.new_unnamed(parent, perm, t, tx)
         })?;
         let mut s = self.lock_open()?;
+        // Gone already when its transaction was aborted meanwhile (by another thread).
+        s.node(meta.ino)?;
         let fh = new_handle(&mut s, meta.ino, flags);
         if let Some(user) = tx {
-            s.bind(user, fh)?;
+            if let Err(e) = s.bind(user, fh) {
+                s.handles.remove(&fh.0);
+                return Err(e);
+            }
         }
         Ok((meta, fh))
     }
