@@ -65,9 +65,10 @@ impl ATree {
         self.pending -= dropped.values().filter(|p| p.is_pending()).count() as u64;
         self.holes -= dropped.values().filter(|p| p.is_hole()).count() as u64;
     }
-    /// The pairs of blocks in `blocks`, in order.
+    /// The pairs of blocks in `blocks`, in order (none when the range is empty or reversed).
     pub fn range(&self, blocks: std::ops::Range<u64>) -> impl Iterator<Item = (u64, &Pair)> {
-        self.pairs.range(blocks).map(|(&b, p)| (b, p))
+        let end = blocks.end.max(blocks.start);
+        self.pairs.range(blocks.start..end).map(|(&b, p)| (b, p))
     }
     /// How many pairs are holes (O(1)).
     pub fn hole_count(&self) -> u64 {

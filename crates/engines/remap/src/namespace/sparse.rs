@@ -75,7 +75,7 @@ impl Inode {
                     .collect();
                 holes.extend(
                     self.home_holes
-                        .range(first..last)
+                        .range(first..last.max(first))
                         .filter(|&&b| self.atree.get(b).is_none()),
                 );
                 holes.sort_unstable();
@@ -87,7 +87,7 @@ impl Inode {
                     .collect();
                 data.extend(
                     self.atree
-                        .range(self.home_blocks.max(first)..last)
+                        .range(self.home_blocks.clamp(first, last)..last)
                         .filter(|(_, p)| matches!(p, Pair::Pending(_) | Pair::Committed(_)))
                         .map(|(b, _)| b),
                 );
