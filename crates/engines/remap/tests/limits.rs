@@ -211,3 +211,34 @@ fn extended_attribute_bytes_stop_at_their_maximum_and_lose_nothing() {
     want(&r);
     clean(&r);
 }
+
+#[test]
+fn fallocate_stops_at_the_uncommitted_blocks_maximum_and_changes_nothing() {
+    let (_sim, s) = store();
+    let f = open(&s, "/z", false).unwrap();
+    s.write(f, 0, &[7u8; 3 * BLOCK]).unwrap();
+    s.write(f, 3 * BLOCK as u64, &[7u8; 3 * BLOCK]).unwrap();
+    let size = s.fstat(f).unwrap().size;
+    // A zero range of a terabyte past the end: refused at once (its plan is cut at the
+    // limit), the size unchanged.
+    let zero = store::Fallocate::ZeroRange { keep_size: false };
+    let e = s.fallocate(f, zero, 0, 1 << 40).unwrap_err();
+    assert!(
+        matches!(&e, Error::NoSpace(m) if m.contains("pending_blocks_max")),
+        "{e}"
+    );
+    assert_eq!(s.fstat(f).unwrap().size, size);
+    // A punch of five blocks with data: refused; of four: done (each its own commit).
+    let punch = store::Fallocate::PunchHole;
+    assert!(matches!(
+        s.fallocate(f, punch, 0, 5 * BLOCK as u64),
+        Err(Error::NoSpace(_))
+    ));
+    assert_eq!(get_after_release(&s, f, "/z"), vec![7u8; 6 * BLOCK]);
+    let f = open(&s, "/z", false).unwrap();
+    s.fallocate(f, punch, 0, 4 * BLOCK as u64).unwrap();
+    let mut want = vec![7u8; 6 * BLOCK];
+    want[..4 * BLOCK].fill(0);
+    assert_eq!(get_after_release(&s, f, "/z"), want);
+    clean(&s);
+}

@@ -233,3 +233,49 @@ fn a_punched_hole_frees_storage_across_checkpoints_and_a_reopen() {
     assert_eq!(get(&r, "/f"), want);
     clean(&r);
 }
+
+#[test]
+fn a_namespace_call_on_an_o_atomic_file_commits_its_attributes_not_its_pending_writes() {
+    let sim = SimHostFs::default();
+    let s = RemapStore::create_on(sim.clone(), ID, &config()).unwrap();
+    put(&s, "/a", b"committed");
+    let fh = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .atomic(true)
+        .open(&s, "/a", None)
+        .unwrap();
+    let a = s.fstat(fh).unwrap().ino;
+    s.write(fh, 0, b"PENDING, never fsynced").unwrap();
+    s.setxattr(a, b"user.k", b"v", XattrSet::Either, None)
+        .unwrap();
+    let perm = store::SetAttr {
+        perm: Some(0o600),
+        ..Default::default()
+    };
+    s.setattr(a, &perm, None).unwrap();
+    s.rename(ROOT_INO, b"a", ROOT_INO, b"b", None).unwrap();
+    // A crash: the attribute, the mode and the name are durable, the writes are not.
+    let crashed = SimHostFs::from_image(&sim.durable_image(), Default::default());
+    let r = RemapStore::open_on(crashed, Some(ID), &config()).unwrap();
+    assert_eq!(get(&r, "/b"), b"committed");
+    let b = resolve(&r, "/b").unwrap();
+    assert_eq!((b.perm, b.size), (0o600, 9));
+    assert_eq!(r.getxattr(b.ino, b"user.k").unwrap(), b"v");
+    clean(&r);
+    // Without a crash: abortv drops the writes and keeps the committed attributes.
+    s.abortv(&[fh]).unwrap();
+    assert_eq!(get(&s, "/b"), b"committed");
+    assert_eq!(s.getattr(a).unwrap().perm, 0o600);
+    assert_eq!(s.getxattr(a, b"user.k").unwrap(), b"v");
+    // And the fsync commits the writes.
+    s.write(fh, 0, b"now fsynced").unwrap();
+    s.removexattr(a, b"user.k", None).unwrap();
+    s.fsync(fh, false).unwrap();
+    s.release(fh).unwrap();
+    let crashed = SimHostFs::from_image(&sim.durable_image(), Default::default());
+    let r = RemapStore::open_on(crashed, Some(ID), &config()).unwrap();
+    assert_eq!(get(&r, "/b"), b"now fsynced");
+    assert!(r.listxattr(a).unwrap().is_empty());
+    clean(&r);
+}

@@ -50,11 +50,13 @@ impl Inode {
         }
     }
 
-    /// The blocks `op` changes in `[off, end)`, in order.
-    pub fn plan(&self, op: SparseOp, off: u64, end: u64) -> Vec<(u64, BlockChange)> {
+    /// The blocks `op` changes in `[off, end)`, in order; at most `max + 1` of them (a
+    /// longer plan is refused by the caller: its memory stays bounded by the limit).
+    pub fn plan(&self, op: SparseOp, off: u64, end: u64, max: u64) -> Vec<(u64, BlockChange)> {
         if end <= off {
             return Vec::new();
         }
+        let take = usize::try_from(max.saturating_add(1)).unwrap_or(usize::MAX);
         let (first, last) = (off / BLOCK, end.div_ceil(BLOCK));
         let partial = |b: u64| {
             let start = b * BLOCK;
@@ -65,6 +67,7 @@ impl Inode {
         match op {
             SparseOp::Zero => (first..last)
                 .map(|b| (b, partial(b).unwrap_or(BlockChange::Zero)))
+                .take(take)
                 .collect(),
             SparseOp::Allocate => {
                 let mut holes: Vec<u64> = self
@@ -79,25 +82,27 @@ impl Inode {
                         .filter(|&&b| self.atree.get(b).is_none()),
                 );
                 holes.sort_unstable();
-                holes.into_iter().map(|b| (b, BlockChange::Zero)).collect()
+                holes
+                    .into_iter()
+                    .map(|b| (b, BlockChange::Zero))
+                    .take(take)
+                    .collect()
             }
             SparseOp::Punch { holes } => {
-                let mut data: Vec<u64> = (first..last.min(self.home_blocks))
-                    .filter(|&b| self.holds_data(b))
-                    .collect();
-                data.extend(
-                    self.atree
-                        .range(self.home_blocks.clamp(first, last)..last)
-                        .filter(|(_, p)| matches!(p, Pair::Pending(_) | Pair::Committed(_)))
-                        .map(|(b, _)| b),
-                );
+                let home = (first..last.min(self.home_blocks)).filter(|&b| self.holds_data(b));
+                let past = self
+                    .atree
+                    .range(self.home_blocks.clamp(first, last)..last)
+                    .filter(|(_, p)| matches!(p, Pair::Pending(_) | Pair::Committed(_)))
+                    .map(|(b, _)| b);
                 let whole = if holes {
                     BlockChange::Hole
                 } else {
                     BlockChange::Zero
                 };
-                data.into_iter()
+                home.chain(past)
                     .map(|b| (b, partial(b).unwrap_or(whole)))
+                    .take(take)
                     .collect()
             }
         }

@@ -112,6 +112,17 @@ impl<H: HostFs> Inner<H> {
             let Some(i) = self.st.inodes.get(ino) else {
                 continue;
             };
+            if let Some(base) = self.st.atomic_base.get(ino) {
+                // An O_ATOMIC file with writes not fsynced, changed by a namespace call
+                // (setattr, setxattr, rename, link): the record carries its attributes but
+                // the data as of its last fsync; the pending writes wait for theirs.
+                draft.metas.push(Op::Meta(MetaOp {
+                    size: base.meta.size,
+                    ..meta_op(i)
+                }));
+                draft.metas.extend(node_ops(i, false));
+                continue;
+            }
             draft.metas.push(Op::Meta(meta_op(i)));
             draft.metas.extend(node_ops(i, false));
             if let Some(x) = staged.iter().find(|x| x.ino == *ino) {
@@ -161,6 +172,10 @@ impl<H: HostFs> Inner<H> {
             }
         }
         for ino in &inos {
+            if self.st.atomic_base.contains_key(ino) {
+                self.st.keep_attributes_in_base(*ino);
+                continue;
+            }
             if let Some(i) = self.st.inodes.get_mut(ino) {
                 i.xattrs_changed = XattrsState::Logged;
                 i.cut = None;
@@ -173,8 +188,8 @@ impl<H: HostFs> Inner<H> {
         for ino in &inos {
             if let Some(i) = self.st.inodes.get(ino) {
                 assert!(
-                    i.atree.pending_count() == 0,
-                    "commit leaves no pending pair"
+                    i.atree.pending_count() == 0 || self.st.atomic_base.contains_key(ino),
+                    "commit leaves no pending pair but an O_ATOMIC file's"
                 );
             }
         }

@@ -131,8 +131,12 @@ impl<H: HostFs> RemapStore<H> {
         };
         let grows = !keep && end > size;
         let limit = if keep { end.min(size) } else { end };
-        let plan = g.st.inode(ino)?.plan(sparse, off, limit);
-        g.check_pending_adds(ino, g.st.inode(ino)?.pending_adds(&plan))?;
+        let inode = g.st.inode(ino)?;
+        // A plan longer than the room plus the blocks already pending cannot fit: it is cut
+        // there (memory bounded) and refused below.
+        let max = g.config.pending_blocks_max + inode.atree.pending_count();
+        let plan = inode.plan(sparse, off, limit, max);
+        g.check_pending_adds(ino, inode.pending_adds(&plan))?;
         g.st.record_change(ino, &h);
         let Inner { st, media, .. } = &mut *g;
         let inode = st
