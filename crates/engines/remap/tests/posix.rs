@@ -6,6 +6,9 @@
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
+mod common;
+
+use common::posix_steps::put;
 use hostfs::{HostFs, OpenOptions as HostOpen, SimHostFs};
 use remap::format::{Format, BLOCK};
 use remap::{RemapConfig, RemapStore};
@@ -30,16 +33,6 @@ fn rw() -> OpenFlags {
         write: true,
         ..Default::default()
     }
-}
-
-fn put(s: &dyn Store, path: &str, data: &[u8]) {
-    let fh = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .open(s, path, None)
-        .unwrap();
-    s.write(fh, 0, data).unwrap();
-    s.release(fh).unwrap();
 }
 
 fn get(s: &dyn Store, path: &str) -> Vec<u8> {

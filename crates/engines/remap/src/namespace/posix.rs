@@ -98,6 +98,22 @@ impl State {
         Ok((meta, fh))
     }
 
+    /// The checks every rename mode starts with, in the model's order.
+    fn check_two_names(&self, name: &[u8], new_name: &[u8], tx: Option<TxId>) -> Result<()> {
+        check_name(name)?;
+        check_name(new_name)?;
+        self.tx_check(tx)
+    }
+
+    /// The inode the entry `name` of directory `dir` names (NotFound when none).
+    fn entry(&self, dir: Ino, name: &[u8]) -> Result<Ino> {
+        self.dir(dir)?
+            .entries
+            .get(name)
+            .copied()
+            .ok_or_else(|| Error::NotFound(name_str(name)))
+    }
+
     /// RENAME_NOREPLACE: as rename, but Exists when the target name exists.
     pub fn rename_noreplace(
         &mut self,
@@ -107,13 +123,8 @@ impl State {
         new_name: &[u8],
         tx: Option<TxId>,
     ) -> Result<()> {
-        check_name(name)?;
-        check_name(new_name)?;
-        self.tx_check(tx)?;
-        self.dir(parent)?
-            .entries
-            .get(name)
-            .ok_or_else(|| Error::NotFound(name_str(name)))?;
+        self.check_two_names(name, new_name, tx)?;
+        self.entry(parent, name)?;
         if self.dir(new_parent)?.entries.contains_key(new_name) {
             return Err(Error::Exists(name_str(new_name)));
         }
@@ -130,18 +141,9 @@ impl State {
         new_name: &[u8],
         tx: Option<TxId>,
     ) -> Result<()> {
-        check_name(name)?;
-        check_name(new_name)?;
-        self.tx_check(tx)?;
-        let entry = |st: &State, dir: Ino, n: &[u8]| -> Result<Ino> {
-            st.dir(dir)?
-                .entries
-                .get(n)
-                .copied()
-                .ok_or_else(|| Error::NotFound(name_str(n)))
-        };
-        let a = entry(self, parent, name)?;
-        let b = entry(self, new_parent, new_name)?;
+        self.check_two_names(name, new_name, tx)?;
+        let a = self.entry(parent, name)?;
+        let b = self.entry(new_parent, new_name)?;
         if a == b {
             return Ok(());
         }
