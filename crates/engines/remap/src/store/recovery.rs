@@ -181,7 +181,7 @@ pub(crate) fn open<H: HostFs>(
     for op in decode_ops(payload, crate::format::HEADER_LEN as u64)? {
         if !op.in_format(format) {
             return Err(Error::Corrupt {
-                what: format!("remap snapshot: {op:?} in a store of format 1"),
+                what: "remap snapshot: a format 2 operation in a store of format 1".into(),
                 offset: 0,
             });
         }
