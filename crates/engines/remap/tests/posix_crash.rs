@@ -9,7 +9,9 @@
 //! or torn) must recover to the tree before the step or the tree after it, fsck clean; the
 //! durable image once the step returned must recover to the tree after it; the first image
 //! of every crash point is recovered a second time (recovery is idempotent). Both checkpoint
-//! modes; a small journal so that checkpoints run inside the steps.
+//! modes; a small journal so that checkpoints run inside the steps. Longer:
+//! `ATOMFS_REMAP_POSIX_CRASH_IMAGES=256 cargo test -p atomfs-remap --test posix_crash --
+//! --nocapture`.
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
@@ -26,10 +28,16 @@ type S = RemapStore<SimHostFs>;
 
 const ID: u64 = 0x5eed;
 
+/// Crash images per crash point: enumerated up to this many, else sampled
+/// (`ATOMFS_REMAP_POSIX_CRASH_IMAGES=N` for long runs).
 fn host() -> SimConfig {
+    let images = std::env::var("ATOMFS_REMAP_POSIX_CRASH_IMAGES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(12);
     let mut c = remap::crash_target::host_config();
-    c.crash.exhaustive_limit = 12;
-    c.crash.sample_count = 12;
+    c.crash.exhaustive_limit = images;
+    c.crash.sample_count = images;
     c
 }
 
