@@ -224,6 +224,15 @@ impl HostFs for PairedHost {
     fn drop_unsynced(&self, file: &SimFile) -> HostFsResult<()> {
         self.fs.drop_unsynced(file)
     }
+    fn fallocate(
+        &self,
+        file: &SimFile,
+        how: hostfs::FallocateHow,
+        off: u64,
+        len: u64,
+    ) -> HostFsResult<()> {
+        self.fs.fallocate(file, how, off, len)
+    }
 }
 
 /// Host models by id: those of formatted stores (kept) and the latest recovered ones.

@@ -67,6 +67,9 @@ pub struct RemapConfig {
     /// file's writes before the commit): a write past it fails with ENOSPC and changes
     /// nothing; commit (fsync) or abort frees them.
     pub pending_blocks_max: u64,
+    /// Bytes of extended attributes (names and values) one inode may hold: they live in
+    /// memory and every commit that changes them logs the inode's whole set. ENOSPC past it.
+    pub xattr_bytes_max: u64,
 }
 
 /// Default [`RemapConfig::open_files_max`].
@@ -75,6 +78,8 @@ pub const OPEN_FILES_MAX: u64 = 65_536;
 pub const OPEN_TRANSACTIONS_MAX: u64 = 1024;
 /// Default [`RemapConfig::pending_blocks_max`]: 1 GiB of uncommitted data per file.
 pub const PENDING_BLOCKS_MAX: u64 = 262_144;
+/// Default [`RemapConfig::xattr_bytes_max`]: 256 KiB per inode (four largest values).
+pub const XATTR_BYTES_MAX: u64 = 256 << 10;
 
 impl Default for RemapConfig {
     fn default() -> Self {
@@ -86,6 +91,7 @@ impl Default for RemapConfig {
             open_files_max: OPEN_FILES_MAX,
             open_transactions_max: OPEN_TRANSACTIONS_MAX,
             pending_blocks_max: PENDING_BLOCKS_MAX,
+            xattr_bytes_max: XATTR_BYTES_MAX,
         }
     }
 }
@@ -101,6 +107,7 @@ impl RemapConfig {
             open_files_max: 8,
             open_transactions_max: 4,
             pending_blocks_max: 64,
+            xattr_bytes_max: 4096,
         }
     }
 }

@@ -160,3 +160,85 @@ fn limits_list_the_journal_against_its_checkpoint_point() {
         .iter()
         .any(|l| l.name.starts_with("file name")));
 }
+
+#[test]
+fn extended_attribute_bytes_stop_at_their_maximum_and_lose_nothing() {
+    let sim = SimHostFs::default();
+    let cfg = RemapConfig {
+        xattr_bytes_max: 1000,
+        ..config()
+    };
+    let s = RemapStore::create_on(sim.clone(), 9, &cfg).unwrap();
+    let f = open(&s, "/x", false).unwrap();
+    let ino = s.fstat(f).unwrap().ino;
+    s.release(f).unwrap();
+    let how = store::XattrSet::Either;
+    // 6 + 594 = 600 bytes, then 6 + 394 = 400: exactly the maximum.
+    s.setxattr(ino, b"user.a", &[1; 594], how, None).unwrap();
+    s.setxattr(ino, b"user.b", &[2; 394], how, None).unwrap();
+    let l = limit(&s, "extended attribute bytes");
+    assert_eq!((l.max, l.used, l.error), (1000, Some(1000), "ENOSPC"));
+    // One byte more, by a new attribute or by a larger value: refused, nothing changed.
+    let e = s.setxattr(ino, b"user.c", b"", how, None).unwrap_err();
+    assert!(
+        matches!(&e, Error::NoSpace(m) if m.contains("xattr_bytes_max")),
+        "{e}"
+    );
+    assert!(matches!(
+        s.setxattr(ino, b"user.a", &[9; 595], how, None),
+        Err(Error::NoSpace(_))
+    ));
+    // In a transaction too; the transaction's other changes still commit.
+    let tx = s.tx_begin(&[]).unwrap();
+    s.setxattr(ino, b"user.b", &[3; 100], how, Some(tx))
+        .unwrap();
+    assert!(matches!(
+        s.setxattr(ino, b"user.a", &[9; 900], how, Some(tx)),
+        Err(Error::NoSpace(_))
+    ));
+    s.tx_commit(tx).unwrap();
+    // A replacement that shrinks the set frees room.
+    s.setxattr(ino, b"user.c", &[4; 200], how, None).unwrap();
+    let want = |s: &dyn Store| {
+        assert_eq!(s.getxattr(ino, b"user.a").unwrap(), vec![1; 594]);
+        assert_eq!(s.getxattr(ino, b"user.b").unwrap(), vec![3; 100]);
+        assert_eq!(s.getxattr(ino, b"user.c").unwrap(), vec![4; 200]);
+    };
+    want(&s);
+    clean(&s);
+    let crashed = SimHostFs::from_image(&sim.durable_image(), Default::default());
+    let r = RemapStore::open_on(crashed, Some(9), &cfg).unwrap();
+    want(&r);
+    clean(&r);
+}
+
+#[test]
+fn fallocate_stops_at_the_uncommitted_blocks_maximum_and_changes_nothing() {
+    let (_sim, s) = store();
+    let f = open(&s, "/z", false).unwrap();
+    s.write(f, 0, &[7u8; 3 * BLOCK]).unwrap();
+    s.write(f, 3 * BLOCK as u64, &[7u8; 3 * BLOCK]).unwrap();
+    let size = s.fstat(f).unwrap().size;
+    // A zero range of a terabyte past the end: refused at once (its plan is cut at the
+    // limit), the size unchanged.
+    let zero = store::Fallocate::ZeroRange { keep_size: false };
+    let e = s.fallocate(f, zero, 0, 1 << 40).unwrap_err();
+    assert!(
+        matches!(&e, Error::NoSpace(m) if m.contains("pending_blocks_max")),
+        "{e}"
+    );
+    assert_eq!(s.fstat(f).unwrap().size, size);
+    // A punch of five blocks with data: refused; of four: done (each its own commit).
+    let punch = store::Fallocate::PunchHole;
+    assert!(matches!(
+        s.fallocate(f, punch, 0, 5 * BLOCK as u64),
+        Err(Error::NoSpace(_))
+    ));
+    assert_eq!(get_after_release(&s, f, "/z"), vec![7u8; 6 * BLOCK]);
+    let f = open(&s, "/z", false).unwrap();
+    s.fallocate(f, punch, 0, 4 * BLOCK as u64).unwrap();
+    let mut want = vec![7u8; 6 * BLOCK];
+    want[..4 * BLOCK].fill(0);
+    assert_eq!(get_after_release(&s, f, "/z"), want);
+    clean(&s);
+}

@@ -6,16 +6,22 @@
 //!                | 24 home path (home_len bytes, absolute, canonical)
 //!                | 24+home_len crc32c(0..24+home_len) u32
 //! journal file:  | header block | record | record | ...          (every record block-aligned)
-//! header block:  0 magic "ATFSRMJL" | 8 version u32 | 12 block_len u32 | 16 store_id u64
+//! header block:  0 magic "ATFSRMJL" | 8 format u32 | 12 block_len u32 | 16 store_id u64
 //!                | 24 crc32c(0..24) u32
 //! record:        | header blocks (header + payload, zero-padded) | data blocks |
-//! record header: 0 magic "ATFSRMRC" | 8 version u32 | 12 kind u32 | 16 generation u64
+//! record header: 0 magic "ATFSRMRC" | 8 format u32 | 12 kind u32 | 16 generation u64
 //!                | 24 seq u64 | 32 payload_len u32 | 36 data_blocks u32
 //!                | 40 payload_crc u32 | 44 header_crc u32 (crc32c of bytes 0..44) | 48 payload
-//! snapshot file: 0 magic "ATFSRMSN" | 8 version u32 | 12 flags u32 (bit 0: copy-checkpoint) | 16 generation u64
+//! snapshot file: 0 magic "ATFSRMSN" | 8 format u32 | 12 flags u32 (bit 0: copy-checkpoint) | 16 generation u64
 //!                | 24 next_ino u64 | 32 payload_len u64 | 40 payload_crc u32
 //!                | 44 header_crc u32 (crc32c of bytes 0..44) | 48 payload (ops)
 //! ```
+//!
+//! Format versions ([`Format`]): the journal header names the store's format; its records
+//! and snapshot carry the same number. Format 1 stores (before symbolic links, special
+//! files, extended attributes and punched holes) still open and are written in format 1:
+//! the calls that need format 2's records answer Unsupported there. A store of a format
+//! newer than [`VERSION`] is refused with UnsupportedVersion.
 
 pub mod codec;
 pub mod ops;
@@ -27,8 +33,59 @@ use store::{Error, Result};
 pub const BLOCK: u64 = 4096;
 /// [`BLOCK`] as a `usize`.
 pub const BLOCK_USIZE: usize = BLOCK as usize;
-/// Format version of every structure here.
-pub const VERSION: u32 = 1;
+/// Format version of the pool file.
+pub const POOL_VERSION: u32 = 1;
+/// Newest format of the journal, its records and the snapshot (what new stores get).
+pub const VERSION: u32 = 2;
+/// Oldest format still opened.
+pub const VERSION_MIN: u32 = 1;
+
+/// The on-media format of a store's journal, records and snapshot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Format {
+    /// Files, directories, hard links, data: no symlink targets, device numbers,
+    /// extended attributes or punched holes.
+    V1,
+    /// Adds the `Node`, `Xattrs` and `Holes` operations and hole pairs.
+    V2,
+}
+
+impl Format {
+    /// The newest format (new stores).
+    pub const NEWEST: Format = Format::V2;
+
+    pub fn number(self) -> u32 {
+        match self {
+            Format::V1 => 1,
+            Format::V2 => 2,
+        }
+    }
+
+    /// The format named `n`, or UnsupportedVersion naming `what`.
+    pub fn from_number(n: u32, what: &str) -> Result<Format> {
+        match n {
+            1 => Ok(Format::V1),
+            2 => Ok(Format::V2),
+            _ => Err(Error::UnsupportedVersion {
+                what: if n > VERSION {
+                    format!(
+                        "{what}: format {n} was written by a newer atomfs (this build reads \
+                         formats {VERSION_MIN} to {VERSION}); open it with that version"
+                    )
+                } else {
+                    format!("{what}: format {n} (this build reads {VERSION_MIN} to {VERSION})")
+                },
+                found: n,
+                supported: VERSION,
+            }),
+        }
+    }
+
+    /// Whether the format has the records of the POSIX calls beyond files and directories.
+    pub fn has_posix_records(self) -> bool {
+        self >= Format::V2
+    }
+}
 /// Magic of the pool file (what the registry probes).
 pub const POOL_MAGIC: &[u8; 8] = b"ATFSREMP";
 /// Magic of the journal file's header block.
@@ -56,7 +113,7 @@ pub fn encode_pool(store_id: u64, home: &[u8]) -> Result<Vec<u8>> {
     }
     let mut w = Writer::new();
     w.bytes(POOL_MAGIC);
-    w.u32(VERSION);
+    w.u32(POOL_VERSION);
     w.u32(home.len() as u32);
     w.u64(store_id);
     w.bytes(home);
@@ -78,11 +135,11 @@ pub fn decode_pool(file: &[u8]) -> Result<(u64, Vec<u8>)> {
             offset: 0,
         });
     }
-    if le_u32(file, 8) != VERSION {
+    if le_u32(file, 8) != POOL_VERSION {
         return Err(Error::UnsupportedVersion {
             what: "remap pool file".into(),
             found: le_u32(file, 8),
-            supported: VERSION,
+            supported: POOL_VERSION,
         });
     }
     let len = le_u32(file, 12) as usize;
@@ -103,11 +160,11 @@ pub fn decode_pool(file: &[u8]) -> Result<(u64, Vec<u8>)> {
     ))
 }
 
-/// The journal file's header block.
-pub fn encode_journal_header(store_id: u64) -> Vec<u8> {
+/// The journal file's header block of a store of format `format`.
+pub fn encode_journal_header(store_id: u64, format: Format) -> Vec<u8> {
     let mut w = Writer::new();
     w.bytes(JOURNAL_MAGIC);
-    w.u32(VERSION);
+    w.u32(format.number());
     w.u32(BLOCK as u32);
     w.u64(store_id);
     let mut v = w.into_vec();
@@ -117,19 +174,12 @@ pub fn encode_journal_header(store_id: u64) -> Vec<u8> {
     v
 }
 
-/// Check a journal header block; returns the store id it names.
-pub fn check_journal_header(block: &[u8]) -> Result<u64> {
+/// Check a journal header block; returns the store id it names and the store's format.
+pub fn check_journal_header(block: &[u8]) -> Result<(u64, Format)> {
     if block.get(..8) != Some(&JOURNAL_MAGIC[..]) {
         return Err(Error::BadMagic("remap journal".into()));
     }
-    let version = le_u32(block, 8);
-    if version != VERSION {
-        return Err(Error::UnsupportedVersion {
-            what: "remap journal".into(),
-            found: version,
-            supported: VERSION,
-        });
-    }
+    let format = Format::from_number(le_u32(block, 8), "remap journal")?;
     let crc = crc32c::crc32c(block.get(..24).unwrap_or_default());
     if le_u32(block, 24) != crc || le_u32(block, 12) != BLOCK as u32 {
         return Err(Error::Corrupt {
@@ -137,12 +187,13 @@ pub fn check_journal_header(block: &[u8]) -> Result<u64> {
             offset: 0,
         });
     }
-    Ok(le_u64(block, 16))
+    Ok((le_u64(block, 16), format))
 }
 
 /// A decoded record header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RecordHeader {
+    pub format: Format,
     pub generation: u64,
     pub seq: u64,
     pub payload_len: u32,
@@ -167,7 +218,7 @@ pub fn encode_record_head(h: &RecordHeader, payload: &[u8]) -> Vec<u8> {
     assert_eq!(h.payload_crc, crc32c::crc32c(payload));
     let mut w = Writer::new();
     w.bytes(RECORD_MAGIC);
-    w.u32(VERSION);
+    w.u32(h.format.number());
     w.u32(KIND_COMMIT);
     w.u64(h.generation);
     w.u64(h.seq);
@@ -185,15 +236,17 @@ pub fn encode_record_head(h: &RecordHeader, payload: &[u8]) -> Vec<u8> {
 }
 
 /// The record header at the start of `block`, or `None` when the bytes are not a valid
-/// header (wrong magic, version, kind or checksum: the end of the journal).
+/// header (wrong magic, unknown format, kind or checksum: the end of the journal).
 pub fn decode_record_header(block: &[u8]) -> Option<RecordHeader> {
-    if block.get(..8)? != &RECORD_MAGIC[..] || le_u32(block, 8) != VERSION {
+    if block.get(..8)? != &RECORD_MAGIC[..] {
         return None;
     }
+    let format = Format::from_number(le_u32(block, 8), "record").ok()?;
     if le_u32(block, 12) != KIND_COMMIT || crc32c::crc32c(block.get(..44)?) != le_u32(block, 44) {
         return None;
     }
     Some(RecordHeader {
+        format,
         generation: le_u64(block, 16),
         seq: le_u64(block, 24),
         payload_len: le_u32(block, 32),
@@ -205,6 +258,7 @@ pub fn decode_record_header(block: &[u8]) -> Option<RecordHeader> {
 /// A decoded snapshot header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SnapshotHeader {
+    pub format: Format,
     pub generation: u64,
     pub next_ino: u64,
     pub payload_len: u64,
@@ -212,10 +266,16 @@ pub struct SnapshotHeader {
 }
 
 /// The whole snapshot file.
-pub fn encode_snapshot(generation: u64, next_ino: u64, flags: u32, payload: &[u8]) -> Vec<u8> {
+pub fn encode_snapshot(
+    format: Format,
+    generation: u64,
+    next_ino: u64,
+    flags: u32,
+    payload: &[u8],
+) -> Vec<u8> {
     let mut w = Writer::new();
     w.bytes(SNAPSHOT_MAGIC);
-    w.u32(VERSION);
+    w.u32(format.number());
     w.u32(flags);
     w.u64(generation);
     w.u64(next_ino);
@@ -237,18 +297,13 @@ pub fn decode_snapshot(file: &[u8]) -> Result<(SnapshotHeader, u32, &[u8])> {
     if file.get(..8) != Some(&SNAPSHOT_MAGIC[..]) {
         return Err(Error::BadMagic("remap snapshot".into()));
     }
-    if le_u32(file, 8) != VERSION {
-        return Err(Error::UnsupportedVersion {
-            what: "remap snapshot".into(),
-            found: le_u32(file, 8),
-            supported: VERSION,
-        });
-    }
+    let format = Format::from_number(le_u32(file, 8), "remap snapshot")?;
     let head = file.get(..44).ok_or_else(|| corrupt("truncated header"))?;
     if crc32c::crc32c(head) != le_u32(file, 44) {
         return Err(corrupt("header checksum"));
     }
     let h = SnapshotHeader {
+        format,
         generation: le_u64(file, 16),
         next_ino: le_u64(file, 24),
         payload_len: le_u64(file, 32),

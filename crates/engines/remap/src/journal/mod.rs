@@ -5,8 +5,11 @@
 pub mod media;
 
 use crate::atree::Block;
+use crate::format::ops::HOLE_INDEX;
 use crate::format::ops::{decode_ops, encode_ops, Op};
-use crate::format::{decode_record_header, encode_record_head, RecordHeader, BLOCK, BLOCK_USIZE};
+use crate::format::{
+    decode_record_header, encode_record_head, Format, RecordHeader, BLOCK, BLOCK_USIZE,
+};
 use crate::host_err;
 use hostfs::HostFs;
 use media::Media;
@@ -16,6 +19,8 @@ use store::{Error, Result};
 /// The append position and numbering of the journal.
 #[derive(Debug)]
 pub struct Journal {
+    /// The store's format: every record carries it.
+    format: Format,
     generation: u64,
     next_seq: u64,
     /// Next free block (block 0 is the header).
@@ -33,9 +38,10 @@ pub struct ScannedRecord {
 
 impl Journal {
     /// A journal of `generation` whose valid records end before `append_block`.
-    pub fn new(generation: u64, next_seq: u64, append_block: u64) -> Journal {
+    pub fn new(format: Format, generation: u64, next_seq: u64, append_block: u64) -> Journal {
         assert!(append_block >= 1, "block 0 is the journal header");
         Journal {
+            format,
             generation,
             next_seq,
             append_block,
@@ -66,6 +72,7 @@ impl Journal {
     ) -> Result<u64> {
         let payload = encode_ops(ops);
         let header = RecordHeader {
+            format: self.format,
             generation: self.generation,
             seq: self.next_seq,
             payload_len: u32::try_from(payload.len()).map_err(|_| Error::TooMany {
@@ -118,8 +125,13 @@ impl Journal {
 /// Every valid record of `generation`, in order, and the block after the last one. The scan
 /// stops at the first block that is not the next record of this generation or whose payload
 /// or data blocks fail their checksums (a torn, never acknowledged commit). A record whose
-/// checksums hold but whose operations do not decode is corruption: an error.
-pub fn scan<H: HostFs>(media: &Media<H>, generation: u64) -> Result<(Vec<ScannedRecord>, u64)> {
+/// checksums hold but whose operations do not decode, or that is of another format than
+/// the store's, is corruption: an error.
+pub fn scan<H: HostFs>(
+    media: &Media<H>,
+    generation: u64,
+    format: Format,
+) -> Result<(Vec<ScannedRecord>, u64)> {
     let mut out = Vec::new();
     let mut block = 1u64;
     let mut seq = 1u64;
@@ -128,6 +140,16 @@ pub fn scan<H: HostFs>(media: &Media<H>, generation: u64) -> Result<(Vec<Scanned
             check_no_later_record(media, block, generation, seq)?;
             return Ok((out, block));
         };
+        if rec.header.format != format || !rec.ops.iter().all(|op| op.in_format(format)) {
+            return Err(corrupt(
+                &format!(
+                    "record {seq} is of format {}, the store of format {}",
+                    rec.header.format.number(),
+                    format.number()
+                ),
+                block,
+            ));
+        }
         block = block
             .checked_add(rec.header.total_blocks())
             .ok_or_else(|| corrupt("record length", block))?;
@@ -221,6 +243,9 @@ fn data_intact<H: HostFs>(
     for op in ops {
         let Op::Data { pairs, .. } = op else { continue };
         for p in pairs {
+            if p.data_index == HOLE_INDEX {
+                continue; // a hole pair (format 2; checked by `scan`) carries no data
+            }
             if p.data_index >= data_blocks {
                 return Err(corrupt(
                     "pair names a data block past its record",

@@ -7,7 +7,7 @@ use crate::atree::{ATree, Block, Pair};
 use crate::format::{BLOCK, BLOCK_USIZE};
 use crate::journal::media::Media;
 use hostfs::HostFs;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use store::{now_ns, FileKind, Ino, Metadata, Result};
 
@@ -27,6 +27,33 @@ pub struct Inode {
     pub cut: Option<u64>,
     /// Committed changes not yet checkpointed into the home file.
     pub dirty: bool,
+    /// A symlink's target (empty for every other kind).
+    pub target: Vec<u8>,
+    /// Extended attributes, by name.
+    pub xattrs: BTreeMap<Vec<u8>, Vec<u8>>,
+    /// Whether `xattrs` changed since the inode's last commit (the commit then logs them).
+    pub xattrs_changed: XattrsState,
+    /// An unnamed file (O_TMPFILE) that `link` may still give its first name.
+    pub naming: Naming,
+    /// Blocks below `home_blocks` a checkpoint punched out of the home file (holes: they
+    /// read as zeros and take no storage).
+    pub home_holes: BTreeSet<u64>,
+}
+
+/// Whether an inode's extended attributes must be logged by its next commit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum XattrsState {
+    Logged,
+    Changed,
+}
+
+/// Whether `link` may name an inode whose link count is 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Naming {
+    /// A file made by `tmpfile`, not named yet.
+    Unnamed,
+    /// Any other: once its last name is gone, it gets no new one (linkat(2)).
+    Ordinary,
 }
 
 impl Inode {
@@ -53,6 +80,11 @@ impl Inode {
             home_blocks: 0,
             cut: None,
             dirty: false,
+            target: Vec::new(),
+            xattrs: BTreeMap::new(),
+            xattrs_changed: XattrsState::Logged,
+            naming: Naming::Ordinary,
+            home_holes: BTreeSet::new(),
         }
     }
 
@@ -67,11 +99,40 @@ impl Inode {
             home_blocks: self.home_blocks,
             cut: self.cut,
             dirty: self.dirty,
+            target: self.target.clone(),
+            xattrs: self.xattrs.clone(),
+            xattrs_changed: self.xattrs_changed,
+            naming: self.naming,
+            home_holes: self.home_holes.clone(),
         }
     }
 
-    fn set_allocated(&mut self) {
-        self.meta.allocated = self.meta.size.div_ceil(BLOCK) * BLOCK;
+    /// Bytes of the extended attributes (names and values).
+    pub fn xattr_bytes(&self) -> u64 {
+        self.xattrs
+            .iter()
+            .map(|(n, v)| (n.len() + v.len()) as u64)
+            .sum()
+    }
+
+    /// Storage of the file: every block below the size but the punched ones (a hole made
+    /// by extending the size counts as storage: the engine does not track those).
+    pub fn set_allocated(&mut self) {
+        if self.meta.kind != FileKind::File {
+            self.meta.allocated = 0; // a symlink's target lives in the metadata
+            return;
+        }
+        let blocks = self.meta.size.div_ceil(BLOCK);
+        let mut holes = 0u64;
+        if self.atree.hole_count() > 0 {
+            holes += self.atree.holes().filter(|&b| b < blocks).count() as u64;
+        }
+        for &b in self.home_holes.range(..blocks) {
+            if self.atree.get(b).is_none() {
+                holes += 1;
+            }
+        }
+        self.meta.allocated = (blocks - holes.min(blocks)) * BLOCK;
     }
 
     /// The newest version of block `b`.
@@ -79,7 +140,10 @@ impl Inode {
         match self.atree.get(b) {
             Some(Pair::Pending(d)) => Ok(Box::new(**d)),
             Some(Pair::Committed(j)) => media.read_journal_block(*j),
-            None if b < self.home_blocks => media.read_home_block(self.meta.ino, b),
+            Some(Pair::CommittedHole | Pair::PendingHole) => Ok(Box::new([0; BLOCK_USIZE])),
+            None if b < self.home_blocks && !self.home_holes.contains(&b) => {
+                media.read_home_block(self.meta.ino, b)
+            }
             None => Ok(Box::new([0; BLOCK_USIZE])),
         }
     }
@@ -144,6 +208,7 @@ impl Inode {
                 None
             };
             self.atree.cut(keep);
+            self.home_holes.split_off(&keep);
             self.home_blocks = self.home_blocks.min(keep);
             self.cut = Some(self.cut.map_or(keep, |c| c.min(keep)));
             if let Some(b) = partial {

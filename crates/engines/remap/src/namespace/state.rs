@@ -533,6 +533,27 @@ impl State {
         }
     }
 
+    /// After a commit of an O_ATOMIC file's attributes (not its pending writes): its base,
+    /// which `abortv` or a release restores, takes the committed attributes.
+    pub fn keep_attributes_in_base(&mut self, ino: Ino) {
+        let Some(now) = self.inodes.get_mut(&ino) else {
+            return;
+        };
+        now.xattrs_changed = super::inode::XattrsState::Logged;
+        let now = now.clone();
+        if let Some(base) = self.atomic_base.get_mut(&ino) {
+            let size = base.meta.size;
+            base.meta = Metadata {
+                size,
+                allocated: base.meta.allocated,
+                ..now.meta
+            };
+            base.xattrs = now.xattrs;
+            base.xattrs_changed = now.xattrs_changed;
+            base.naming = now.naming;
+        }
+    }
+
     /// No open transaction and no pending O_ATOMIC write: every pair is committed.
     pub fn quiescent(&self) -> bool {
         self.txs.is_empty() && self.atomic_base.is_empty()

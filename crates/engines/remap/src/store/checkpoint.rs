@@ -36,7 +36,8 @@ impl<H: HostFs> Inner<H> {
         }
         self.media.sync_files_dir()?;
         let generation = self.journal.generation() + 1;
-        let snapshot_len = write_snapshot(&self.media, &self.st, generation, self.mode)?;
+        let snapshot_len =
+            write_snapshot(&self.media, &self.st, generation, self.mode, self.format)?;
         self.record(TraceEvent::SnapshotWrite {
             blocks: snapshot_len.div_ceil(BLOCK),
         });
@@ -60,10 +61,11 @@ impl<H: HostFs> Inner<H> {
             return Ok(());
         };
         assert!(
-            i.atree.pending().next().is_none(),
+            i.atree.pending_count() == 0,
             "a quiescent store has no pending pair"
         );
         let (size, keep, runs) = (i.meta.size, i.home_blocks * BLOCK, i.atree.committed_runs());
+        let hole_runs = i.atree.committed_hole_runs();
         let Some(home) = self.media.home(ino, true)? else {
             return Ok(());
         };
@@ -100,12 +102,51 @@ impl<H: HostFs> Inner<H> {
                 }
             }
         }
+        for &(b, n) in &hole_runs {
+            self.punch_home(&home, b, n)?;
+        }
         let fs = &self.media.fs;
         fs.set_len(&home, size).map_err(host_err)?;
         // persist: the home file holds every committed pair before the snapshot that retires
         // the journal records naming them is written.
         fs.sync_data(&home).map_err(host_err)?;
+        self.note_home_holes(ino, &hole_runs);
         Ok(())
+    }
+
+    /// Punch blocks `b..b + n` out of a home file (zeros written where the file system
+    /// cannot punch).
+    fn punch_home(&mut self, home: &H::File, b: u64, n: u64) -> Result<()> {
+        let fs = &self.media.fs;
+        match fs.fallocate(home, hostfs::FallocateHow::PunchHole, b * BLOCK, n * BLOCK) {
+            Ok(()) => {}
+            Err(e) if e.errno() == libc::EOPNOTSUPP => {
+                let zeros = vec![0u8; BLOCK_USIZE];
+                for k in b..b + n {
+                    fs.write_all_at(home, k * BLOCK, &zeros).map_err(host_err)?;
+                }
+            }
+            Err(e) => return Err(host_err(e)),
+        }
+        self.counters.punched_blocks += n;
+        Ok(())
+    }
+
+    /// After the checkpoint of `ino`: its home file's holes are the earlier ones not
+    /// written since, and the committed hole pairs `hole_runs`.
+    fn note_home_holes(&mut self, ino: Ino, hole_runs: &[(u64, u64)]) {
+        let Some(i) = self.st.inodes.get_mut(&ino) else {
+            return;
+        };
+        let written: Vec<u64> = i.atree.committed().map(|(b, _)| b).collect();
+        for b in written {
+            i.home_holes.remove(&b);
+        }
+        let blocks = i.meta.size.div_ceil(BLOCK);
+        for &(b, n) in hole_runs {
+            i.home_holes.extend((b..b + n).filter(|&k| k < blocks));
+        }
+        i.home_holes.split_off(&blocks);
     }
 
     /// Delete the home files of inodes that are gone (their removal is durable in the

@@ -5,8 +5,8 @@
 
 use super::Inner;
 use crate::atree::{Block, Pair};
-use crate::format::ops::{MetaOp, Op, PairRef};
-use crate::namespace::inode::Inode;
+use crate::format::ops::{MetaOp, Op, PairRef, HOLE_INDEX};
+use crate::namespace::inode::{Inode, XattrsState};
 use hostfs::HostFs;
 use std::sync::Arc;
 use store::{FileKind, Ino, Result};
@@ -26,6 +26,32 @@ pub(crate) fn meta_op(i: &Inode) -> MetaOp {
     }
 }
 
+/// The operations after an inode's `Meta` that carry what only some kinds have: a
+/// symlink's target, a special file's device number (`Node`); the extended attributes when
+/// `all_xattrs` or when they changed since the last commit (`Xattrs`).
+pub(crate) fn node_ops(i: &Inode, all_xattrs: bool) -> Vec<Op> {
+    let mut ops = Vec::new();
+    if i.meta.kind == FileKind::Symlink || i.meta.kind.is_special() {
+        ops.push(Op::Node {
+            ino: i.meta.ino,
+            rdev: i.meta.rdev,
+            target: i.target.clone(),
+        });
+    }
+    let changed = i.xattrs_changed == XattrsState::Changed;
+    if (all_xattrs && !i.xattrs.is_empty()) || changed {
+        ops.push(Op::Xattrs {
+            ino: i.meta.ino,
+            attrs: i
+                .xattrs
+                .iter()
+                .map(|(n, v)| (n.clone(), v.clone()))
+                .collect(),
+        });
+    }
+    ops
+}
+
 /// A commit's record before it is written.
 #[derive(Default)]
 struct Draft {
@@ -34,6 +60,8 @@ struct Draft {
     data: Vec<Arc<Block>>,
     /// (inode, file block, data index) of every pair the record carries.
     placed: Vec<(Ino, u64, u32)>,
+    /// (inode, file block) of every hole pair the record carries.
+    holes: Vec<(Ino, u64)>,
 }
 
 impl Draft {
@@ -48,6 +76,14 @@ impl Draft {
             });
             self.data.push(d.clone());
             self.placed.push((i.meta.ino, b, index));
+        }
+        for b in i.atree.pending_holes() {
+            pairs.push(PairRef {
+                file_block: b,
+                data_index: HOLE_INDEX,
+                crc: 0,
+            });
+            self.holes.push((i.meta.ino, b));
         }
         if !pairs.is_empty() || i.cut.is_some() {
             self.data_ops.push(Op::Data {
@@ -76,7 +112,19 @@ impl<H: HostFs> Inner<H> {
             let Some(i) = self.st.inodes.get(ino) else {
                 continue;
             };
+            if let Some(base) = self.st.atomic_base.get(ino) {
+                // An O_ATOMIC file with writes not fsynced, changed by a namespace call
+                // (setattr, setxattr, rename, link): the record carries its attributes but
+                // the data as of its last fsync; the pending writes wait for theirs.
+                draft.metas.push(Op::Meta(MetaOp {
+                    size: base.meta.size,
+                    ..meta_op(i)
+                }));
+                draft.metas.extend(node_ops(i, false));
+                continue;
+            }
             draft.metas.push(Op::Meta(meta_op(i)));
+            draft.metas.extend(node_ops(i, false));
             if let Some(x) = staged.iter().find(|x| x.ino == *ino) {
                 draft.data_ops.push(Op::Exchange {
                     ino: x.ino,
@@ -94,6 +142,11 @@ impl<H: HostFs> Inner<H> {
         ops.extend(log);
         ops.append(&mut draft.data_ops);
         ops.push(Op::NextIno(self.st.next_ino));
+        assert!(
+            ops.iter().all(|op| op.in_format(self.format)),
+            "a format {} store is never given a newer format's record",
+            self.format.number()
+        );
         let first = self.journal.len_bytes() / crate::format::BLOCK;
         let start = match self.journal.append(&self.media, &ops, &draft.data) {
             Ok(start) => start,
@@ -113,8 +166,18 @@ impl<H: HostFs> Inner<H> {
                 i.atree.insert(b, Pair::Committed(start + u64::from(index)));
             }
         }
+        for (ino, b) in draft.holes {
+            if let Some(i) = self.st.inodes.get_mut(&ino) {
+                i.atree.insert(b, Pair::CommittedHole);
+            }
+        }
         for ino in &inos {
+            if self.st.atomic_base.contains_key(ino) {
+                self.st.keep_attributes_in_base(*ino);
+                continue;
+            }
             if let Some(i) = self.st.inodes.get_mut(ino) {
+                i.xattrs_changed = XattrsState::Logged;
                 i.cut = None;
                 i.dirty |= i.meta.kind == FileKind::File;
             }
@@ -125,8 +188,8 @@ impl<H: HostFs> Inner<H> {
         for ino in &inos {
             if let Some(i) = self.st.inodes.get(ino) {
                 assert!(
-                    i.atree.pending().next().is_none(),
-                    "commit leaves no pending pair"
+                    i.atree.pending_count() == 0 || self.st.atomic_base.contains_key(ino),
+                    "commit leaves no pending pair but an O_ATOMIC file's"
                 );
             }
         }

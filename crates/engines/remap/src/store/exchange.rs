@@ -72,8 +72,11 @@ impl<H: HostFs> Inner<H> {
                 };
                 let changed = i.atree.pending().count() as u64;
                 let file_blocks = i.meta.size.div_ceil(BLOCK);
+                // (A file with holes journals as usual: the stage clones home blocks.)
                 i.meta.kind == FileKind::File
                     && i.atree.committed().next().is_none()
+                    && i.atree.hole_count() == 0
+                    && i.home_holes.is_empty()
                     && i.cut.is_none()
                     && changed >= min
                     && changed * 100 >= share * file_blocks

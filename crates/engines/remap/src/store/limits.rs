@@ -34,6 +34,22 @@ impl<H: HostFs> Inner<H> {
         Ok(())
     }
 
+    /// ENOSPC when `adds` more uncommitted blocks would leave more than `pending_blocks_max`
+    /// in file `ino` (fallocate: nothing is changed then).
+    pub(crate) fn check_pending_adds(&self, ino: Ino, adds: u64) -> Result<()> {
+        let Some(i) = self.st.inodes.get(&ino) else {
+            return Ok(());
+        };
+        let (max, have) = (self.config.pending_blocks_max, i.atree.pending_count());
+        if have.saturating_add(adds) > max {
+            return Err(Error::NoSpace(format!(
+                "inode {ino}: {have} uncommitted blocks, the call adds {adds}: at most {max} \
+                 per file (pending_blocks_max); commit (fsync) or abort first"
+            )));
+        }
+        Ok(())
+    }
+
     pub(crate) fn limits(&self) -> Vec<Limit> {
         let pending = self
             .st
@@ -42,7 +58,20 @@ impl<H: HostFs> Inner<H> {
             .map(|i| i.atree.pending_count())
             .max()
             .unwrap_or(0);
+        let xattrs = self
+            .st
+            .inodes
+            .values()
+            .map(|i| i.xattr_bytes())
+            .max()
+            .unwrap_or(0);
         vec![
+            Limit::new(
+                "extended attribute bytes per inode (names and values; largest now)",
+                self.config.xattr_bytes_max,
+                Some(xattrs),
+                "ENOSPC",
+            ),
             Limit::new(
                 "open files",
                 self.config.open_files_max,

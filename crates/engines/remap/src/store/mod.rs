@@ -6,8 +6,10 @@ mod commit;
 mod exchange;
 mod limits;
 mod ops;
+mod posix;
 mod recovery;
 
+use crate::format::Format;
 use crate::journal::media::{Media, Names};
 use crate::journal::Journal;
 use crate::namespace::state::State;
@@ -31,6 +33,8 @@ pub struct Counters {
     pub remap_calls: u64,
     pub remapped_blocks: u64,
     pub copied_blocks: u64,
+    /// Blocks punched out of home files by checkpoints (fallocate PUNCH_HOLE).
+    pub punched_blocks: u64,
     pub recovered_records: u64,
     /// Commits that swapped a staged file in (XFS_IOC_EXCHANGE_RANGE).
     pub exchanges: u64,
@@ -42,6 +46,8 @@ pub(crate) struct Inner<H: HostFs> {
     pub(crate) st: State,
     pub(crate) media: Media<H>,
     pub(crate) journal: Journal,
+    /// The store's on-media format (a format 1 store stays in format 1).
+    pub(crate) format: Format,
     pub(crate) mode: CheckpointMode,
     pub(crate) config: RemapConfig,
     pub(crate) counters: Counters,
@@ -162,6 +168,18 @@ impl HostRemapStore {
 impl<H: HostFs> RemapStore<H> {
     /// Format a new store in the home directory `fs` (which must hold no store yet).
     pub fn create_on(fs: H, store_id: u64, config: &RemapConfig) -> Result<Self> {
+        Self::create_on_format(fs, store_id, config, Format::NEWEST)
+    }
+
+    /// [`create_on`](Self::create_on) in an older on-media format (tests of what such a
+    /// store, made by an earlier atomfs, still does).
+    #[doc(hidden)]
+    pub fn create_on_format(
+        fs: H,
+        store_id: u64,
+        config: &RemapConfig,
+        format: Format,
+    ) -> Result<Self> {
         let mode = if config.copy_checkpoint {
             CheckpointMode::Copy
         } else {
@@ -183,14 +201,18 @@ impl<H: HostFs> RemapStore<H> {
                 Error::Exists(m) => Error::Exists(format!("{m}: the home directory holds a store")),
                 other => other,
             })?;
-        fs.write_all_at(&journal, 0, &crate::format::encode_journal_header(store_id))
-            .map_err(host_err)?;
+        fs.write_all_at(
+            &journal,
+            0,
+            &crate::format::encode_journal_header(store_id, format),
+        )
+        .map_err(host_err)?;
         // persist: the journal header (the store's id) is durable.
         fs.sync_data(&journal).map_err(host_err)?;
         fs.mkdir(&names.files_dir, 0o700).map_err(host_err)?;
         let media = Media::new(fs, names, journal);
         let st = State::empty();
-        recovery::write_snapshot(&media, &st, 1, mode)?;
+        recovery::write_snapshot(&media, &st, 1, mode, format)?;
         // persist: the journal's and the files directory's entries are durable.
         media.fs.sync_dir(Path::new("")).map_err(host_err)?;
         Self::open_on(media.into_fs(), Some(store_id), config)
@@ -254,6 +276,11 @@ impl<H: HostFs> RemapStore<H> {
     /// What the home directory's file system offers, as probed at open.
     pub fn capabilities(&self) -> hostfs::Capabilities {
         self.inner.lock().media.fs.capabilities()
+    }
+
+    /// The store's on-media format.
+    pub fn format(&self) -> Format {
+        self.inner.lock().format
     }
 
     /// Bytes of journal in use.

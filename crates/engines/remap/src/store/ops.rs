@@ -7,19 +7,20 @@ use super::{Inner, RemapStore};
 use crate::format::ops::Op;
 use crate::format::{BLOCK, FILE_SIZE_MAX};
 use crate::host_err;
+use crate::namespace::inode::Naming;
 use crate::namespace::state::{bind, check_name, name_str, Handle, State, Tx};
 use crate::CheckpointMode;
 use hostfs::HostFs;
 use std::any::Any;
 use store::{
-    now_ns, DirEntry, Error, Fh, FileKind, FsckReport, Ino, Metadata, OpenFlags, Result, SetAttr,
-    StatFs, Store, TxId, NAME_MAX,
+    now_ns, DirEntry, Error, Fallocate, Fh, FileKind, FsckReport, Ino, Metadata, OpenFlags,
+    RenameMode, Result, SetAttr, StatFs, Store, TxId, XattrSet, NAME_MAX,
 };
 
 impl<H: HostFs> RemapStore<H> {
     /// Run a namespace change. Inside transaction `tx` it joins it; outside any, it runs as
     /// an internal transaction committed (durably) before this returns.
-    fn ns<T>(
+    pub(super) fn ns<T>(
         &self,
         tx: Option<TxId>,
         f: impl FnOnce(&mut State, Option<TxId>) -> Result<T>,
@@ -49,7 +50,7 @@ impl<H: HostFs> RemapStore<H> {
 
     /// After a data change of `ino` through `h`: commit it now unless it belongs to a
     /// transaction or to pending O_ATOMIC writes.
-    fn after_data_change(g: &mut Inner<H>, ino: Ino, h: &Handle) -> Result<()> {
+    pub(super) fn after_data_change(g: &mut Inner<H>, ino: Ino, h: &Handle) -> Result<()> {
         if g.st.data_tx(ino, h).is_some() || g.st.atomic_base.contains_key(&ino) {
             return Ok(());
         }
@@ -122,6 +123,81 @@ impl<H: HostFs> Store for RemapStore<H> {
         self.ns(tx, |st, tx| {
             st.new_inode(parent, name, FileKind::Dir, perm, tx)
         })
+    }
+
+    fn symlink(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        target: &[u8],
+        tx: Option<TxId>,
+    ) -> Result<Metadata> {
+        self.do_symlink(parent, name, target, tx)
+    }
+
+    fn readlink(&self, ino: Ino) -> Result<Vec<u8>> {
+        self.do_readlink(ino)
+    }
+
+    fn mknod(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        kind: FileKind,
+        perm: u32,
+        rdev: u64,
+        tx: Option<TxId>,
+    ) -> Result<Metadata> {
+        self.do_mknod(parent, name, kind, perm, rdev, tx)
+    }
+
+    fn tmpfile(
+        &self,
+        parent: Ino,
+        perm: u32,
+        flags: OpenFlags,
+        tx: Option<TxId>,
+    ) -> Result<(Metadata, Fh)> {
+        self.do_tmpfile(parent, perm, flags, tx)
+    }
+
+    fn rename_with(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        new_parent: Ino,
+        new_name: &[u8],
+        mode: RenameMode,
+        tx: Option<TxId>,
+    ) -> Result<()> {
+        self.do_rename_with((parent, name), (new_parent, new_name), mode, tx)
+    }
+
+    fn fallocate(&self, fh: Fh, op: Fallocate, off: u64, len: u64) -> Result<()> {
+        self.do_fallocate(fh, op, off, len)
+    }
+
+    fn getxattr(&self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
+        self.do_getxattr(ino, name)
+    }
+
+    fn setxattr(
+        &self,
+        ino: Ino,
+        name: &[u8],
+        value: &[u8],
+        how: XattrSet,
+        tx: Option<TxId>,
+    ) -> Result<()> {
+        self.do_setxattr(ino, name, value, how, tx)
+    }
+
+    fn listxattr(&self, ino: Ino) -> Result<Vec<Vec<u8>>> {
+        self.do_listxattr(ino)
+    }
+
+    fn removexattr(&self, ino: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
+        self.do_removexattr(ino, name, tx)
     }
 
     fn unlink(&self, parent: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
@@ -206,8 +282,16 @@ impl<H: HostFs> Store for RemapStore<H> {
         let mut g = self.live()?;
         let max = g.config.open_files_max;
         let st = &mut g.st;
-        if st.inode(ino)?.meta.kind == FileKind::Dir {
-            return Err(Error::IsDir(format!("inode {ino}")));
+        match st.inode(ino)?.meta.kind {
+            FileKind::Dir => return Err(Error::IsDir(format!("inode {ino}"))),
+            // The store never follows a link: opening one is open(O_NOFOLLOW) on it.
+            FileKind::Symlink => {
+                return Err(Error::SymlinkLoop(format!(
+                    "inode {ino} is a symbolic link"
+                )))
+            }
+            kind if kind.is_special() => return Err(Error::special_open(ino, kind)),
+            _ => {}
         }
         if st.handles.len() as u64 >= max {
             return Err(Error::TooMany {
@@ -472,6 +556,7 @@ impl<H: HostFs> Store for RemapStore<H> {
             ("remap_calls".into(), c.remap_calls),
             ("remapped_blocks".into(), c.remapped_blocks),
             ("copied_blocks".into(), c.copied_blocks),
+            ("punched_blocks".into(), c.punched_blocks),
             ("recovered_records".into(), c.recovered_records),
             ("exchanges".into(), c.exchanges),
             ("exchanges_redone".into(), c.exchanges_redone),
@@ -499,7 +584,8 @@ impl<H: HostFs> Store for RemapStore<H> {
     fn fsck(&self) -> Result<FsckReport> {
         let g = self.inner.lock();
         let mut report = g.st.fsck();
-        match crate::journal::scan(&g.media, g.journal.generation()) {
+        g.st.fsck_posix(&mut report, g.format);
+        match crate::journal::scan(&g.media, g.journal.generation(), g.format) {
             Ok((records, _)) if records.len() as u64 == g.journal.records() => {}
             Ok((records, _)) => report.problem(
                 format!(
@@ -562,8 +648,14 @@ fn link(
 ) -> Result<Metadata> {
     check_name(new_name)?;
     st.tx_check(tx)?;
-    if st.inode(ino)?.meta.kind == FileKind::Dir {
+    let inode = st.inode(ino)?;
+    if inode.meta.kind == FileKind::Dir {
         return Err(Error::NotPermitted("hard link to a directory".into()));
+    }
+    if inode.meta.nlink == 0 && inode.naming != Naming::Unnamed {
+        // As linkat(2): a file whose last name is gone gets no new one (an unnamed
+        // O_TMPFILE file does).
+        return Err(Error::NotFound(format!("inode {ino} has no name")));
     }
     if st.dir(new_parent)?.entries.contains_key(new_name) {
         return Err(Error::Exists(name_str(new_name)));
@@ -592,5 +684,6 @@ fn link(
         .ok_or_else(|| Error::NotFound(format!("inode {ino}")))?;
     inode.meta.nlink += 1;
     inode.meta.ctime = now;
+    inode.naming = Naming::Ordinary;
     Ok(inode.meta)
 }

@@ -14,11 +14,11 @@
 //! | yes          | yes                         | ok          | fail      | end (torn commit)   |
 //! | yes          | yes                         | ok          | ok        | redo, go on         |
 
-use super::commit::meta_op;
+use super::commit::{meta_op, node_ops};
 use super::{Counters, Inner};
 use crate::atree::Pair;
-use crate::format::ops::{decode_ops, encode_ops, Op};
-use crate::format::{check_journal_header, decode_snapshot, encode_snapshot, BLOCK};
+use crate::format::ops::{decode_ops, encode_ops, Op, HOLE_INDEX};
+use crate::format::{check_journal_header, decode_snapshot, encode_snapshot, Format, BLOCK};
 use crate::journal::media::{Media, Names};
 use crate::journal::{scan, Journal};
 use crate::namespace::inode::Inode;
@@ -32,23 +32,33 @@ use store::{Error, FileKind, Ino, Result, ROOT_INO};
 /// Snapshot flag: checkpoints copy instead of remapping.
 const FLAG_COPY: u32 = 1;
 
-/// Write the snapshot of `st` (every reachable inode and entry) as generation `generation`
-/// and make it durable: the checkpoint mark. Returns its length in bytes.
+/// Write the snapshot of `st` as generation `generation` and make it durable: the
+/// checkpoint mark. Returns its length in bytes. Every inode in memory is in it: the
+/// reachable ones, and the open ones without a name (an unnamed file that a later `link`
+/// may name: its data is home from here on, and recovery drops it unless a later record
+/// named it).
 pub(crate) fn write_snapshot<H: HostFs>(
     media: &Media<H>,
     st: &State,
     generation: u64,
     mode: CheckpointMode,
+    format: Format,
 ) -> Result<u64> {
     let mut ops = Vec::new();
-    let reachable = reachable(st);
-    let mut inos: Vec<&Ino> = reachable.iter().collect();
+    let mut inos: Vec<&Ino> = st.inodes.keys().collect();
     inos.sort_unstable();
     for ino in inos {
         let Some(i) = st.inodes.get(ino) else {
             continue;
         };
         ops.push(Op::Meta(meta_op(i)));
+        ops.extend(node_ops(i, true));
+        if !i.home_holes.is_empty() {
+            ops.push(Op::Holes {
+                ino: *ino,
+                runs: runs_of(&i.home_holes),
+            });
+        }
         for (name, &child) in &i.entries {
             ops.push(Op::AddEntry {
                 dir: *ino,
@@ -62,7 +72,12 @@ pub(crate) fn write_snapshot<H: HostFs>(
     } else {
         0
     };
-    let bytes = encode_snapshot(generation, st.next_ino, flags, &encode_ops(&ops));
+    assert!(
+        ops.iter().all(|op| op.in_format(format)),
+        "a format {} store is never given a newer format's record",
+        format.number()
+    );
+    let bytes = encode_snapshot(format, generation, st.next_ino, flags, &encode_ops(&ops));
     let fs = &media.fs;
     // A leftover temporary name may still name the current snapshot's inode (a rename not
     // yet durable at a crash): drop the name rather than truncating through it.
@@ -82,6 +97,18 @@ pub(crate) fn write_snapshot<H: HostFs>(
     // ignores every journal record of an older generation.
     fs.sync_dir(Path::new("")).map_err(host_err)?;
     Ok(bytes.len() as u64)
+}
+
+/// Runs (first block, blocks) of a set of blocks.
+fn runs_of(blocks: &std::collections::BTreeSet<u64>) -> Vec<(u64, u64)> {
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    for &b in blocks {
+        match runs.last_mut() {
+            Some((first, n)) if *first + *n == b => *n += 1,
+            _ => runs.push((b, 1)),
+        }
+    }
+    runs
 }
 
 fn reachable(st: &State) -> HashSet<Ino> {
@@ -121,7 +148,7 @@ pub(crate) fn open<H: HostFs>(
         .map_err(host_err)?;
     let mut head = [0u8; 64];
     fs.read_full_at(&journal, 0, &mut head).map_err(host_err)?;
-    let found = check_journal_header(&head)?;
+    let (found, format) = check_journal_header(&head)?;
     if store_id.is_some_and(|id| id != found) {
         return Err(Error::CrossStore(format!(
             "the journal belongs to store {found:#x}, the pool file names {:#x}",
@@ -130,6 +157,16 @@ pub(crate) fn open<H: HostFs>(
     }
     let snapshot = read_file(&fs, &names.snapshot)?;
     let (sh, flags, payload) = decode_snapshot(&snapshot)?;
+    if sh.format != format {
+        return Err(Error::Corrupt {
+            what: format!(
+                "remap snapshot of format {} in a store of format {}",
+                sh.format.number(),
+                format.number()
+            ),
+            offset: 8,
+        });
+    }
     let mode = if flags & FLAG_COPY != 0 {
         CheckpointMode::Copy
     } else {
@@ -142,10 +179,16 @@ pub(crate) fn open<H: HostFs>(
     st.inodes.clear();
     st.next_ino = sh.next_ino.max(ROOT_INO + 1);
     for op in decode_ops(payload, crate::format::HEADER_LEN as u64)? {
+        if !op.in_format(format) {
+            return Err(Error::Corrupt {
+                what: "remap snapshot: a format 2 operation in a store of format 1".into(),
+                offset: 0,
+            });
+        }
         apply(&mut st, &op, 0, false)?;
     }
     let media = Media::new(fs, names, journal);
-    let (records, end) = scan(&media, sh.generation)?;
+    let (records, end) = scan(&media, sh.generation, format)?;
     let mut counters = Counters::default();
     let mut exchanges = Vec::new();
     for rec in &records {
@@ -162,7 +205,8 @@ pub(crate) fn open<H: HostFs>(
     let mut inner = Inner {
         st,
         media,
-        journal: Journal::new(sh.generation, next_seq, end),
+        journal: Journal::new(format, sh.generation, next_seq, end),
+        format,
         mode,
         config: config.clone(),
         counters,
@@ -226,12 +270,30 @@ fn apply(st: &mut State, op: &Op, data_start: u64, from_journal: bool) -> Result
                 i.home_blocks = i.home_blocks.min(*c);
             }
             for p in pairs {
-                i.atree.insert(
-                    p.file_block,
-                    Pair::Committed(data_start + u64::from(p.data_index)),
-                );
+                let pair = match p.data_index {
+                    HOLE_INDEX => Pair::CommittedHole,
+                    index => Pair::Committed(data_start + u64::from(index)),
+                };
+                i.atree.insert(p.file_block, pair);
             }
             i.dirty = true;
+        }
+        Op::Node { ino, rdev, target } => {
+            if let Some(i) = st.inodes.get_mut(ino) {
+                apply_node(i, *rdev, target)?;
+            }
+        }
+        Op::Xattrs { ino, attrs } => {
+            if let Some(i) = st.inodes.get_mut(ino) {
+                i.xattrs = attrs.iter().cloned().collect();
+            }
+        }
+        Op::Holes { ino, runs } => {
+            if let Some(i) = st.inodes.get_mut(ino) {
+                for &(first, n) in runs {
+                    i.home_holes.extend(first..first + n);
+                }
+            }
         }
         Op::NextIno(n) => st.next_ino = st.next_ino.max(*n),
         Op::Exchange { ino, size, .. } => {
@@ -244,6 +306,29 @@ fn apply(st: &mut State, op: &Op, data_start: u64, from_journal: bool) -> Result
             }
         }
     }
+    Ok(())
+}
+
+/// A symlink's target or a special file's device number; corruption for any other kind.
+fn apply_node(i: &mut Inode, rdev: u64, target: &[u8]) -> Result<()> {
+    let kind = i.meta.kind;
+    let fits = match kind {
+        FileKind::Symlink => rdev == 0 && !target.is_empty(),
+        k if k.is_special() => target.is_empty() && (k.is_device() || rdev == 0),
+        _ => false,
+    };
+    if !fits {
+        return Err(Error::Corrupt {
+            what: format!(
+                "remap: node record (rdev {rdev}, target of {} bytes) of inode {}, a {kind:?}",
+                target.len(),
+                i.meta.ino
+            ),
+            offset: 0,
+        });
+    }
+    i.meta.rdev = rdev;
+    i.target = target.to_vec();
     Ok(())
 }
 
@@ -291,6 +376,9 @@ fn finish(st: &mut State) -> Result<()> {
         if ino == ROOT_INO {
             i.parent = ROOT_INO;
         }
+        let blocks = i.meta.size.div_ceil(BLOCK);
+        i.home_holes.split_off(&blocks.min(i.home_blocks));
+        i.set_allocated();
     }
     let max = st.inodes.keys().copied().max().unwrap_or(ROOT_INO);
     st.next_ino = st.next_ino.max(max + 1);

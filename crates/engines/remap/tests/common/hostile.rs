@@ -2,7 +2,9 @@
 //! a reopen: never a panic. Shared by tests/hostile.rs and the fuzz target `remap_open`.
 //!
 //! Input: byte 0 picks the file (bit 0: journal, else snapshot) and the base image (bit 1:
-//! with an open-at-crash O_ATOMIC file and a checkpoint behind the records); the rest is a
+//! with an open-at-crash O_ATOMIC file and a checkpoint behind the records; both hold a
+//! symlink, a FIFO, a device node, extended attributes and a punched hole, in records and,
+//! for the second, in the snapshot too); the rest is a
 //! list of 5-byte mutations: offset u32 (modulo the file's length + 8), then a byte that is
 //! xored in — or, when the offset's top bit is set, the file is truncated there.
 #![allow(dead_code)]
@@ -39,6 +41,7 @@ pub fn base_image(variant: bool) -> HostImage {
     s.mkdir(store::ROOT_INO, b"d", 0o755, None).unwrap();
     put(&s, "/d/a", 0, &[1; 9000]);
     put(&s, "/b", 4096, &[2; 4096]);
+    posix_records(&s);
     if variant {
         assert!(s.checkpoint().unwrap());
         let fh = OpenOptions::new()
@@ -51,8 +54,31 @@ pub fn base_image(variant: bool) -> HostImage {
         s.rename(store::ROOT_INO, b"b", store::ROOT_INO, b"c", None)
             .unwrap();
         s.set_len(fh, 7000).unwrap();
+        s.symlink(store::ROOT_INO, b"l2", b"/d/a", None).unwrap();
     }
     sim.durable_image()
+}
+
+/// Every format 2 record: a node (symlink target, device number), attributes, a hole pair.
+fn posix_records(s: &dyn Store) {
+    let d = store::resolve(s, "/d").unwrap().ino;
+    s.symlink(d, b"l", b"a", None).unwrap();
+    s.mknod(d, b"p", store::FileKind::Fifo, 0o644, 0, None)
+        .unwrap();
+    s.mknod(d, b"c", store::FileKind::CharDevice, 0o600, 0x0103, None)
+        .unwrap();
+    let a = store::resolve(s, "/d/a").unwrap().ino;
+    s.setxattr(a, b"user.k", b"value", store::XattrSet::Either, None)
+        .unwrap();
+    s.setxattr(d, b"trusted.t", &[7; 300], store::XattrSet::Either, None)
+        .unwrap();
+    let fh = OpenOptions::new()
+        .write(true)
+        .open(s, "/d/a", None)
+        .unwrap();
+    s.fallocate(fh, store::Fallocate::PunchHole, 4096, 4096)
+        .unwrap();
+    s.release(fh).unwrap();
 }
 
 fn mutate(fs: &SimHostFs, path: &Path, muts: &[u8]) {
@@ -75,7 +101,15 @@ fn mutate(fs: &SimHostFs, path: &Path, muts: &[u8]) {
 fn read_all(s: &dyn Store, dir: store::Ino, depth: u32) {
     let Ok(entries) = s.read_dir(dir) else { return };
     for e in entries {
+        if let Ok(names) = s.listxattr(e.ino) {
+            for n in names {
+                let _ = s.getxattr(e.ino, &n);
+            }
+        }
         match e.kind {
+            store::FileKind::Symlink => {
+                let _ = s.readlink(e.ino);
+            }
             store::FileKind::Dir if depth < 8 => read_all(s, e.ino, depth + 1),
             store::FileKind::File => {
                 if let Ok(fh) = s.open(
@@ -89,6 +123,7 @@ fn read_all(s: &dyn Store, dir: store::Ino, depth: u32) {
                     let mut buf = vec![0u8; 64 << 10];
                     let _ = s.read(fh, 0, &mut buf);
                     let _ = s.write(fh, 10, b"after");
+                    let _ = s.fallocate(fh, store::Fallocate::PunchHole, 0, 8192);
                     let _ = s.set_len(fh, 3);
                     let _ = s.release(fh);
                 }

@@ -5,6 +5,7 @@
 
 pub mod hostile;
 pub mod kernel_suite;
+pub mod posix_steps;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

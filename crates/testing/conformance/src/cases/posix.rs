@@ -43,7 +43,8 @@ pub fn awaited(engine_name: &str) -> &'static [Feature] {
     match engine {
         "model" | "mmio" | "pool" => &[],
         "journal" => &[],
-        "remap" | "cache" => ALL,
+        "remap" => &[],
+        "cache" => ALL,
         _ => ALL,
     }
 }
