@@ -4,6 +4,7 @@
 
 pub mod files;
 pub mod flush;
+pub mod home_space;
 pub mod home_state;
 pub mod intents;
 pub mod limits;

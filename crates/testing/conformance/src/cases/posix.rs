@@ -42,7 +42,8 @@ pub fn awaited(engine_name: &str) -> &'static [Feature] {
         .unwrap_or("");
     match engine {
         "model" | "mmio" | "pool" => &[],
-        "journal" | "remap" | "cache" => ALL,
+        "cache" => &[],
+        "journal" | "remap" => ALL,
         _ => ALL,
     }
 }
