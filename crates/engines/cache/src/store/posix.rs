@@ -176,6 +176,9 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         };
         let f = self.host.open(&p, &opts).map_err(host_err)?;
         let st = self.host.file_stat(&f).map_err(host_err)?;
+        // persist: the staging name is durable before the cache records the file, so that
+        // recovery finds it in the trash (and drops it) rather than a record of a file gone.
+        self.sync_dir(trash)?;
         self.cache.backing().register(st.ino, &p, Some(f));
         let key = match self.cache.create_file(st.ino, 0) {
             Ok(key) => key,
@@ -206,6 +209,7 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         if let Some((parent, name)) = t.names.first(ino) {
             let p = t.names.child(parent, &name)?;
             if p.starts_with(Path::new(TRASH_NAME)) {
+                self.before_name_goes(t, ino)?;
                 super::tx::remove_path(&*self.host, &p)?;
                 t.names.remove(ino, parent, &name);
             }

@@ -56,6 +56,14 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         let mut t = self.t.lock();
         let state = t.txs.remove(&tx).ok_or(Error::NoSuchTransaction(tx))?;
         Self::unbind(&mut t, tx, &state);
+        for (undo, _) in &state.undo {
+            if let Undo::Xattr { ino, .. } | Undo::Attr { ino, .. } = undo {
+                if let Ok(p) = t.names.path(*ino) {
+                    // persist: the entry's attributes are durable before the commit point.
+                    self.host.sync_node(&p).map_err(host_err)?;
+                }
+            }
+        }
         if let Some(unit) = state.unit {
             self.cache.commit(unit)?;
         }
