@@ -311,6 +311,20 @@ impl<R: Region, B: Backing> Cache<R, B> {
                 format!("key {}", c.key),
             );
         }
+        match self.live_intents() {
+            Ok(live) => {
+                for (slot, stamp, _) in &live {
+                    if !self.is_open(*stamp) {
+                        report.problem(
+                            "namespace intent of no open transaction at rest",
+                            format!("intent {slot}"),
+                        );
+                    }
+                }
+                report.checked.push(("intents".into(), live.len() as u64));
+            }
+            Err(e) => report.problem(e.to_string(), "intents"),
+        }
         report.checked.push(("tags".into(), g.chunks()));
         report.checked.push(("valid chunks".into(), valid));
         report.checked.push(("files".into(), lens.len() as u64));

@@ -474,6 +474,12 @@ impl<R: Region, H: HostFs> Store for CacheStore<R, H> {
     fn limits(&self) -> Result<Vec<store::Limit>> {
         let mut all = store::common_limits(&self.statfs()?);
         all.extend(self.cache.limits()?);
+        all.push(store::Limit::new(
+            "bytes of extended attributes of one entry (names with their NUL, and values)",
+            self.cache.config().xattr_bytes_max,
+            None,
+            "ENOSPC",
+        ));
         let (open, max) = self.cache.backing().descriptors();
         all.push(store::Limit::new(
             "home files open (descriptors; past it one is closed, reopened by path when needed)",
@@ -485,8 +491,10 @@ impl<R: Region, H: HostFs> Store for CacheStore<R, H> {
     }
     fn fsck(&self) -> Result<FsckReport> {
         self.check_open()?;
-        let _t = self.t.lock();
-        self.cache.fsck()
+        let t = self.t.lock();
+        let mut report = self.cache.fsck()?;
+        self.fsck_posix(&t, &mut report);
+        Ok(report)
     }
     fn unmount(&self) -> Result<()> {
         self.check_open()?;

@@ -20,6 +20,7 @@ use crate::format::saved_xattr::SavedXattr;
 use crate::home::host_err;
 use hostfs::{HostFs, OpenOptions, XattrHow};
 use pmem::Region;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use store::{
     check_xattr_name, check_xattr_value, Error, Ino, Result, TxId, XattrNamespace, XattrSet,
@@ -192,20 +193,69 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
     }
 }
 
-/// Undo an attribute change: put the saved value back on `a` (if `a` is still there), then
-/// delete the saved file `b`. Idempotent: a missing `b` means it was done already.
-pub(super) fn restore_xattr<H: HostFs>(host: &H, a: &Path, b: &Path) -> Result<()> {
+impl<R: Region, H: HostFs> CacheStore<R, H> {
+    /// The checks of the POSIX records: every saved old value an open transaction's intent
+    /// names decodes; no cached file is anything but a regular file at home.
+    pub(super) fn fsck_posix(&self, t: &super::Tables, report: &mut store::FsckReport) {
+        let live = self.cache.live_intents().unwrap_or_default();
+        let mut saved = 0;
+        for (slot, _, it) in live
+            .iter()
+            .filter(|(_, _, it)| it.kind == IntentKind::Xattr)
+        {
+            saved += 1;
+            let b = Path::new(std::ffi::OsStr::from_bytes(&it.b));
+            if let Err(why) = read_saved(&*self.host, b) {
+                report.problem(
+                    format!("saved attribute value {}: {why}", b.display()),
+                    format!("intent {slot}"),
+                );
+            }
+        }
+        for &ino in t.keys.keys() {
+            let Ok(p) = t.names.path(ino) else { continue };
+            if let Ok(st) = self.host.stat(&p) {
+                if st.kind != hostfs::FileKind::File {
+                    report.problem(
+                        format!("cached inode {ino} is a {:?} at home", st.kind),
+                        format!("inode {ino}"),
+                    );
+                }
+            }
+        }
+        report
+            .checked
+            .push(("saved attribute values".into(), saved));
+    }
+}
+
+/// Read and decode the saved value file `b` (`None`: there is none).
+fn read_saved<H: HostFs>(host: &H, b: &Path) -> Result<Option<SavedXattr>> {
     let f = match host.open(b, &OpenOptions::read_only()) {
         Ok(f) => f,
-        Err(e) if e.is_not_found() => return Ok(()),
+        Err(e) if e.is_not_found() => return Ok(None),
         Err(e) => return Err(host_err(e)),
     };
     let len = host.file_stat(&f).map_err(host_err)?.len;
-    let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(usize::MAX).min(1 << 20)];
+    // A saved value holds a name and a value of at most XATTR_SIZE_MAX bytes.
+    let max = 64 + store::xattr::XATTR_NAME_MAX + store::xattr::XATTR_SIZE_MAX;
+    if len > max as u64 {
+        return Err(Error::corrupt(format!("{}: {len} bytes", b.display()), 0));
+    }
+    let mut bytes = vec![0u8; len as usize];
     let n = host.read_full_at(&f, 0, &mut bytes).map_err(host_err)?;
     bytes.truncate(n);
-    let saved = SavedXattr::decode(&bytes)
-        .map_err(|why| Error::corrupt(format!("{}: {why}", b.display()), 0))?;
+    SavedXattr::decode(&bytes)
+        .map(Some)
+        .map_err(|why| Error::corrupt(format!("{}: {why}", b.display()), 0))
+}
+
+/// Undo an attribute change: put the saved value back on `a` (if `a` is still there), then
+/// delete the saved file `b`. Idempotent: a missing `b` means it was done already.
+pub(super) fn restore_xattr<H: HostFs>(host: &H, a: &Path, b: &Path) -> Result<()> {
+    let Some(saved) = read_saved(host, b)? else {
+        return Ok(());
+    };
     if host.stat(a).is_ok() {
         let done = match saved.value.as_deref() {
             Some(v) => host.set_xattr(a, &saved.name, v, XattrHow::Either),
