@@ -36,16 +36,9 @@ fn base() -> &'static Vec<u8> {
             let _ = c.write_in(&mut unit, k, 0, &[9; 100]);
             for (n, kind) in [IntentKind::Exchanged, IntentKind::Xattr].into_iter().enumerate() {
                 let it = Intent {
-                    kind,
                     seq: n as u64 + 1,
-                    a: b"dir/a".to_vec(),
-                    b: b".atomfs-cache-trash/xattr-1".to_vec(),
-                    perm: 0o644,
-                    atime: 1,
-                    mtime: 2,
                     id: 3,
-                    uid: 4,
-                    gid: 5,
+                    ..Intent::new(kind, b"a".to_vec(), b".atomfs-cache-trash/xattr-1".to_vec())
                 };
                 let _ = c.log_intent(unit.stamp(), &it);
             }

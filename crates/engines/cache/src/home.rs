@@ -312,7 +312,7 @@ impl<H: HostFs> Backing for HomeFiles<H> {
         let how = if punch {
             hostfs::FallocateHow::PunchHole
         } else {
-            hostfs::FallocateHow::Allocate { keep_size: true }
+            hostfs::FallocateHow::Allocate { keep_size: false }
         };
         match self.fs.fallocate(&f, how, off, len) {
             // The home file system keeps no such storage: nothing to do.

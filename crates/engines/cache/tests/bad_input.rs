@@ -30,16 +30,13 @@ fn valid_image() -> Vec<u8> {
         .enumerate()
     {
         let it = Intent {
-            kind,
             seq: n as u64 + 1,
-            a: b"dir/a".to_vec(),
-            b: b".atomfs-cache-trash/xattr-1".to_vec(),
-            perm: 0o644,
-            atime: 1,
-            mtime: 2,
             id: 3,
-            uid: 4,
-            gid: 5,
+            ..Intent::new(
+                kind,
+                b"dir/a".to_vec(),
+                b".atomfs-cache-trash/xattr-1".to_vec(),
+            )
         };
         c.log_intent(unit.stamp(), &it).unwrap();
     }

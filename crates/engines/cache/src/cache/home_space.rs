@@ -1,5 +1,5 @@
-//! The storage of a home file (fallocate): allocated ahead for `Fallocate::Allocate`, freed
-//! after a punched range's zeros are written home. What reads return never changes here —
+//! The storage of a home file (fallocate): allocated for `Fallocate::Allocate` once the
+//! length is the cache's, freed after a punched range's zeros are written home. What reads return never changes here —
 //! the data of a fallocate is the cache's (a length change, or zeros written through the
 //! cache); this is a home change of the cache's own, so the home stamp is unsettled while
 //! it happens and settled after.
@@ -13,12 +13,17 @@ use pmem::Region;
 use store::Result;
 
 impl<R: Region, B: Backing> Cache<R, B> {
-    /// Allocate the home storage of `[off, end)` of file `key` (its length unchanged).
+    /// Allocate the home storage of `[off, end)` of file `key`, cut at the file's length:
+    /// the home file may grow up to that length (never past it: no length change of the file
+    /// runs meanwhile, its operation lock is held).
     pub fn home_allocate(&self, key: u64, off: u64, end: u64) -> Result<()> {
+        let f = self.file(key)?;
+        let _op = f.op.lock();
+        let end = end.min(self.record(&f).size);
         if end <= off {
             return Ok(());
         }
-        self.home_space(key, false, off, end - off)
+        self.space_of(&f, false, off, end - off)
     }
 
     /// Free the home storage of the whole chunks of `[off, end)` of file `key`, whose data
@@ -36,11 +41,6 @@ impl<R: Region, B: Backing> Cache<R, B> {
         self.flush_file(key)?;
         let (from, to) = (first * CHUNK_SIZE, last * CHUNK_SIZE);
         self.space_of(&f, true, from, to - from)
-    }
-
-    fn home_space(&self, key: u64, punch: bool, off: u64, len: u64) -> Result<()> {
-        let f = self.file(key)?;
-        self.space_of(&f, punch, off, len)
     }
 
     fn space_of(&self, f: &FileState, punch: bool, off: u64, len: u64) -> Result<()> {

@@ -92,6 +92,22 @@ fn checksum(b: &[u8]) -> u32 {
 }
 
 impl Intent {
+    /// An intent of `kind` on paths `a` and `b`, every other field zero.
+    pub fn new(kind: IntentKind, a: Vec<u8>, b: Vec<u8>) -> Intent {
+        Intent {
+            kind,
+            seq: 0,
+            a,
+            b,
+            perm: 0,
+            atime: 0,
+            mtime: 0,
+            id: 0,
+            uid: 0,
+            gid: 0,
+        }
+    }
+
     /// The record's bytes with a free stamp (the caller stores the stamp after them).
     pub fn encode(&self) -> Option<Vec<u8>> {
         if self.a.len() > PATH_MAX || self.b.len() > PATH_MAX {
@@ -195,20 +211,9 @@ mod tests {
                 assert!(Intent::decode(&bad).is_err(), "{kind:?} byte {at}");
             }
         }
-        let mut unknown = Intent {
-            kind: IntentKind::Created,
-            seq: 1,
-            a: vec![],
-            b: vec![],
-            perm: 0,
-            atime: 0,
-            mtime: 0,
-            id: 0,
-            uid: 0,
-            gid: 0,
-        }
-        .encode()
-        .unwrap_or_else(|| panic!("encode"));
+        let mut unknown = Intent::new(IntentKind::Created, vec![], vec![])
+            .encode()
+            .unwrap_or_else(|| panic!("encode"));
         unknown[8] = 10;
         let crc = checksum(&unknown);
         unknown[12..16].copy_from_slice(&crc.to_le_bytes());

@@ -3,7 +3,7 @@
 //!
 //! | mode | data (through the cache) | home storage (outside a transaction) |
 //! |---|---|---|
-//! | Allocate | the length grows to the end (mode 0 past EOF) | allocated first, KEEP_SIZE |
+//! | Allocate | the length grows to the end (mode 0 past EOF) | allocated after, up to the length |
 //! | PunchHole | zeros written over the range inside the length | whole chunks punched after |
 //! | ZeroRange | zeros inside the length; the length grows unless KEEP_SIZE | — |
 //!
@@ -89,11 +89,6 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
             return self.in_unit(&mut t, &route, apply);
         }
         drop(t);
-        if let Fallocate::Allocate { .. } = op {
-            // Storage first: an ENOSPC from the home leaves the file as it was.
-            self.cache
-                .home_allocate(key, off, change.grow.unwrap_or(size).min(end))?;
-        }
         match (change.zeros(), change.grow) {
             (None, None) => {}
             (None, Some(len)) => self.cache.set_len(key, len)?,
@@ -109,8 +104,12 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
                 }
             }
         }
-        if let Fallocate::PunchHole = op {
-            self.cache.home_punch(key, change.off, change.zero_end)?;
+        match op {
+            // An ENOSPC of the home leaves the length changed and the storage short, as
+            // fallocate(2) may.
+            Fallocate::Allocate { .. } => self.cache.home_allocate(key, off, end)?,
+            Fallocate::PunchHole => self.cache.home_punch(key, change.off, change.zero_end)?,
+            Fallocate::ZeroRange { .. } => {}
         }
         Ok(())
     }

@@ -37,18 +37,7 @@ pub(super) fn bytes_of(p: &Path) -> Vec<u8> {
 
 /// An intent of kind `kind` on paths `a` and `b`.
 pub(super) fn intent(kind: IntentKind, a: &Path, b: &Path) -> Intent {
-    Intent {
-        kind,
-        seq: 0,
-        a: bytes_of(a),
-        b: bytes_of(b),
-        perm: 0,
-        atime: 0,
-        mtime: 0,
-        id: 0,
-        uid: 0,
-        gid: 0,
-    }
+    Intent::new(kind, bytes_of(a), bytes_of(b))
 }
 
 impl<R: Region, H: HostFs> CacheStore<R, H> {
@@ -188,6 +177,25 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         self.meta(&t, ino)
     }
 
+    /// The checks of a call making the new entry `name` in `parent`, in the order of the
+    /// Store API (transaction, directory, name free, owner): its directory's path and its own.
+    pub(super) fn free_name(
+        &self,
+        t: &Tables,
+        parent: Ino,
+        name: &[u8],
+        tx: Option<TxId>,
+    ) -> Result<(PathBuf, PathBuf)> {
+        Self::tx_open(t, tx)?;
+        let dp = self.dir_path(t, parent)?;
+        let p = dp.join(OsStr::from_bytes(name));
+        if Self::hidden(parent, name) || self.stat_opt(&p)?.is_some() {
+            return Err(Error::Exists(p.display().to_string()));
+        }
+        Self::check_owner(t, &[parent], tx)?;
+        Ok((dp, p))
+    }
+
     pub(super) fn do_create(
         &self,
         parent: Ino,
@@ -198,13 +206,7 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
     ) -> Result<Metadata> {
         check_entry_name(name)?;
         let mut t = self.t.lock();
-        Self::tx_open(&t, tx)?;
-        let dp = self.dir_path(&t, parent)?;
-        let p = dp.join(OsStr::from_bytes(name));
-        if Self::hidden(parent, name) || self.stat_opt(&p)?.is_some() {
-            return Err(Error::Exists(p.display().to_string()));
-        }
-        Self::check_owner(&t, &[parent], tx)?;
+        let (dp, p) = self.free_name(&t, parent, name, tx)?;
         let kind = if dir {
             IntentKind::CreatedDir
         } else {

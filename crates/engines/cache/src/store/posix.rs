@@ -54,13 +54,7 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
     ) -> Result<Metadata> {
         check_entry_name(name)?;
         let mut t = self.t.lock();
-        Self::tx_open(&t, tx)?;
-        let dp = self.dir_path(&t, parent)?;
-        let p = dp.join(OsStr::from_bytes(name));
-        if Self::hidden(parent, name) || self.stat_opt(&p)?.is_some() {
-            return Err(Error::Exists(p.display().to_string()));
-        }
-        Self::check_owner(&t, &[parent], tx)?;
+        let (dp, p) = self.free_name(&t, parent, name, tx)?;
         let slot = self.intend(&mut t, tx, intent(IntentKind::Created, &p, Path::new("")))?;
         let made = make(&self.host, &p)
             .map_err(host_err)
