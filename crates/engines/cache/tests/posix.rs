@@ -283,3 +283,50 @@ fn fsck_reads_an_open_transactions_saved_attribute_value() {
     assert!(!saved[0].exists(), "the abort deletes the saved value");
     clean(&s);
 }
+
+#[test]
+fn an_uncommitted_chown_and_symlink_times_are_undone_by_abort_and_by_recovery() {
+    let config = base();
+    let (s, dir) = store("chown", &config);
+    let f = put(&s, "/f", b"x");
+    let l = s.symlink(ROOT_INO, b"l", b"f", None).unwrap().ino;
+    let before = (s.getattr(f).unwrap(), s.getattr(l).unwrap());
+    let change = SetAttr {
+        uid: Some(4321),
+        gid: Some(8765),
+        mtime: Some(1_000_000_000),
+        ..Default::default()
+    };
+    let owner = |s: &HostCacheStore, ino| {
+        let m = s.getattr(ino).unwrap();
+        (m.uid, m.gid, m.mtime)
+    };
+    let was = |m: &store::Metadata| (m.uid, m.gid, m.mtime);
+    // Aborted.
+    let tx = s.tx_begin(&[]).unwrap();
+    s.setattr(f, &change, Some(tx)).unwrap();
+    s.setattr(l, &change, Some(tx)).unwrap();
+    assert_eq!(owner(&s, f), (4321, 8765, 1_000_000_000));
+    assert_eq!(owner(&s, l), (4321, 8765, 1_000_000_000));
+    s.tx_abort(tx).unwrap();
+    // (A file's mtime is its home file's, which a flush of its data changes.)
+    assert_eq!(owner(&s, f).0, before.0.uid);
+    assert_eq!(owner(&s, f).1, before.0.gid);
+    assert_eq!(owner(&s, l), was(&before.1));
+    // Never committed: a crash (the store dropped), then recovery.
+    let tx = s.tx_begin(&[]).unwrap();
+    s.setattr(f, &change, Some(tx)).unwrap();
+    s.setattr(l, &change, Some(tx)).unwrap();
+    drop(s);
+    let s = HostCacheStore::open(&dir.join("home"), &dir.join("c.pool"), &config).unwrap();
+    assert_eq!(owner(&s, f).0, before.0.uid);
+    assert_eq!(owner(&s, f).1, before.0.gid);
+    assert_eq!(owner(&s, l), was(&before.1));
+    // Committed: kept.
+    let tx = s.tx_begin(&[]).unwrap();
+    s.setattr(l, &change, Some(tx)).unwrap();
+    s.tx_commit(tx).unwrap();
+    let s = reopen(s, &dir, &config);
+    assert_eq!(owner(&s, l), (4321, 8765, 1_000_000_000));
+    clean(&s);
+}
