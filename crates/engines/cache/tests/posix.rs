@@ -330,3 +330,32 @@ fn an_uncommitted_chown_and_symlink_times_are_undone_by_abort_and_by_recovery() 
     assert_eq!(owner(&s, l), (4321, 8765, 1_000_000_000));
     clean(&s);
 }
+
+#[test]
+fn an_unnamed_file_named_by_a_transaction_and_released_before_its_abort_goes() {
+    let config = base();
+    let (s, dir) = store("unnamed-abort", &config);
+    let files = s.cache().file_list().len();
+    let (m, fh) = s.tmpfile(ROOT_INO, 0o600, rw(), None).unwrap();
+    s.write(fh, 0, &[5; 3000]).unwrap();
+    let tx = s.tx_begin(&[]).unwrap();
+    s.link(m.ino, ROOT_INO, b"named", Some(tx)).unwrap();
+    s.release(fh).unwrap();
+    assert_eq!(read_file(&s, "/named").unwrap(), vec![5; 3000]);
+    s.tx_abort(tx).unwrap();
+    assert!(s.lookup(ROOT_INO, b"named").is_err());
+    assert_eq!(s.cache().file_list().len(), files, "its record went");
+    let trash = dir.join("home/.atomfs-cache-trash");
+    let left = std::fs::read_dir(&trash).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(left, 0, "nothing left in the trash");
+    // The same, committed: the file keeps its name and data.
+    let (m, fh) = s.tmpfile(ROOT_INO, 0o600, rw(), None).unwrap();
+    s.write(fh, 0, &[6; 3000]).unwrap();
+    let tx = s.tx_begin(&[]).unwrap();
+    s.link(m.ino, ROOT_INO, b"kept", Some(tx)).unwrap();
+    s.release(fh).unwrap();
+    s.tx_commit(tx).unwrap();
+    let s = reopen(s, &dir, &config);
+    assert_eq!(read_file(&s, "/kept").unwrap(), vec![6; 3000]);
+    clean(&s);
+}

@@ -77,7 +77,9 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         if *n == 0 {
             t.open_count.remove(&h.ino);
             t.gone.remove(&h.ino);
-            if t.unnamed.remove(&h.ino) {
+            if t.unnamed.contains(&h.ino) && Self::in_trash(&t, h.ino) {
+                // (Named by an open transaction: its commit or abort decides.)
+                t.unnamed.remove(&h.ino);
                 self.delete_unnamed(&mut t, h.ino)?;
             } else if t.orphans.remove(&h.ino) {
                 self.drop_file(&mut t, h.ino)?;

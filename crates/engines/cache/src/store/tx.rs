@@ -157,6 +157,12 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
                 self.sync_dir(a.parent().unwrap_or(Path::new("")))?;
                 self.sync_dir(b.parent().unwrap_or(Path::new("")))?;
                 t.names.rename(*ino, to.0, &to.1, from.0, &from.1);
+                let open = t.open_count.get(ino).copied().unwrap_or(0) > 0;
+                if t.unnamed.contains(ino) && !open {
+                    // An unnamed file released while the transaction had named it.
+                    t.unnamed.remove(ino);
+                    self.delete_unnamed(t, *ino)?;
+                }
             }
             Undo::Attr {
                 ino,
