@@ -2,8 +2,9 @@
 //! suite: a pool of the first format version opens and refuses only what needs the new
 //! intent records; the bytes of extended attributes of one entry stop at
 //! `xattr_bytes_max`; fallocate allocates and frees home storage; an unnamed file leaves
-//! nothing at home or in the cache; fsck reads an open transaction's saved attribute value
-//! and reports it damaged.
+//! nothing at home or in the cache (also one named by a transaction that aborts after its
+//! release); fsck reads an open transaction's saved attribute value and reports it damaged;
+//! a chown and a symlink's times changed in a transaction are undone by abort and recovery.
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
