@@ -1,7 +1,8 @@
 //! The POSIX file calls on a real home directory and pool file, beyond the conformance
 //! suite: a pool of the first format version opens and refuses only what needs the new
 //! intent records; the bytes of extended attributes of one entry stop at
-//! `xattr_bytes_max`; fallocate allocates and frees home storage; an unnamed file leaves
+//! `xattr_bytes_max`; fallocate allocates and frees home storage (a transaction's punch
+//! after its commit); an unnamed file leaves
 //! nothing at home or in the cache (also one named by a transaction that aborts after its
 //! release); fsck reads an open transaction's saved attribute value and reports it damaged;
 //! a chown and a symlink's times changed in a transaction are undone by abort and recovery.
@@ -201,10 +202,26 @@ fn fallocate_allocates_and_frees_home_storage_and_keeps_the_data() {
     assert!(
         after + (128 << 10) <= before,
         "punching 128 KiB freed {} bytes at home",
-        before - after
+        before.saturating_sub(after)
     );
     let mut want = data.clone();
     want[64 << 10..192 << 10].fill(0);
+    // In a transaction: the home storage is freed after the commit.
+    s.write(fh, 0, &data[..64 << 10]).unwrap();
+    s.flush_home().unwrap();
+    let blocks = || std::fs::metadata(dir.join("home/f")).unwrap().blocks() * 512;
+    let before = blocks();
+    let tx = s.tx_begin(&[fh]).unwrap();
+    s.fallocate(fh, Fallocate::PunchHole, 0, 64 << 10).unwrap();
+    s.flush_home().unwrap();
+    assert_eq!(blocks(), before, "nothing goes home before the commit");
+    s.tx_commit(tx).unwrap();
+    assert!(
+        blocks() + (64 << 10) <= before,
+        "the commit freed {} bytes at home",
+        before.saturating_sub(blocks())
+    );
+    want[..64 << 10].fill(0);
     s.release(fh).unwrap();
     assert_eq!(read_file(&s, "/f").unwrap(), want);
     // The home file holds the same bytes once written home.

@@ -10,8 +10,8 @@
 //! Zeros and growth together are one cache unit (one commit point). Storage past the end
 //! of file is never kept: a KEEP_SIZE range is cut at the length. The zeros are a write:
 //! a range wider than the cache's slots is refused (EFBIG), and in a transaction its chunks
-//! pin their slots like any write. A transaction's punched range keeps its home storage
-//! until a later punch outside a transaction.
+//! pin their slots like any write. A transaction's punched ranges are freed at home after
+//! its commit (an O_ATOMIC file's keep their home storage until a punch outside a unit).
 
 use super::handles::Route;
 use super::CacheStore;
@@ -85,7 +85,14 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
             }
             Ok(())
         };
-        if !matches!(route, Route::Alone(_)) {
+        if let Route::Tx(tx, key) = route {
+            self.in_unit(&mut t, &route, apply)?;
+            if let (Fallocate::PunchHole, Some(state)) = (op, t.txs.get_mut(&tx)) {
+                state.punched.push((key, change.off, change.zero_end));
+            }
+            return Ok(());
+        }
+        if let Route::Atomic(..) = route {
             return self.in_unit(&mut t, &route, apply);
         }
         drop(t);

@@ -96,6 +96,9 @@ struct TxState {
     files: Vec<Ino>,
     /// Namespace changes with their intent records.
     undo: Vec<(Undo, Option<u64>)>,
+    /// Ranges it punched (file key, start, end): their home storage is freed after the
+    /// commit.
+    punched: Vec<(u64, u64, u64)>,
 }
 
 /// Everything behind the store's one lock.

@@ -81,6 +81,11 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
             }
             self.unintend(*slot);
         }
+        for &(key, from, to) in &state.punched {
+            // The zeros are committed; freeing their home storage is housekeeping (a file
+            // deleted by the transaction has none to free).
+            let _ = self.cache.home_punch(key, from, to);
+        }
         // Unnamed files the transaction gave a name are named now.
         let named: Vec<Ino> = t
             .unnamed
@@ -414,6 +419,7 @@ impl<R: Region, H: HostFs> Store for CacheStore<R, H> {
                 unit: None,
                 files: Vec::new(),
                 undo: Vec::new(),
+                punched: Vec::new(),
             },
         );
         for fh in files {
