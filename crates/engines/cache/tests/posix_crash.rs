@@ -194,7 +194,7 @@ fn steps() -> Vec<Step> {
 }
 
 /// A tree in one line: each path with its kind and length (a file's with a checksum).
-fn brief(tree: &Tree) -> String {
+fn one_line(tree: &Tree) -> String {
     tree.iter()
         .map(|(k, v)| {
             let what = match v {
@@ -276,8 +276,8 @@ fn run(target: CacheTarget) -> u64 {
             Ok((a, _)) => panic!(
                 "{}: {name}: a crash after the step gave {} (want {})",
                 target.name(),
-                brief(a),
-                brief(&after)
+                one_line(a),
+                one_line(&after)
             ),
             Err(e) => panic!("{}: {name}: a crash after the step: {e}", target.name()),
         }
@@ -294,9 +294,9 @@ fn run(target: CacheTarget) -> u64 {
                 "{}: {name}: crash image {i} recovered to neither the tree before nor after:\n\
                  before {}\n after {}\n got {}",
                 target.name(),
-                brief(&before),
-                brief(&after),
-                brief(tree)
+                one_line(&before),
+                one_line(&after),
+                one_line(tree)
             );
         }
         checked += seen.trees.len() as u64 + 1;
