@@ -2,11 +2,16 @@
 //! writes, a shrink and a flush. Never a panic, a hang or an out-of-range access.
 //!
 //! Input: byte 0 bit 7 set: the rest of the input *is* the image (tests the superblock
-//! checks). Otherwise the rest is a list of (offset u32, byte) mutations applied to a valid
-//! pool with three cached files, dirty chunks and a collision (crates/engines/cache/tests/
-//! bad_input.rs runs a short seeded version of this in `cargo test`).
+//! checks). Bit 6 set: the rest is decoded as a saved attribute value and as an intent
+//! record. Otherwise the rest is a list of (offset u32, byte) mutations applied to a valid
+//! pool with three cached files, dirty chunks, a collision and an open transaction's
+//! namespace intents of the version-2 kinds (crates/engines/cache/tests/bad_input.rs runs a
+//! short seeded version of this in `cargo test`). A recovered pool lists its intents and
+//! runs fsck.
 #![no_main]
 
+use cache::format::intent::{Intent, IntentKind, INTENT_LEN};
+use cache::format::saved_xattr::SavedXattr;
 use cache::{Cache, CacheConfig, MemBacking};
 use libfuzzer_sys::fuzz_target;
 use pmem::{DramRegion, Region};
@@ -27,6 +32,17 @@ fn base() -> &'static Vec<u8> {
                 let _ = c.write(k, 100 * id, &vec![id as u8 + 1; 6000]);
             }
         }
+        if let (Ok(mut unit), Some(k)) = (c.begin(), c.key_of(0)) {
+            let _ = c.write_in(&mut unit, k, 0, &[9; 100]);
+            for (n, kind) in [IntentKind::Exchanged, IntentKind::Xattr].into_iter().enumerate() {
+                let it = Intent {
+                    seq: n as u64 + 1,
+                    id: 3,
+                    ..Intent::new(kind, b"a".to_vec(), b".atomfs-cache-trash/xattr-1".to_vec())
+                };
+                let _ = c.log_intent(unit.stamp(), &it);
+            }
+        }
         let mut image = vec![0u8; POOL as usize];
         c.region().read(0, &mut image);
         image
@@ -35,6 +51,13 @@ fn base() -> &'static Vec<u8> {
 
 fuzz_target!(|data: &[u8]| {
     let Some((&mode, rest)) = data.split_first() else { return };
+    if mode & 0x40 != 0 {
+        let _ = SavedXattr::decode(rest);
+        let mut record = rest.to_vec();
+        record.resize(INTENT_LEN as usize, 0);
+        let _ = Intent::decode(&record);
+        return;
+    }
     let image = if mode & 0x80 != 0 {
         rest.to_vec()
     } else {
@@ -59,4 +82,6 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let _ = c.flush_all();
+    let _ = c.live_intents();
+    let _ = c.fsck();
 });

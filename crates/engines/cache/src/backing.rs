@@ -23,6 +23,13 @@ pub trait Backing: Send + Sync + 'static {
     /// The file's length and modification time now ([`Error::NotFound`] when it is gone):
     /// what the cache records after its own home writes, to see changes made behind it.
     fn stamp(&self, id: u64) -> Result<HomeStamp>;
+    /// Allocate (`punch` false: fallocate mode 0, the length growing to at most the end) or
+    /// free (`punch` true: PUNCH_HOLE|KEEP_SIZE) the storage of `[off, off + len)`, never
+    /// changing what reads return, durable when it returns (fdatasync). A home that cannot
+    /// does nothing (the default).
+    fn space(&self, _id: u64, _punch: bool, _off: u64, _len: u64) -> Result<()> {
+        Ok(())
+    }
     /// The file's name, for messages (none by default).
     fn path_hint(&self, _id: u64) -> Option<std::path::PathBuf> {
         None

@@ -61,6 +61,7 @@ impl CacheTarget {
                 home_conflict: Default::default(),
                 home_stamp: crate::HomeStampCheck::Length,
                 home_files_open_max: crate::home::OPEN_MAX,
+                xattr_bytes_max: crate::XATTR_BYTES_MAX,
             },
             pool_len: 1 << 20,
             label,

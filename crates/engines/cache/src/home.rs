@@ -169,6 +169,24 @@ impl<H: HostFs> HomeFiles<H> {
             }
         }
     }
+    /// Two names were exchanged: every registered path at or under `a` is now under `b`,
+    /// and the other way round.
+    pub fn exchanged(&self, a: &Path, b: &Path) {
+        let mut st = self.state.lock();
+        for path in st.paths.values_mut() {
+            let moved = [(a, b), (b, a)].into_iter().find_map(|(from, to)| {
+                let rest = path.strip_prefix(from).ok()?;
+                Some(if rest.as_os_str().is_empty() {
+                    to.to_path_buf()
+                } else {
+                    to.join(rest)
+                })
+            });
+            if let Some(p) = moved {
+                *path = p;
+            }
+        }
+    }
     /// The file lost the name it was registered by: `path` is another of its names, or
     /// `None` (unlinked while the cache holds it: its descriptor is kept).
     pub fn renamed_or_unlinked(&self, id: u64, path: Option<&Path>) -> Result<()> {
@@ -287,6 +305,21 @@ impl<H: HostFs> Backing for HomeFiles<H> {
     fn sync(&self, id: u64) -> Result<()> {
         let f = self.file(id)?;
         // persist: the home file's data and length are durable (fdatasync).
+        self.fs.sync_data(&f).map_err(host_err)
+    }
+    fn space(&self, id: u64, punch: bool, off: u64, len: u64) -> Result<()> {
+        let f = self.file(id)?;
+        let how = if punch {
+            hostfs::FallocateHow::PunchHole
+        } else {
+            hostfs::FallocateHow::Allocate { keep_size: false }
+        };
+        match self.fs.fallocate(&f, how, off, len) {
+            // The home file system keeps no such storage: nothing to do.
+            Err(e) if e.errno() == libc::EOPNOTSUPP => return Ok(()),
+            r => r.map_err(host_err)?,
+        }
+        // persist: the home file's storage change is durable (fdatasync).
         self.fs.sync_data(&f).map_err(host_err)
     }
     fn path_hint(&self, id: u64) -> Option<PathBuf> {

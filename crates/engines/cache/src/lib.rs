@@ -40,6 +40,9 @@ pub(crate) fn now_tag() -> String {
     format!("{:x}-{}", ::store::now_ns(), std::process::id())
 }
 
+/// Default bytes of extended attributes an entry holds: two values of the largest size.
+pub const XATTR_BYTES_MAX: u64 = 2 * (::store::xattr::XATTR_SIZE_MAX as u64 + 256);
+
 /// Limits and tunables of a cache pool (limits named with the qualifier last).
 #[derive(Clone, Debug)]
 pub struct CacheConfig {
@@ -65,6 +68,9 @@ pub struct CacheConfig {
     /// Home file descriptors kept open at most (past it, one is closed and reopened by its
     /// path when needed; a file unlinked while cached keeps its descriptor besides).
     pub home_files_open_max: usize,
+    /// Bytes of extended attributes (names with their NUL, and values) one entry holds at
+    /// most; past it a set answers ENOSPC (the home file system may hold less).
+    pub xattr_bytes_max: u64,
 }
 
 impl Default for CacheConfig {
@@ -79,6 +85,7 @@ impl Default for CacheConfig {
             home_conflict: HomeConflictPolicy::Refuse,
             home_stamp: Default::default(),
             home_files_open_max: home::OPEN_MAX,
+            xattr_bytes_max: XATTR_BYTES_MAX,
         }
     }
 }
@@ -96,6 +103,7 @@ impl CacheConfig {
             home_conflict: HomeConflictPolicy::Refuse,
             home_stamp: Default::default(),
             home_files_open_max: 4,
+            xattr_bytes_max: 256,
         }
     }
 }

@@ -14,6 +14,15 @@ impl<R: Region, B: Backing> Cache<R, B> {
             self.is_open(stamp),
             "cache: intent of a transaction that is not open"
         );
+        if intent.kind.is_posix() && !self.sb.has_posix_intents() {
+            return Err(Error::Unsupported(format!(
+                "{:?} inside a transaction on a cache pool of format version {} \
+                 (made by an older build; version {} pools log it)",
+                intent.kind,
+                self.sb.version(),
+                crate::format::superblock::VERSION
+            )));
+        }
         let bytes = intent.encode().ok_or(Error::NameTooLong {
             len: intent.a.len().max(intent.b.len()),
             max: crate::format::intent::PATH_MAX,
@@ -55,6 +64,15 @@ impl<R: Region, B: Backing> Cache<R, B> {
             self.region.read(at, &mut buf);
             let intent = Intent::decode(&buf)
                 .map_err(|what| Error::corrupt(format!("cache intent {slot}: {what}"), at))?;
+            if intent.kind.is_posix() && !self.sb.has_posix_intents() {
+                return Err(Error::corrupt(
+                    format!(
+                        "cache intent {slot}: kind {:?} in a version-1 pool",
+                        intent.kind
+                    ),
+                    at,
+                ));
+            }
             out.push((slot, stamp, intent));
         }
         Ok(out)

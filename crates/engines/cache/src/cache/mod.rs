@@ -4,6 +4,7 @@
 
 pub mod files;
 pub mod flush;
+pub mod home_space;
 pub mod home_state;
 pub mod intents;
 pub mod limits;
@@ -309,6 +310,20 @@ impl<R: Region, B: Backing> Cache<R, B> {
                 format!("{}; {}", c.describe(name.as_deref()), home_state::CHOICES),
                 format!("key {}", c.key),
             );
+        }
+        match self.live_intents() {
+            Ok(live) => {
+                for (slot, stamp, _) in &live {
+                    if !self.is_open(*stamp) {
+                        report.problem(
+                            "namespace intent of no open transaction at rest",
+                            format!("intent {slot}"),
+                        );
+                    }
+                }
+                report.checked.push(("intents".into(), live.len() as u64));
+            }
+            Err(e) => report.problem(e.to_string(), "intents"),
         }
         report.checked.push(("tags".into(), g.chunks()));
         report.checked.push(("valid chunks".into(), valid));

@@ -14,6 +14,7 @@
 pub mod geometry;
 pub mod intent;
 pub mod record;
+pub mod saved_xattr;
 pub mod superblock;
 pub mod tag;
 

@@ -2,13 +2,19 @@
 //!
 //! ```text
 //! 0    u64  magic "ATFSCACH"
-//! 8    u32  version            12  u32 crc32c of bytes 16..SEALED_LEN
+//! 8    u32  version (1 or 2)   12  u32 crc32c of bytes 16..SEALED_LEN
 //! 16   u64  slots              24  u64 files_max
 //! 32   u64  units_max          40  u64 store id
 //! 48   u32  home path length   52  u32 zero            56  u64 intents_max
 //! 64   ..   home path bytes (at most HOME_MAX)
 //! 2048 u64  next key (advanced by the stride at every create; one atomic store)
 //! ```
+//!
+//! Version 2 adds intent kinds (exchanges, extended-attribute changes and owner changes
+//! inside transactions, format/intent.rs); the layout is unchanged. A version-1 pool opens
+//! and stays version 1: the calls that would log one of the new intents answer Unsupported
+//! there (the same calls outside a transaction need no record and work). A build that knows
+//! only version 1 refuses a version-2 pool with `UnsupportedVersion`.
 
 use super::Geometry;
 use pmem::crc::crc32c;
@@ -16,7 +22,9 @@ use pmem::Region;
 use store::{Error, Result};
 
 pub const MAGIC: u64 = u64::from_le_bytes(*b"ATFSCACH");
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
+/// The first layout (no exchange, extended-attribute or owner intents).
+pub const VERSION_FIRST: u32 = 1;
 /// Longest home directory path recorded.
 pub const HOME_MAX: usize = 1024;
 const SEALED_LEN: usize = 64 + HOME_MAX;
@@ -26,6 +34,7 @@ pub const NEXT_KEY_AT: u64 = 2048;
 /// The sealed part of the superblock.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Superblock {
+    version: u32,
     geometry: Geometry,
     store_id: u64,
     home: Vec<u8>,
@@ -52,6 +61,7 @@ impl Superblock {
             });
         }
         Ok(Superblock {
+            version: VERSION,
             geometry,
             store_id,
             home: home.to_vec(),
@@ -59,6 +69,14 @@ impl Superblock {
     }
     pub fn geometry(&self) -> Geometry {
         self.geometry
+    }
+    /// The format version of the pool (what it may hold: see the module header).
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+    /// Whether the pool may hold the intents of version 2.
+    pub fn has_posix_intents(&self) -> bool {
+        self.version >= VERSION
     }
     pub fn store_id(&self) -> u64 {
         self.store_id
@@ -71,7 +89,7 @@ impl Superblock {
         let mut b = vec![0u8; SEALED_LEN];
         let g = &self.geometry;
         b[..8].copy_from_slice(&MAGIC.to_le_bytes());
-        b[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        b[8..12].copy_from_slice(&self.version.to_le_bytes());
         b[16..24].copy_from_slice(&g.slots().to_le_bytes());
         b[24..32].copy_from_slice(&g.files_max().to_le_bytes());
         b[32..40].copy_from_slice(&g.units_max().to_le_bytes());
@@ -94,7 +112,7 @@ impl Superblock {
             return Err(Error::BadMagic("cache pool".into()));
         }
         let version = u32_at(b, 8);
-        if version != VERSION {
+        if !(VERSION_FIRST..=VERSION).contains(&version) {
             return Err(Error::UnsupportedVersion {
                 what: "cache pool".into(),
                 found: version,
@@ -110,7 +128,9 @@ impl Superblock {
         if home_len > HOME_MAX {
             return Err(Error::corrupt("cache superblock home path too long", 48));
         }
-        Self::new(geometry, u64_at(b, 40), &b[64..64 + home_len])
+        let mut sb = Self::new(geometry, u64_at(b, 40), &b[64..64 + home_len])?;
+        sb.version = version;
+        Ok(sb)
     }
 
     /// Write the superblock (the next-key word is set to `first_key`) and persist it.
@@ -159,5 +179,34 @@ mod tests {
         assert!(matches!(Superblock::decode(&b), Err(Error::Corrupt { .. })));
         b[0] ^= 1;
         assert!(matches!(Superblock::decode(&b), Err(Error::BadMagic(_))));
+    }
+
+    fn with_version(sb: &Superblock, version: u32) -> Vec<u8> {
+        let mut b = sb.encode();
+        b[8..12].copy_from_slice(&version.to_le_bytes());
+        let crc = crc32c(&b[16..]);
+        b[12..16].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    #[test]
+    fn a_first_version_pool_decodes_and_a_newer_one_is_refused() {
+        let g = Geometry::new(8, 4, 2, 2).unwrap_or_else(|e| panic!("{e}"));
+        let sb = Superblock::new(g, 42, b"/tmp/home").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(sb.version(), VERSION);
+        assert!(sb.has_posix_intents());
+        let old =
+            Superblock::decode(&with_version(&sb, VERSION_FIRST)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(old.version(), VERSION_FIRST);
+        assert!(!old.has_posix_intents());
+        assert_eq!(old.encode(), with_version(&sb, VERSION_FIRST));
+        match Superblock::decode(&with_version(&sb, VERSION + 1)) {
+            Err(Error::UnsupportedVersion {
+                found, supported, ..
+            }) => {
+                assert_eq!((found, supported), (VERSION + 1, VERSION))
+            }
+            other => panic!("a newer pool: {other:?}"),
+        }
     }
 }

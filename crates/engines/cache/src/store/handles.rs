@@ -5,10 +5,10 @@ use super::{CacheStore, Handle, Tables};
 use hostfs::HostFs;
 use pmem::Region;
 use std::sync::atomic::Ordering;
-use store::{Error, Fh, Ino, OpenFlags, Result};
+use store::{Error, Fh, FileKind, Ino, OpenFlags, Result};
 
 /// Where a data change of a file goes.
-enum Route {
+pub(super) enum Route {
     Alone(u64),
     Tx(u64, u64),
     Atomic(u64, Ino),
@@ -42,7 +42,14 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         if t.gone.contains(&ino) || !(t.names.contains(ino) || t.keys.contains_key(&ino)) {
             return Err(Error::NotFound(format!("inode {ino}")));
         }
-        Self::key(&t, ino)?;
+        if !t.keys.contains_key(&ino) {
+            // Not a cached file: say what it is.
+            return Err(match self.meta(&t, ino)?.kind {
+                FileKind::Symlink => Error::SymlinkLoop(format!("inode {ino} is a symlink")),
+                kind if kind.is_special() => Error::special_open(ino, kind),
+                _ => Error::IsDir(format!("inode {ino}")),
+            });
+        }
         let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
         t.handles.insert(
             fh,
@@ -70,14 +77,18 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         if *n == 0 {
             t.open_count.remove(&h.ino);
             t.gone.remove(&h.ino);
-            if t.orphans.remove(&h.ino) {
+            if t.unnamed.contains(&h.ino) && Self::in_trash(&t, h.ino) {
+                // (Named by an open transaction: its commit or abort decides.)
+                t.unnamed.remove(&h.ino);
+                self.delete_unnamed(&mut t, h.ino)?;
+            } else if t.orphans.remove(&h.ino) {
                 self.drop_file(&mut t, h.ino)?;
             }
         }
         Ok(())
     }
 
-    fn route(&self, t: &mut Tables, h: &Handle) -> Result<Route> {
+    pub(super) fn route(&self, t: &mut Tables, h: &Handle) -> Result<Route> {
         let key = Self::key(t, h.ino)?;
         if let Some(&tx) = t.bound.get(&h.ino) {
             return Ok(Route::Tx(tx, key));
@@ -92,7 +103,7 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
     }
 
     /// Run `f` on the unit of a transaction or an O_ATOMIC file (begun at its first change).
-    fn in_unit<T>(
+    pub(super) fn in_unit<T>(
         &self,
         t: &mut Tables,
         route: &Route,

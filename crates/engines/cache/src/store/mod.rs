@@ -7,12 +7,15 @@
 //! is durable in PM when it returns; a transaction's or an O_ATOMIC file's writes are one
 //! cache unit, committed at once.
 
+mod fallocate;
 mod handles;
 mod home_conflicts;
 mod names;
 mod open;
 mod ops;
+mod posix;
 mod tx;
+mod xattrs;
 
 pub use open::{recorded_home, HostCacheStore};
 
@@ -40,6 +43,9 @@ struct Handle {
     flags: OpenFlags,
     atomic: bool,
 }
+
+/// A name: (directory, name in it).
+type Entry = (Ino, Vec<u8>);
 
 /// A namespace change of an open transaction, undone by its abort.
 #[derive(Clone, Debug)]
@@ -70,13 +76,18 @@ enum Undo {
         name: Vec<u8>,
         ino: Ino,
     },
-    /// Attributes it changed (their values before).
+    /// Attributes it changed (their values before; the owner when it changed it).
     Attr {
         ino: Ino,
         perm: u32,
         atime: u64,
         mtime: u64,
+        owner: Option<(u32, u32)>,
     },
+    /// Two names it exchanged (RENAME_EXCHANGE): exchanged again.
+    Exchanged { a: Entry, b: Entry },
+    /// An extended attribute it changed: the old value is in the trash file `saved`.
+    Xattr { ino: Ino, saved: std::path::PathBuf },
 }
 
 /// An open transaction.
@@ -85,6 +96,9 @@ struct TxState {
     files: Vec<Ino>,
     /// Namespace changes with their intent records.
     undo: Vec<(Undo, Option<u64>)>,
+    /// Ranges it punched (file key, start, end): their home storage is freed after the
+    /// commit.
+    punched: Vec<(u64, u64, u64)>,
 }
 
 /// Everything behind the store's one lock.
@@ -97,6 +111,9 @@ struct Tables {
     orphans: HashSet<Ino>,
     /// Files whose creating transaction aborted: NotFound to every call but release.
     gone: HashSet<Ino>,
+    /// Unnamed files (O_TMPFILE): a staging name in the trash until `link` names them;
+    /// deleted at their last release (and by the next open after a crash).
+    unnamed: HashSet<Ino>,
     bound: HashMap<Ino, u64>,
     created_by: HashMap<Ino, u64>,
     txs: HashMap<u64, TxState>,

@@ -55,6 +55,12 @@ impl Names {
         }
         true
     }
+    /// The name `ino` is reached by (the first of a hard-linked file's).
+    pub fn first(&self, ino: Ino) -> Option<(Ino, Vec<u8>)> {
+        self.entries
+            .get(&ino)
+            .and_then(|names| names.first().cloned())
+    }
     /// How many names `ino` has.
     pub fn count(&self, ino: Ino) -> usize {
         self.entries.get(&ino).map_or(0, Vec::len)

@@ -157,6 +157,7 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
                 open_count: HashMap::new(),
                 orphans: HashSet::new(),
                 gone: HashSet::new(),
+                unnamed: HashSet::new(),
                 bound: HashMap::new(),
                 created_by: HashMap::new(),
                 txs: HashMap::new(),
@@ -279,7 +280,8 @@ fn replay_intents<R: Region, H: HostFs>(
         let b = Path::new(OsStr::from_bytes(&it.b));
         if incomplete.contains(&stamp) {
             undo_intent(cache, host, &it, a, b)?;
-        } else if it.kind == IntentKind::Removed {
+        } else if matches!(it.kind, IntentKind::Removed | IntentKind::Xattr) {
+            // Committed: the removed name, or the saved old value, goes.
             remove_path(host, b)?;
         }
         cache.free_intent(slot);
@@ -319,19 +321,53 @@ fn undo_intent<R: Region, H: HostFs>(
     match it.kind {
         IntentKind::Created | IntentKind::CreatedDir | IntentKind::Linked => remove_path(host, a),
         IntentKind::Removed | IntentKind::Moved => move_back(host, b, a),
-        IntentKind::Attr => {
-            if let Ok(st) = host.stat(a) {
-                if let Some(key) = cache.key_of(st.ino) {
-                    // The cache changes the home file's times back itself.
-                    cache.unsettle_key(key)?;
-                }
-            }
-            if exists(host, a)? {
-                host.set_perm(a, it.perm).map_err(host_err)?;
-                host.set_times(a, Some(it.atime), Some(it.mtime))
-                    .map_err(host_err)?;
-            }
-            Ok(())
+        IntentKind::Attr | IntentKind::Owner => undo_attr(cache, host, it, a),
+        IntentKind::Exchanged => exchange_back(host, it.id, a, b),
+        IntentKind::Xattr => super::xattrs::restore_xattr(host, a, b),
+    }
+}
+
+/// Put back the attributes (and, for `Owner`, the owner) an intent recorded (idempotent).
+fn undo_attr<R: Region, H: HostFs>(
+    cache: &Cache<R, HomeFiles<H>>,
+    host: &H,
+    it: &Intent,
+    a: &Path,
+) -> Result<()> {
+    let st = match host.stat(a) {
+        Ok(st) => st,
+        Err(e) if e.is_not_found() => return Ok(()),
+        Err(e) => return Err(host_err(e)),
+    };
+    if let Some(key) = cache.key_of(st.ino) {
+        // The cache changes the home file's times back itself.
+        cache.unsettle_key(key)?;
+    }
+    if it.kind == IntentKind::Owner {
+        host.set_owner(a, Some(it.uid), Some(it.gid))
+            .map_err(host_err)?;
+    }
+    if st.kind != FileKind::Symlink {
+        host.set_perm(a, it.perm).map_err(host_err)?;
+    }
+    host.set_link_times(a, Some(it.atime), Some(it.mtime))
+        .map_err(host_err)?;
+    // persist: the old attributes are durable before the intent goes.
+    host.sync_node(a).map_err(host_err)
+}
+
+/// Exchange `a` and `b` back when the exchange happened (`a` no longer names inode `id`,
+/// `b` does); idempotent.
+fn exchange_back<H: HostFs>(host: &H, id: u64, a: &Path, b: &Path) -> Result<()> {
+    let ino = |p: &Path| host.stat(p).map(|st| st.ino).ok();
+    if ino(a) != Some(id) && ino(b) == Some(id) && ino(a).is_some() {
+        host.rename_with(a, b, hostfs::RenameHow::Exchange)
+            .map_err(host_err)?;
+        // persist: both names are back.
+        for dir in [a.parent(), b.parent()] {
+            host.sync_dir(dir.unwrap_or(Path::new("")))
+                .map_err(host_err)?;
         }
     }
+    Ok(())
 }

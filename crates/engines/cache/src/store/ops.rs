@@ -13,11 +13,17 @@ use std::sync::atomic::Ordering;
 use store::path::check_entry_name;
 use store::{DirEntry, Error, FileKind, Ino, Metadata, Result, SetAttr, TxId, ROOT_INO};
 
-fn kind_of(k: hostfs::FileKind) -> FileKind {
-    match k {
-        hostfs::FileKind::Dir => FileKind::Dir,
-        hostfs::FileKind::Symlink => FileKind::Symlink,
-        _ => FileKind::File,
+/// The store kind of a home entry: special files told apart by their `S_IFMT` bits.
+pub(super) fn kind_of(st: &hostfs::Stat) -> FileKind {
+    match (st.kind, hostfs::NodeKind::from_mode_type(st.mode_type)) {
+        (hostfs::FileKind::Dir, _) => FileKind::Dir,
+        (hostfs::FileKind::Symlink, _) => FileKind::Symlink,
+        (hostfs::FileKind::File, _) => FileKind::File,
+        (hostfs::FileKind::Other, Some(hostfs::NodeKind::Socket)) => FileKind::Socket,
+        (hostfs::FileKind::Other, Some(hostfs::NodeKind::CharDevice)) => FileKind::CharDevice,
+        (hostfs::FileKind::Other, Some(hostfs::NodeKind::BlockDevice)) => FileKind::BlockDevice,
+        // A FIFO, or a kind the host does not tell apart: never opened as a file.
+        (hostfs::FileKind::Other, _) => FileKind::Fifo,
     }
 }
 
@@ -31,15 +37,7 @@ pub(super) fn bytes_of(p: &Path) -> Vec<u8> {
 
 /// An intent of kind `kind` on paths `a` and `b`.
 pub(super) fn intent(kind: IntentKind, a: &Path, b: &Path) -> Intent {
-    Intent {
-        kind,
-        seq: 0,
-        a: bytes_of(a),
-        b: bytes_of(b),
-        perm: 0,
-        atime: 0,
-        mtime: 0,
-    }
+    Intent::new(kind, bytes_of(a), bytes_of(b))
 }
 
 impl<R: Region, H: HostFs> CacheStore<R, H> {
@@ -64,25 +62,28 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
             Some(_) => self.cache.backing().stat(t.names.host_of(ino)),
             None => self.host.stat(&t.names.path(ino)?).map_err(host_err),
         }?;
+        let kind = kind_of(&st);
         let mut m = Metadata {
             ino,
-            kind: kind_of(st.kind),
+            kind,
             size: st.len,
             perm: st.perm & 0o7777,
             nlink: st.nlink.min(u64::from(u32::MAX)) as u32,
             uid: st.uid,
             gid: st.gid,
-            allocated: st.len.div_ceil(4096) * 4096,
+            allocated: st.allocated,
             atime: st.atime_ns,
             mtime: st.mtime_ns,
             ctime: st.ctime_ns,
-            rdev: 0,
+            rdev: if kind.is_device() { st.rdev } else { 0 },
         };
         if let Some(&key) = t.keys.get(&ino) {
             m.kind = FileKind::File;
             m.size = self.cache.len(key)?;
-            m.allocated = m.size.div_ceil(4096) * 4096;
-            if t.orphans.contains(&ino) {
+            // The home file's storage (its chunks are written there by the stat rule
+            // before getattr/fstat), never past the length.
+            m.allocated = st.allocated.min(m.size.div_ceil(4096) * 4096);
+            if t.orphans.contains(&ino) || t.unnamed.contains(&ino) {
                 m.nlink = 0;
             }
         }
@@ -115,7 +116,7 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         }
     }
 
-    fn push_undo(t: &mut Tables, tx: Option<TxId>, undo: Undo, slot: Option<u64>) {
+    pub(super) fn push_undo(t: &mut Tables, tx: Option<TxId>, undo: Undo, slot: Option<u64>) {
         if let Some(TxId(id)) = tx {
             if let Some(state) = t.txs.get_mut(&id) {
                 state.undo.push((undo, slot));
@@ -142,7 +143,7 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         Ok(())
     }
 
-    fn dir_path(&self, t: &Tables, ino: Ino) -> Result<PathBuf> {
+    pub(super) fn dir_path(&self, t: &Tables, ino: Ino) -> Result<PathBuf> {
         let p = t.names.path(ino)?;
         let st = self.host.stat(&p).map_err(host_err)?;
         if st.kind != hostfs::FileKind::Dir {
@@ -151,7 +152,7 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         Ok(p)
     }
 
-    fn stat_opt(&self, p: &Path) -> Result<Option<hostfs::Stat>> {
+    pub(super) fn stat_opt(&self, p: &Path) -> Result<Option<hostfs::Stat>> {
         match self.host.stat(p) {
             Ok(st) => Ok(Some(st)),
             Err(e) if e.is_not_found() => Ok(None),
@@ -159,7 +160,7 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         }
     }
 
-    fn hidden(parent: Ino, name: &[u8]) -> bool {
+    pub(super) fn hidden(parent: Ino, name: &[u8]) -> bool {
         parent == ROOT_INO && (name == TRASH_NAME.as_bytes() || name == MARKER_NAME.as_bytes())
     }
 
@@ -176,6 +177,25 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         self.meta(&t, ino)
     }
 
+    /// The checks of a call making the new entry `name` in `parent`, in the order of the
+    /// Store API (transaction, directory, name free, owner): its directory's path and its own.
+    pub(super) fn free_name(
+        &self,
+        t: &Tables,
+        parent: Ino,
+        name: &[u8],
+        tx: Option<TxId>,
+    ) -> Result<(PathBuf, PathBuf)> {
+        Self::tx_open(t, tx)?;
+        let dp = self.dir_path(t, parent)?;
+        let p = dp.join(OsStr::from_bytes(name));
+        if Self::hidden(parent, name) || self.stat_opt(&p)?.is_some() {
+            return Err(Error::Exists(p.display().to_string()));
+        }
+        Self::check_owner(t, &[parent], tx)?;
+        Ok((dp, p))
+    }
+
     pub(super) fn do_create(
         &self,
         parent: Ino,
@@ -186,13 +206,7 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
     ) -> Result<Metadata> {
         check_entry_name(name)?;
         let mut t = self.t.lock();
-        Self::tx_open(&t, tx)?;
-        let dp = self.dir_path(&t, parent)?;
-        let p = dp.join(OsStr::from_bytes(name));
-        if Self::hidden(parent, name) || self.stat_opt(&p)?.is_some() {
-            return Err(Error::Exists(p.display().to_string()));
-        }
-        Self::check_owner(&t, &[parent], tx)?;
+        let (dp, p) = self.free_name(&t, parent, name, tx)?;
         let kind = if dir {
             IntentKind::CreatedDir
         } else {
@@ -288,6 +302,16 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         Ok(())
     }
 
+    /// The trash directory, made (durably) when it is missing.
+    pub(super) fn ensure_trash(&self) -> Result<&'static Path> {
+        let trash = Path::new(TRASH_NAME);
+        if self.stat_opt(trash)?.is_none() {
+            self.host.mkdir(trash, 0o700).map_err(host_err)?;
+            self.sync_dir(Path::new(""))?;
+        }
+        Ok(trash)
+    }
+
     /// Move a name into the trash (a transaction's removal, undone by its abort).
     fn to_trash(
         &self,
@@ -295,11 +319,7 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         tx: Option<TxId>,
         p: &Path,
     ) -> Result<(Vec<u8>, Option<u64>)> {
-        let trash = Path::new(TRASH_NAME);
-        if self.stat_opt(trash)?.is_none() {
-            self.host.mkdir(trash, 0o700).map_err(host_err)?;
-            self.sync_dir(Path::new(""))?;
-        }
+        let trash = self.ensure_trash()?;
         t.trash_seq += 1;
         let name = format!("{}-{}", crate::now_tag(), t.trash_seq).into_bytes();
         let to = trash.join(OsStr::from_bytes(&name));
@@ -502,6 +522,9 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         check_entry_name(new_name)?;
         let mut t = self.t.lock();
         Self::tx_open(&t, tx)?;
+        if t.unnamed.contains(&ino) && Self::in_trash(&t, ino) {
+            return self.name_unnamed(&mut t, ino, (new_parent, new_name), tx);
+        }
         let src = t.names.path(ino)?;
         let dp = self.dir_path(&t, new_parent)?;
         let to = dp.join(OsStr::from_bytes(new_name));
@@ -544,25 +567,40 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         let before = self.meta(&t, ino)?;
         Self::check_owner(&t, &[ino], tx)?;
         let (perm, atime, mtime) = (before.perm, before.atime, before.mtime);
-        let mut it = intent(IntentKind::Attr, &p, Path::new(""));
+        let chown = attr.uid.is_some() || attr.gid.is_some();
+        let kind = if chown {
+            IntentKind::Owner
+        } else {
+            IntentKind::Attr
+        };
+        let mut it = intent(kind, &p, Path::new(""));
         (it.perm, it.atime, it.mtime) = (perm, atime, mtime);
+        (it.uid, it.gid) = (before.uid, before.gid);
         let slot = self.intend(&mut t, tx, it)?;
-        Self::push_undo(
-            &mut t,
-            tx,
-            Undo::Attr {
-                ino,
-                perm,
-                atime,
-                mtime,
-            },
-            slot,
-        );
-        if let Some(perm) = attr.perm {
+        let owner = chown.then_some((before.uid, before.gid));
+        let undo = Undo::Attr {
+            ino,
+            perm,
+            atime,
+            mtime,
+            owner,
+        };
+        Self::push_undo(&mut t, tx, undo, slot);
+        if chown {
+            self.host
+                .set_owner(&p, attr.uid, attr.gid)
+                .map_err(host_err)?;
+        }
+        // A symlink's permissions are always 0o777 (Linux has no lchmod).
+        if let Some(perm) = attr.perm.filter(|_| before.kind != FileKind::Symlink) {
             self.host.set_perm(&p, perm & 0o7777).map_err(host_err)?;
         }
         if attr.atime.is_some() || attr.mtime.is_some() {
             self.set_times_cached(&t, ino, &p, attr.atime, attr.mtime)?;
+        }
+        if tx.is_none() && (chown || before.kind != FileKind::File) {
+            // persist: the owner (and a symlink's or special file's times) are durable.
+            self.host.sync_node(&p).map_err(host_err)?;
         }
         self.meta(&t, ino)
     }
@@ -581,7 +619,10 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         if let Some(key) = key {
             self.cache.unsettle_key(key)?;
         }
-        self.host.set_times(p, atime, mtime).map_err(host_err)?;
+        // The entry itself, a symlink included (never its target).
+        self.host
+            .set_link_times(p, atime, mtime)
+            .map_err(host_err)?;
         if let Some(key) = key {
             self.cache.settle_key(key)?;
         }
@@ -598,10 +639,19 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
             }
             let child = t.names.ino_of(e.ino);
             t.names.add(child, ino, &e.name);
+            let kind = match e.kind {
+                hostfs::FileKind::Dir => FileKind::Dir,
+                hostfs::FileKind::Symlink => FileKind::Symlink,
+                hostfs::FileKind::File => FileKind::File,
+                hostfs::FileKind::Other => {
+                    let st = self.host.stat(&p.join(OsStr::from_bytes(&e.name)));
+                    kind_of(&st.map_err(host_err)?)
+                }
+            };
             out.push(DirEntry {
                 name: e.name,
                 ino: child,
-                kind: kind_of(e.kind),
+                kind,
             });
         }
         Ok(out)

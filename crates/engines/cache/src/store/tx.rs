@@ -11,12 +11,12 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use store::{
-    DirEntry, Error, Fh, FsckReport, Ino, Metadata, OpenFlags, Result, SetAttr, StatFs, Store,
-    TxId, NAME_MAX,
+    DirEntry, Error, Fallocate, Fh, FileKind, FsckReport, Ino, Metadata, OpenFlags, RenameMode,
+    Result, SetAttr, StatFs, Store, TxId, XattrSet, NAME_MAX,
 };
 
 impl<R: Region, H: HostFs> CacheStore<R, H> {
-    fn bind(t: &mut Tables, tx: u64, fh: Fh) -> Result<()> {
+    pub(super) fn bind(t: &mut Tables, tx: u64, fh: Fh) -> Result<()> {
         let h = Self::handle(t, fh)?;
         if let Some(&other) = t.bound.get(&h.ino) {
             if other != tx {
@@ -56,18 +56,45 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         let mut t = self.t.lock();
         let state = t.txs.remove(&tx).ok_or(Error::NoSuchTransaction(tx))?;
         Self::unbind(&mut t, tx, &state);
+        for (undo, _) in &state.undo {
+            if let Undo::Xattr { ino, .. } | Undo::Attr { ino, .. } = undo {
+                if let Ok(p) = t.names.path(*ino) {
+                    // persist: the entry's attributes are durable before the commit point.
+                    self.host.sync_node(&p).map_err(host_err)?;
+                }
+            }
+        }
         if let Some(unit) = state.unit {
             self.cache.commit(unit)?;
         }
         for (undo, slot) in &state.undo {
-            if let Undo::Removed { ino, trash, .. } = undo {
-                self.before_name_goes(&t, *ino)?;
-                remove_path(&*self.host, &Self::trash_path(trash))?;
-                if t.keys.contains_key(ino) && !t.names.contains(*ino) {
-                    self.drop_file(&mut t, *ino)?;
+            match undo {
+                Undo::Removed { ino, trash, .. } => {
+                    self.before_name_goes(&t, *ino)?;
+                    remove_path(&*self.host, &Self::trash_path(trash))?;
+                    if t.keys.contains_key(ino) && !t.names.contains(*ino) {
+                        self.drop_file(&mut t, *ino)?;
+                    }
                 }
+                Undo::Xattr { saved, .. } => remove_path(&*self.host, saved)?,
+                _ => {}
             }
             self.unintend(*slot);
+        }
+        for &(key, from, to) in &state.punched {
+            // The zeros are committed; freeing their home storage is housekeeping (a file
+            // deleted by the transaction has none to free).
+            let _ = self.cache.home_punch(key, from, to);
+        }
+        // Unnamed files the transaction gave a name are named now.
+        let named: Vec<Ino> = t
+            .unnamed
+            .iter()
+            .copied()
+            .filter(|&ino| !Self::in_trash(&t, ino))
+            .collect();
+        for ino in named {
+            t.unnamed.remove(&ino);
         }
         Ok(())
     }
@@ -135,16 +162,37 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
                 self.sync_dir(a.parent().unwrap_or(Path::new("")))?;
                 self.sync_dir(b.parent().unwrap_or(Path::new("")))?;
                 t.names.rename(*ino, to.0, &to.1, from.0, &from.1);
+                let open = t.open_count.get(ino).copied().unwrap_or(0) > 0;
+                if t.unnamed.contains(ino) && !open {
+                    // An unnamed file released while the transaction had named it.
+                    t.unnamed.remove(ino);
+                    self.delete_unnamed(t, *ino)?;
+                }
             }
             Undo::Attr {
                 ino,
                 perm,
                 atime,
                 mtime,
+                owner,
             } => {
                 let p = t.names.path(*ino)?;
-                self.host.set_perm(&p, *perm).map_err(host_err)?;
+                if let Some((uid, gid)) = owner {
+                    self.host
+                        .set_owner(&p, Some(*uid), Some(*gid))
+                        .map_err(host_err)?;
+                }
+                if self.host.stat(&p).map_err(host_err)?.kind != hostfs::FileKind::Symlink {
+                    self.host.set_perm(&p, *perm).map_err(host_err)?;
+                }
                 self.set_times_cached(t, *ino, &p, Some(*atime), Some(*mtime))?;
+                // persist: the attributes are back.
+                self.host.sync_node(&p).map_err(host_err)?;
+            }
+            Undo::Exchanged { a, b } => self.exchange_names(t, a, b)?,
+            Undo::Xattr { ino, saved } => {
+                let p = t.names.path(*ino)?;
+                super::xattrs::restore_xattr(&*self.host, &p, saved)?;
             }
             Undo::Linked { parent, name, ino } => {
                 let p = t.names.child(*parent, name)?;
@@ -204,6 +252,81 @@ impl<R: Region, H: HostFs> Store for CacheStore<R, H> {
     fn mkdir(&self, parent: Ino, name: &[u8], perm: u32, tx: Option<TxId>) -> Result<Metadata> {
         self.check_open()?;
         self.do_create(parent, name, perm, tx, true)
+    }
+    fn symlink(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        target: &[u8],
+        tx: Option<TxId>,
+    ) -> Result<Metadata> {
+        self.check_open()?;
+        self.do_symlink(parent, name, target, tx)
+    }
+    fn readlink(&self, ino: Ino) -> Result<Vec<u8>> {
+        self.check_open()?;
+        self.do_readlink(ino)
+    }
+    fn mknod(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        kind: FileKind,
+        perm: u32,
+        rdev: u64,
+        tx: Option<TxId>,
+    ) -> Result<Metadata> {
+        self.check_open()?;
+        self.do_mknod(parent, name, (kind, perm, rdev), tx)
+    }
+    fn tmpfile(
+        &self,
+        parent: Ino,
+        perm: u32,
+        flags: OpenFlags,
+        tx: Option<TxId>,
+    ) -> Result<(Metadata, Fh)> {
+        self.check_open()?;
+        self.do_tmpfile(parent, perm, flags, tx)
+    }
+    fn rename_with(
+        &self,
+        parent: Ino,
+        name: &[u8],
+        new_parent: Ino,
+        new_name: &[u8],
+        mode: RenameMode,
+        tx: Option<TxId>,
+    ) -> Result<()> {
+        self.check_open()?;
+        self.do_rename_with((parent, name), (new_parent, new_name), mode, tx)
+    }
+    fn fallocate(&self, fh: Fh, op: Fallocate, off: u64, len: u64) -> Result<()> {
+        self.check_open()?;
+        self.do_fallocate(fh, op, off, len)
+    }
+    fn getxattr(&self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
+        self.check_open()?;
+        self.do_getxattr(ino, name)
+    }
+    fn setxattr(
+        &self,
+        ino: Ino,
+        name: &[u8],
+        value: &[u8],
+        how: XattrSet,
+        tx: Option<TxId>,
+    ) -> Result<()> {
+        self.check_open()?;
+        self.change_xattr(ino, name, Some(value), how, tx)
+    }
+    fn listxattr(&self, ino: Ino) -> Result<Vec<Vec<u8>>> {
+        self.check_open()?;
+        self.do_listxattr(ino)
+    }
+    fn removexattr(&self, ino: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
+        self.check_open()?;
+        self.change_xattr(ino, name, None, XattrSet::Either, tx)
     }
     fn unlink(&self, parent: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
         self.check_open()?;
@@ -296,6 +419,7 @@ impl<R: Region, H: HostFs> Store for CacheStore<R, H> {
                 unit: None,
                 files: Vec::new(),
                 undo: Vec::new(),
+                punched: Vec::new(),
             },
         );
         for fh in files {
@@ -362,6 +486,12 @@ impl<R: Region, H: HostFs> Store for CacheStore<R, H> {
     fn limits(&self) -> Result<Vec<store::Limit>> {
         let mut all = store::common_limits(&self.statfs()?);
         all.extend(self.cache.limits()?);
+        all.push(store::Limit::new(
+            "bytes of extended attributes of one entry (names with their NUL, and values)",
+            self.cache.config().xattr_bytes_max,
+            None,
+            "ENOSPC",
+        ));
         let (open, max) = self.cache.backing().descriptors();
         all.push(store::Limit::new(
             "home files open (descriptors; past it one is closed, reopened by path when needed)",
@@ -373,8 +503,10 @@ impl<R: Region, H: HostFs> Store for CacheStore<R, H> {
     }
     fn fsck(&self) -> Result<FsckReport> {
         self.check_open()?;
-        let _t = self.t.lock();
-        self.cache.fsck()
+        let t = self.t.lock();
+        let mut report = self.cache.fsck()?;
+        self.fsck_posix(&t, &mut report);
+        Ok(report)
     }
     fn unmount(&self) -> Result<()> {
         self.check_open()?;

@@ -44,7 +44,7 @@ pub fn awaited(engine_name: &str) -> &'static [Feature] {
         "model" | "mmio" | "pool" => &[],
         "journal" => &[],
         "remap" => &[],
-        "cache" => ALL,
+        "cache" => &[],
         _ => ALL,
     }
 }
