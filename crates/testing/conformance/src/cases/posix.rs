@@ -462,6 +462,21 @@ pub fn fallocate_modes(h: &dyn Harness) {
         before,
         m.allocated
     );
+    // A punch across one block boundary with no whole block inside, starting in a hole:
+    // the tail in the next block is zeroed too.
+    ok(
+        s.fallocate(fh, Fallocate::PunchHole, 30 * K + 100, 4 * K),
+        "punch across a boundary from a hole",
+    );
+    want[(30 * K + 100) as usize..(34 * K + 100) as usize].fill(0);
+    let got = contents(s, fh);
+    let first = got.iter().zip(&want).position(|(a, b)| a != b);
+    assert!(
+        got.len() == want.len() && first.is_none(),
+        "punch across a boundary from a hole: first difference at byte {first:?} (length {} read, {} expected)",
+        got.len(),
+        want.len()
+    );
     ok(
         s.fallocate(
             fh,
