@@ -618,6 +618,21 @@ pub fn xattrs(h: &dyn Harness) {
         s.setxattr(f, b"trusted.t", &[0, 255, 0], XattrSet::Either, None),
         "trusted",
     );
+    if !awaited(&s.engine_name()).contains(&Feature::SpecialFiles) {
+        // user. attributes live on regular files and directories only (as on Linux).
+        let fifo = ok(
+            s.mknod(ROOT_INO, b"p", FileKind::Fifo, 0o644, 0, None),
+            "mkfifo",
+        )
+        .ino;
+        assert_err!(
+            s.setxattr(fifo, b"user.a", b"1", XattrSet::Either, None),
+            Error::NotPermitted(_)
+        );
+        assert_err!(s.removexattr(fifo, b"user.a", None), Error::NotPermitted(_));
+        assert_err!(s.getxattr(fifo, b"user.a"), Error::NoAttribute(_));
+        ok(s.unlink(ROOT_INO, b"p", None), "unlink the fifo");
+    }
     ok(
         s.setxattr(d, b"user.on-a-dir", b"dir", XattrSet::Either, None),
         "on a dir",
