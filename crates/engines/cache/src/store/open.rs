@@ -330,6 +330,8 @@ fn undo_intent<R: Region, H: HostFs>(
                 host.set_perm(a, it.perm).map_err(host_err)?;
                 host.set_times(a, Some(it.atime), Some(it.mtime))
                     .map_err(host_err)?;
+                // persist: the old attributes are back for good before the intent goes.
+                host.sync_node(a).map_err(host_err)?;
             }
             Ok(())
         }

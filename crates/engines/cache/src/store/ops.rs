@@ -564,6 +564,9 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         if attr.atime.is_some() || attr.mtime.is_some() {
             self.set_times_cached(&t, ino, &p, attr.atime, attr.mtime)?;
         }
+        // persist: the new attributes are durable when the call returns (in a transaction,
+        // before its commit; the intent restores the old ones if it never commits).
+        self.host.sync_node(&p).map_err(host_err)?;
         self.meta(&t, ino)
     }
 

@@ -145,6 +145,8 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
                 let p = t.names.path(*ino)?;
                 self.host.set_perm(&p, *perm).map_err(host_err)?;
                 self.set_times_cached(t, *ino, &p, Some(*atime), Some(*mtime))?;
+                // persist: the old attributes are back for good before the intent goes.
+                self.host.sync_node(&p).map_err(host_err)?;
             }
             Undo::Linked { parent, name, ino } => {
                 let p = t.names.child(*parent, name)?;
