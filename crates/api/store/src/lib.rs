@@ -48,7 +48,9 @@ pub mod xattr;
 pub use error::{Error, Result};
 pub use path::{names_dir, resolve, resolve_parent, split_path, OpenOptions};
 pub use types::*;
-pub use xattr::{check_symlink_target, check_xattr_name, check_xattr_value, XattrNamespace};
+pub use xattr::{
+    check_symlink_target, check_xattr_change, check_xattr_name, check_xattr_value, XattrNamespace,
+};
 
 use std::any::Any;
 

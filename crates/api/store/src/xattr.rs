@@ -37,6 +37,21 @@ fn shown(name: &[u8]) -> String {
     String::from_utf8_lossy(name).into_owned()
 }
 
+/// Whether attribute `name` may be set or removed on an inode of `kind`: as Linux, `user.`
+/// attributes only on regular files and directories (others: NotPermitted, EPERM; a read of
+/// one finds none, ENODATA).
+pub fn check_xattr_change(name: &[u8], kind: crate::FileKind) -> Result<()> {
+    let user = check_xattr_name(name)? == XattrNamespace::User;
+    if user && !matches!(kind, crate::FileKind::File | crate::FileKind::Dir) {
+        return Err(Error::NotPermitted(format!(
+            "attribute {:?} on a {kind:?}: user. attributes are kept on regular files and \
+             directories only",
+            shown(name)
+        )));
+    }
+    Ok(())
+}
+
 /// Check an attribute name; returns its namespace.
 pub fn check_xattr_name(name: &[u8]) -> Result<XattrNamespace> {
     if name.len() > XATTR_NAME_MAX {

@@ -148,15 +148,45 @@ impl Ctx {
         self.lock().acked[t] = live;
     }
 
-    /// The acceptable trees of thread `t`; the first has the acknowledged metas, a second (the
-    /// state after a commit in flight) is compared by tree only.
+    /// The acceptable trees of thread `t`, with the acknowledged metas.
     fn set(&self, t: usize, acceptable: Vec<Tree>, unit: usize, phase: &'static str) {
         let mut sh = self.lock();
-        let mut metas = vec![sh.acked[t].clone()];
-        metas.resize(acceptable.len(), None);
+        assert_eq!(
+            acceptable.len(),
+            1,
+            "an in-flight unit goes through set_in_flight"
+        );
+        let metas = vec![sh.acked[t].clone()];
         sh.parts[t] = Partition {
             metas,
             acceptable,
+            unit,
+            phase,
+        };
+    }
+}
+
+impl Ctx {
+    /// Thread `t` has a unit in flight: the state `before` it (with the acknowledged metas)
+    /// and the state `after` it (with the model's metas after it, times not compared: the
+    /// model's clock is not the store's) are acceptable. A unit changing only metadata
+    /// (chmod, utimes, a hard link's count) leaves the trees equal, and then the metas
+    /// decide.
+    fn set_in_flight(
+        &self,
+        t: usize,
+        before: Tree,
+        after: Tree,
+        model: &ModelStore,
+        unit: usize,
+        phase: &'static str,
+    ) {
+        let after_metas = read_metas(&model.crash(), "").ok();
+        let mut sh = self.lock();
+        let metas = vec![sh.acked[t].clone(), after_metas];
+        sh.parts[t] = Partition {
+            metas,
+            acceptable: vec![before, after],
             unit,
             phase,
         };
@@ -353,6 +383,7 @@ fn releases_kept(unit: &Unit) -> Vec<usize> {
     let renamed = |op: &workload::Op| match *op {
         workload::Op::Unlink { file } => vec![file],
         workload::Op::Rename { from, to } => vec![from, to],
+        workload::Op::Posix(ref op) => op.moved_files(),
         _ => vec![],
     };
     match unit {
@@ -424,9 +455,11 @@ fn thread_units(
                 let saved = model.fork();
                 let m = workload::exec_op(model, "", op, None, mh);
                 let after = model_tree(model);
-                ctx.set(
+                ctx.set_in_flight(
                     t,
-                    vec![before.clone(), after.clone()],
+                    before.clone(),
+                    after.clone(),
+                    model,
                     i,
                     "legacy call in flight",
                 );
@@ -456,9 +489,11 @@ fn thread_units(
                 };
                 let m = workload::exec_atomic_end(model, end, &mh);
                 let after = model_tree(model);
-                ctx.set(
+                ctx.set_in_flight(
                     t,
-                    vec![before.clone(), after.clone()],
+                    before.clone(),
+                    after.clone(),
+                    model,
                     i,
                     "O_ATOMIC commit in flight",
                 );
@@ -509,9 +544,11 @@ fn finish_tx(
         workload::TxEnd::Commit => {
             let m = workload::outcome(&model.tx_commit(mt));
             let after = model_tree(model);
-            ctx.set(
+            ctx.set_in_flight(
                 t,
-                vec![before.clone(), after.clone()],
+                before.clone(),
+                after.clone(),
+                model,
                 i,
                 "tx_commit in flight",
             );
@@ -541,6 +578,7 @@ pub fn run_workload(
     workload: &Workload,
     cfg: &DriverConfig,
 ) -> CrashReport {
+    let workload = &workload.offered_by(target.posix_steps());
     let planned = execute(target.clone(), workload, cfg, 0).crash_points_total;
     execute(target, workload, cfg, planned.max(1))
 }

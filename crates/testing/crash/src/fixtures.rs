@@ -633,6 +633,10 @@ impl CrashTarget for ShadowTarget {
     fn name(&self) -> String {
         fixture_name(self.flaw)
     }
+    /// The fixtures keep names and bytes only.
+    fn posix_steps(&self) -> crate::workload::PosixSteps {
+        crate::workload::PosixSteps::None
+    }
     /// The fixtures persist names and bytes only and rebuild their state at recovery (new
     /// times): they do not claim durable times, except [`Flaw::LosesTimes`], which claims
     /// them and loses them.
@@ -661,6 +665,10 @@ impl CrashTarget for ShadowTarget {
 impl crate::torture::KillTarget for ShadowTarget {
     fn name(&self) -> String {
         fixture_name(self.flaw)
+    }
+    /// The fixtures keep names and bytes only.
+    fn posix_steps(&self) -> crate::workload::PosixSteps {
+        crate::workload::PosixSteps::None
     }
     fn create_pool(&self, path: &std::path::Path) -> Result<Box<dyn Store>> {
         let region = pmem::MappedRegion::create(path, self.region_len()).map_err(pm_error)?;

@@ -30,6 +30,7 @@ mod images;
 pub mod meta;
 mod oracle;
 pub mod parallel;
+mod posix_ops;
 pub mod shrink;
 pub mod suite;
 pub mod torture;
@@ -73,6 +74,11 @@ pub trait CrashTarget: Send + Sync + 'static {
     /// which modes it reached.
     fn handle_mode(&self, _store: &dyn Store, _fh: store::Fh) -> Option<String> {
         None
+    }
+    /// The steps beyond files and directories its workloads run (hard links, attribute
+    /// changes, the POSIX families the engine offers).
+    fn posix_steps(&self) -> workload::PosixSteps {
+        workload::PosixSteps::of_engine(&self.name())
     }
 }
 

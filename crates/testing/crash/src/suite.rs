@@ -206,6 +206,15 @@ pub fn torture_case(target: Arc<dyn Target>, case: &Torture, child_test: &str) {
     };
     let again = torture(target.as_ref(), &child, &shared);
     eprintln!("{} (one pool across rounds)", again.summary());
+    // Violations first: a child that stops on a divergence is not killed.
+    for (what, report) in [("fresh pools", &fresh), ("one pool", &again)] {
+        if let Some(first) = report.violations.first() {
+            panic!(
+                "{what}: {} violations, first: {first}",
+                report.violations.len()
+            );
+        }
+    }
     assert!(
         fresh.kills + again.kills >= 2 * rounds * 9 / 10,
         "too few children were killed: {} + {} of {} rounds",
@@ -221,14 +230,6 @@ pub fn torture_case(target: Arc<dyn Target>, case: &Torture, child_test: &str) {
         again.images,
         2 * rounds
     );
-    for (what, report) in [("fresh pools", &fresh), ("one pool", &again)] {
-        if let Some(first) = report.violations.first() {
-            panic!(
-                "{what}: {} violations, first: {first}",
-                report.violations.len()
-            );
-        }
-    }
 }
 
 /// The path of test `leaf` in the module `module` (a `module_path!()`: the test binary's crate

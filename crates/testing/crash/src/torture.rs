@@ -8,15 +8,16 @@
 //! The child is any command (the test binary itself, or `atomfs crashtest --child`); it calls
 //! [`run_child`].
 
-use crate::workload::{self, Handles, Unit};
+use crate::workload::{self, Handles, PosixSteps, Unit};
 use crate::CrashReport;
 use crate::Violation;
 use conformance::{snapshot, ModelStore, Rng, Tree};
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
-use store::{Result, Store};
+use store::{Error, FileKind, Ino, OpenFlags, Result, SetAttr, Store, XattrSet, ROOT_INO};
 
 /// An engine on a real pool file.
 pub trait KillTarget: Send + Sync {
@@ -25,6 +26,11 @@ pub trait KillTarget: Send + Sync {
     fn create_pool(&self, path: &Path) -> Result<Box<dyn Store>>;
     /// Open an existing pool file, running recovery.
     fn open_pool(&self, path: &Path) -> Result<Box<dyn Store>>;
+    /// The steps beyond files and directories the child runs (as
+    /// [`CrashTarget::posix_steps`](crate::CrashTarget::posix_steps)).
+    fn posix_steps(&self) -> PosixSteps {
+        PosixSteps::of_engine(&self.name())
+    }
     /// Remove what [`KillTarget::create_pool`] created at `path` (errors ignored).
     fn remove_pool(&self, path: &Path) {
         let _ = std::fs::remove_file(path);
@@ -35,10 +41,12 @@ pub trait KillTarget: Send + Sync {
 /// runs about 45,000 units a second on a small pool), so that every round ends in a SIGKILL.
 pub const CHILD_UNITS: usize = 10_000_000;
 
-/// The first `n` units of the child workload of `seed` (generated lazily: the parent needs
-/// only the acknowledged prefix).
-fn child_units(seed: u64, n: usize) -> impl Iterator<Item = Unit> {
-    workload::unit_stream(seed, 0).take(n)
+/// The first `n` units of the child workload of `seed` with the POSIX steps `steps`
+/// (generated lazily: the parent needs only the acknowledged prefix).
+fn child_units(steps: PosixSteps, seed: u64, n: usize) -> impl Iterator<Item = Unit> {
+    workload::unit_stream(seed, 0)
+        .take(n)
+        .map(move |u| u.offered_by(steps))
 }
 
 /// Run one unit on `s` (prefix `/t0`) or on a model (prefix ""). Returns the outcomes.
@@ -86,14 +94,115 @@ fn thread_tree(store: &dyn Store) -> std::result::Result<Tree, String> {
         .collect())
 }
 
-/// A model holding `start`, or a freshly set-up one.
-fn model_from(start: Option<&Tree>) -> Result<ModelStore> {
-    let model = ModelStore::new();
+/// A copy of `start`, or a freshly set-up model.
+fn model_from(start: Option<&ModelStore>) -> Result<ModelStore> {
     match start {
-        Some(tree) => conformance::build_into(&model, tree)?,
-        None => workload::setup(&model, "")?,
+        Some(model) => Ok(model.fork()),
+        None => {
+            let model = ModelStore::new();
+            workload::setup(&model, "")?;
+            Ok(model)
+        }
     }
+}
+
+/// A model holding what `/t0` of `s` holds: names, bytes, hard links (one inode under each
+/// name), symbolic links, special files, permissions, modification times and extended
+/// attributes, so that the units run next do on the model what they do on `s`.
+fn model_copy(s: &dyn Store) -> Result<ModelStore> {
+    let model = ModelStore::new();
+    let top = store::path::resolve(s, "/t0")?.ino;
+    copy_dir(s, top, &model, ROOT_INO, &mut HashMap::new(), 0)?;
     Ok(model)
+}
+
+fn copy_dir(
+    s: &dyn Store,
+    dir: Ino,
+    model: &ModelStore,
+    into: Ino,
+    linked: &mut HashMap<Ino, Ino>,
+    depth: usize,
+) -> Result<()> {
+    if depth > 64 {
+        return Err(Error::corrupt("directory tree deeper than 64 levels", dir));
+    }
+    for entry in s.read_dir(dir)? {
+        let meta = s.getattr(entry.ino)?;
+        if let Some(&copy) = linked.get(&entry.ino) {
+            model.link(copy, into, &entry.name, None)?;
+            continue;
+        }
+        let made = match meta.kind {
+            FileKind::Dir => model.mkdir(into, &entry.name, meta.perm, None)?,
+            FileKind::File => {
+                let made = model.create(into, &entry.name, meta.perm, None)?;
+                let bytes = read_all(s, entry.ino, meta.size)?;
+                let fh = model.open(
+                    made.ino,
+                    OpenFlags {
+                        write: true,
+                        ..OpenFlags::default()
+                    },
+                )?;
+                let written = model.write(fh, 0, &bytes);
+                model.release(fh)?;
+                written?;
+                made
+            }
+            FileKind::Symlink => model.symlink(into, &entry.name, &s.readlink(entry.ino)?, None)?,
+            kind => model.mknod(into, &entry.name, kind, meta.perm, meta.rdev, None)?,
+        };
+        let names = match s.listxattr(entry.ino) {
+            Err(Error::Unsupported(_)) => Vec::new(),
+            other => other?,
+        };
+        for name in names {
+            let value = s.getxattr(entry.ino, &name)?;
+            model.setxattr(made.ino, &name, &value, XattrSet::Either, None)?;
+        }
+        if meta.kind != FileKind::Symlink {
+            let attr = SetAttr {
+                perm: Some(meta.perm),
+                mtime: (meta.kind == FileKind::File).then_some(meta.mtime),
+                ..SetAttr::default()
+            };
+            model.setattr(made.ino, &attr, None)?;
+        }
+        if meta.nlink > 1 && meta.kind != FileKind::Dir {
+            linked.insert(entry.ino, made.ino);
+        }
+        if meta.kind == FileKind::Dir {
+            copy_dir(s, entry.ino, model, made.ino, linked, depth + 1)?;
+        }
+    }
+    Ok(())
+}
+
+/// The `size` bytes of file `ino` of `s`.
+fn read_all(s: &dyn Store, ino: Ino, size: u64) -> Result<Vec<u8>> {
+    let len = usize::try_from(size).map_err(|_| Error::corrupt("file larger than memory", ino))?;
+    let fh = s.open(
+        ino,
+        OpenFlags {
+            read: true,
+            ..OpenFlags::default()
+        },
+    )?;
+    let mut out = vec![0u8; len];
+    let mut done = 0;
+    let r = loop {
+        if done == len {
+            break Ok(());
+        }
+        match s.read(fh, done as u64, &mut out[done..]) {
+            Ok(0) => break Err(Error::corrupt("file shorter than its size", ino)),
+            Ok(n) => done += n,
+            Err(e) => break Err(e),
+        }
+    };
+    s.release(fh)?;
+    r.map(|()| out)
 }
 
 /// The child side. When `path` exists, open it (recovery) and continue from its contents;
@@ -103,8 +212,8 @@ fn model_from(start: Option<&Tree>) -> Result<ModelStore> {
 pub fn run_child(target: &dyn KillTarget, path: &Path, seed: u64) -> Result<()> {
     let (s, model) = if path.exists() {
         let s = target.open_pool(path)?;
-        let start = thread_tree(s.as_ref()).map_err(store::Error::InvalidArgument)?;
-        let model = model_from(Some(&start))?;
+        thread_tree(s.as_ref()).map_err(store::Error::InvalidArgument)?;
+        let model = model_copy(s.as_ref())?;
         (s, model)
     } else {
         let s = target.create_pool(path)?;
@@ -119,7 +228,7 @@ pub fn run_child(target: &dyn KillTarget, path: &Path, seed: u64) -> Result<()> 
     };
     // A leading newline: a test harness may have printed a partial line ("test x ... ").
     say(&mut out, "\nready".into());
-    for (i, unit) in child_units(seed, CHILD_UNITS).enumerate() {
+    for (i, unit) in child_units(target.posix_steps(), seed, CHILD_UNITS).enumerate() {
         let got = exec_unit(s.as_ref(), "/t0", &unit);
         let want = exec_unit(&model, "", &unit);
         if got != want {
@@ -169,13 +278,14 @@ impl Default for TortureConfig {
 /// them and, when the child was `ready` (a unit may have been in flight), after one more.
 /// Only these two are read back from the model (a child acknowledges thousands of units).
 fn model_candidates(
-    start: Option<&Tree>,
+    steps: PosixSteps,
+    start: Option<&ModelStore>,
     seed: u64,
     done: usize,
     ready: bool,
 ) -> Result<Vec<Tree>> {
     let model = model_from(start)?;
-    let mut units = child_units(seed, done + usize::from(ready));
+    let mut units = child_units(steps, seed, done + usize::from(ready));
     for unit in units.by_ref().take(done) {
         exec_unit(&model, "", &unit);
     }
@@ -215,7 +325,7 @@ pub fn torture_observed(
         cfg.seed
     ));
     // The pool's `/t0` contents at the start of the round (None: no pool yet).
-    let mut start: Option<Tree> = None;
+    let mut start: Option<ModelStore> = None;
     for round in 0..cfg.rounds {
         let seed = cfg.seed.wrapping_mul(1000).wrapping_add(round);
         let pool = if cfg.continue_pool {
@@ -335,21 +445,22 @@ fn run_and_kill(
 pub const READY_WAIT_MAX: Duration = Duration::from_secs(30);
 
 /// Recover the pool and compare with the model after `done` or `done + 1` units (only
-/// `done` = 0 when the child never got `ready`). Returns the recovered `/t0` tree.
+/// `done` = 0 when the child never got `ready`). Returns a model copy of the recovered `/t0`.
 fn check_pool(
     target: &dyn KillTarget,
     pool: &Path,
-    start: Option<&Tree>,
+    start: Option<&ModelStore>,
     seed: u64,
     done: usize,
     ready: bool,
-) -> std::result::Result<Tree, String> {
-    let candidates =
-        model_candidates(start, seed, done, ready).map_err(|e| format!("model: {e}"))?;
+) -> std::result::Result<ModelStore, String> {
+    let candidates = model_candidates(target.posix_steps(), start, seed, done, ready)
+        .map_err(|e| format!("model: {e}"))?;
     let store = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| target.open_pool(pool)))
         .map_err(|_| "panic in recovery".to_string())?
         .map_err(|e| format!("recovery failed: {e}"))?;
     let mine = thread_tree(store.as_ref())?;
+    let copy = model_copy(store.as_ref()).map_err(|e| format!("reading the pool: {e}"))?;
     let fsck = store.fsck().map_err(|e| format!("fsck: {e}"))?;
     if !fsck.is_clean() {
         return Err(format!("fsck: {:?}", fsck.problems));
@@ -358,7 +469,7 @@ fn check_pool(
         .unmount()
         .map_err(|e| format!("unmount after the check: {e}"))?;
     if candidates.contains(&mine) {
-        return Ok(mine);
+        return Ok(copy);
     }
     let d = conformance::diff(&candidates[0], &mine, 4).join(", ");
     Err(format!(

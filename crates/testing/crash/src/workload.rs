@@ -8,6 +8,8 @@
 use conformance::Rng;
 use store::{Error, Fh, OpenOptions, Result, Store, TxId};
 
+pub use crate::posix_ops::{PosixOp, PosixSteps};
+
 /// Paths of the files a workload touches (relative to its thread's directory).
 pub const FILES: [&str; 6] = ["f0", "f1", "f2", "d0/f3", "d0/f4", "d1/f5"];
 /// Directories a workload creates and removes.
@@ -55,7 +57,13 @@ pub enum Op {
     Rmdir {
         dir: usize,
     },
+    /// A call of the rest of the POSIX file API (symbolic and hard links, attributes,
+    /// FIFOs, rename modes, fallocate, extended attributes, unnamed files).
+    Posix(PosixOp),
 }
+
+/// Share of the generated operations (percent) that are [`Op::Posix`] steps.
+pub const POSIX_PERCENT: u64 = 15;
 
 /// How a transaction ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,6 +117,37 @@ impl Default for WorkloadConfig {
     }
 }
 
+impl Op {
+    /// Whether a target running the POSIX steps `steps` runs this op.
+    pub fn offered_by(&self, steps: PosixSteps) -> bool {
+        match self {
+            Op::Posix(op) => steps.allow(op),
+            _ => true,
+        }
+    }
+}
+
+impl Unit {
+    /// This unit for a target running the POSIX steps `steps` (see [`Workload::offered_by`]).
+    pub fn offered_by(&self, steps: PosixSteps) -> Unit {
+        match self {
+            Unit::Tx { ops, end } => Unit::Tx {
+                ops: ops
+                    .iter()
+                    .filter(|op| op.offered_by(steps))
+                    .cloned()
+                    .collect(),
+                end: *end,
+            },
+            Unit::Legacy(op) if !op.offered_by(steps) => Unit::Tx {
+                ops: Vec::new(),
+                end: TxEnd::Commit,
+            },
+            other => other.clone(),
+        }
+    }
+}
+
 /// A generated workload: for each thread, its units.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Workload {
@@ -156,6 +195,21 @@ impl Workload {
         }
     }
 
+    /// This workload with only the POSIX steps a target runs (`steps`): another step is
+    /// dropped from its transaction, and a unit that was only such a call becomes an empty
+    /// transaction (so that units keep their numbers).
+    pub fn offered_by(&self, steps: PosixSteps) -> Workload {
+        Workload {
+            config: self.config,
+            threads: self
+                .threads
+                .iter()
+                .map(|units| units.iter().map(|u| u.offered_by(steps)).collect())
+                .collect(),
+            kept: self.kept.clone(),
+        }
+    }
+
     /// Number of units.
     pub fn len(&self) -> usize {
         self.threads.iter().map(Vec::len).sum()
@@ -189,7 +243,10 @@ pub fn unit_stream(seed: u64, t: usize) -> impl Iterator<Item = Unit> {
     std::iter::repeat_with(move || gen_unit(&mut rng))
 }
 
-fn gen_op(rng: &mut Rng) -> Op {
+fn gen_op(rng: &mut Rng, in_tx: bool) -> Op {
+    if rng.chance(POSIX_PERCENT) {
+        return Op::Posix(PosixOp::generate(rng, in_tx));
+    }
     let file = rng.below(FILES.len() as u64) as usize;
     let tag = rng.next_u64() as u8;
     match rng.below(100) {
@@ -230,7 +287,7 @@ fn gen_op(rng: &mut Rng) -> Op {
 fn gen_unit(rng: &mut Rng) -> Unit {
     match rng.below(100) {
         0..=54 => {
-            let ops = (0..1 + rng.below(5)).map(|_| gen_op(rng)).collect();
+            let ops = (0..1 + rng.below(5)).map(|_| gen_op(rng, true)).collect();
             let end = if rng.chance(20) {
                 TxEnd::Abort
             } else {
@@ -238,7 +295,7 @@ fn gen_unit(rng: &mut Rng) -> Unit {
             };
             Unit::Tx { ops, end }
         }
-        55..=84 => Unit::Legacy(gen_op(rng)),
+        55..=84 => Unit::Legacy(gen_op(rng, false)),
         _ => {
             let end = match rng.below(3) {
                 0 => AtomicEnd::Fsync,
@@ -305,7 +362,7 @@ impl Handles {
         }
     }
 
-    fn get(
+    pub(crate) fn get(
         &mut self,
         s: &dyn Store,
         path: &str,
@@ -340,8 +397,13 @@ impl Handles {
         }
     }
 
+    /// Keep `fh` (open on no path, e.g. an unnamed file) until the end of the unit.
+    pub(crate) fn keep(&mut self, fh: Fh) {
+        self.stale.push(fh);
+    }
+
     /// Forget the path of a handle (after an unlink or rename) but keep it open until the end.
-    fn forget(&mut self, path: &str) {
+    pub(crate) fn forget(&mut self, path: &str) {
         if let Some(i) = self.open.iter().position(|(p, _)| p == path) {
             let (_, fh) = self.open.remove(i);
             self.stale.push(fh);
@@ -444,6 +506,7 @@ pub fn exec_op(
             let (parent, name) = store::resolve_parent(s, path(prefix, DIRS[dir]).as_bytes())?;
             s.rmdir(parent, &name, tx)
         }
+        Op::Posix(ref op) => op.exec(s, prefix, tx, handles),
     })();
     outcome(&r)
 }

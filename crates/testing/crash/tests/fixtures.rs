@@ -33,7 +33,7 @@ fn run(flaw: Flaw, seeds: std::ops::Range<u64>, threads: usize) -> crash::CrashR
         seeds,
         WorkloadConfig {
             seed: 0,
-            units: 16,
+            units: 20,
             threads,
         },
         &cfg(),

@@ -598,8 +598,9 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         if attr.atime.is_some() || attr.mtime.is_some() {
             self.set_times_cached(&t, ino, &p, attr.atime, attr.mtime)?;
         }
-        if tx.is_none() && (chown || before.kind != FileKind::File) {
-            // persist: the owner (and a symlink's or special file's times) are durable.
+        if tx.is_none() {
+            // persist: the new attributes (owner, permissions, times) are durable when the
+            // call returns; in a transaction the entry is synced before its commit point.
             self.host.sync_node(&p).map_err(host_err)?;
         }
         self.meta(&t, ino)

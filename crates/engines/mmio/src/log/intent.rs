@@ -395,20 +395,18 @@ pub fn undo<M: FileMedia>(media: &M, intent: &Intent) -> Result<()> {
 }
 
 /// Make one intent final after its transaction committed (idempotent).
+///
+/// A committed move is complete on the host: every host move is durable when it returns
+/// (`FileMedia::rename`), and a transaction commits after its last one. Finding the old
+/// name and the new one as one file therefore means a later operation linked the old name
+/// again (a hard link back), never a move cut between its link and its unlink: both names
+/// stay.
 pub fn finish<M: FileMedia>(media: &M, intent: &Intent) -> Result<()> {
     match intent {
-        Intent::Removed { a, b } | Intent::Renamed { a, b } => {
-            if let MoveState::Both = moved(media, a, b)? {
-                // A move cut between link and unlink: complete it.
-                media
-                    .unlink(a)
-                    .map_err(|e| io_err(a, "complete rename", e))?;
-            }
-            if let Intent::Removed { .. } = intent {
-                remove(media, b).map_err(|e| io_err(b, "delete from trash", e))?;
-            }
-            Ok(())
+        Intent::Removed { b, .. } => {
+            remove(media, b).map_err(|e| io_err(b, "delete from trash", e))
         }
+        Intent::Renamed { .. } => Ok(()),
         Intent::Xattr { b, .. } => remove(media, b).map_err(|e| io_err(b, "delete from trash", e)),
         _ => Ok(()),
     }

@@ -89,6 +89,7 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
         if let Some(value) = value {
             check_xattr_value(value)?;
         }
+        store::check_xattr_change(name, store::Store::getattr(self, ino)?.kind)?;
         let mut t = self.tables.lock();
         Self::tx_open(&t, tx)?;
         let path = self.path_for(&mut t, ino)?;

@@ -110,6 +110,7 @@ impl<R: Region> PoolStore<R> {
             check_xattr_value(value)?;
         }
         self.core.check_posix_format("extended attributes")?;
+        store::check_xattr_change(name, store::Store::getattr(self, ino)?.kind)?;
         self.ns_op(tx, |core, t| core.change_xattr(t, ino, name, value, how))
     }
 

@@ -127,7 +127,9 @@ impl<R: Region> Core<R> {
         let ino = st.ino;
         let first_whole = off.div_ceil(BLOCK_SIZE);
         let end_whole = end / BLOCK_SIZE;
-        let edges = if first_whole >= end_whole {
+        // One edge when the range lies in one block; else the partial head and tail (in
+        // different blocks, whether or not whole blocks lie between them).
+        let edges = if off / BLOCK_SIZE == (end - 1) / BLOCK_SIZE {
             vec![(off, end)]
         } else {
             vec![
@@ -136,6 +138,11 @@ impl<R: Region> Core<R> {
             ]
         };
         for (from, to) in edges.into_iter().filter(|(f, t)| t > f) {
+            assert_eq!(
+                from / BLOCK_SIZE,
+                (to - 1) / BLOCK_SIZE,
+                "a punch edge is in one block"
+            );
             if self.permanent_block(ino, from / BLOCK_SIZE)?.0 != 0 {
                 self.write_zeros(st, tx, from, to)?;
             }

@@ -316,6 +316,9 @@ impl HostCrashPoint {
             if let Some(attrs) = xattrs.get(&ino).filter(|a| !a.is_empty()) {
                 image.xattrs.insert(path.clone(), attrs.clone());
             }
+            if inode.kind != FileKind::Symlink {
+                image.perms.insert(path.clone(), inode.durable_perm);
+            }
             image.nodes.insert(path, node);
         }
         if let Some(attrs) = xattrs.get(&ROOT_INO).filter(|a| !a.is_empty()) {

@@ -35,6 +35,9 @@ pub struct HostImage {
     pub nodes: BTreeMap<Vec<u8>, ImageNode>,
     /// Extended attributes by path (paths without any are left out).
     pub xattrs: BTreeMap<Vec<u8>, BTreeMap<Vec<u8>, Vec<u8>>>,
+    /// Permission bits by path (not compared by [`same_tree`](Self::same_tree): a real
+    /// file system applies its umask to what it creates).
+    pub perms: BTreeMap<Vec<u8>, u32>,
 }
 
 impl HostImage {
@@ -126,6 +129,10 @@ impl HostImage {
                     }
                 }
                 read_xattrs(fs, &path, &mut image)?;
+                if entry.kind != FileKind::Symlink {
+                    let st = fs.stat(Path::new(OsStr::from_bytes(&path)))?;
+                    image.perms.insert(path.clone(), st.perm);
+                }
             }
         }
         Ok(image)

@@ -211,6 +211,12 @@ impl SimHostFs {
                 n.durable_xattrs = attrs.clone();
             }
         }
+        for (path, &perm) in &image.perms {
+            if let Some(n) = lookup_bytes(&state, path).and_then(|i| state.inodes.get_mut(&i)) {
+                n.perm = perm & 0o7777;
+                n.durable_perm = perm & 0o7777;
+            }
+        }
         Self::with_state(state, config)
     }
 

@@ -90,7 +90,11 @@ pub struct Op {
 #[derive(Clone, Debug)]
 pub struct Inode {
     pub kind: FileKind,
+    /// Permission bits as stat sees them.
     pub perm: u32,
+    /// Permission bits that survive a crash for certain (a chmod is durable once its inode
+    /// is synced).
+    pub durable_perm: u32,
     /// Content as reads see it (files).
     pub live: Vec<u8>,
     /// Content that survives a crash for certain (files), before pending updates.
@@ -123,6 +127,7 @@ impl Inode {
         Inode {
             kind,
             perm: perm & 0o7777,
+            durable_perm: perm & 0o7777,
             live: Vec::new(),
             durable: Arc::new(Vec::new()),
             live_entries: BTreeMap::new(),
@@ -335,10 +340,11 @@ impl State {
         self.sync_xattrs(dir);
     }
 
-    /// Make the extended attributes of `ino` durable (fsync of the inode).
+    /// Make the extended attributes and permissions of `ino` durable (fsync of the inode).
     pub fn sync_xattrs(&mut self, ino: u64) {
         if let Some(node) = self.inodes.get_mut(&ino) {
             node.durable_xattrs = node.live_xattrs.clone();
+            node.durable_perm = node.perm;
         }
         self.xattr_history.retain(|(i, _), _| *i != ino);
     }

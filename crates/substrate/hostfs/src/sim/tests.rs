@@ -587,3 +587,21 @@ fn a_punched_range_reads_zeros_and_tears_per_sector_until_synced() {
     .expect("allocate");
     assert_eq!(fs.file_stat(&f).expect("stat").len, 4096);
 }
+
+#[test]
+fn a_chmod_is_durable_once_its_inode_is_synced_and_survives_a_reopened_image() {
+    let fs = SimHostFs::default();
+    synced_file(&fs, "f", b"x");
+    fs.set_perm(p("f"), 0o600).expect("chmod");
+    let perm_after_crash = |fs: &SimHostFs| fs.durable_image().perms.get(b"f".as_slice()).copied();
+    assert_eq!(
+        perm_after_crash(&fs),
+        Some(0o644),
+        "not synced: the old bits"
+    );
+    fs.sync_node(p("f")).expect("sync");
+    assert_eq!(perm_after_crash(&fs), Some(0o600), "synced: the new bits");
+    let reopened = SimHostFs::from_image(&fs.durable_image(), SimConfig::default());
+    assert_eq!(reopened.stat(p("f")).expect("stat").perm, 0o600);
+    assert_eq!(perm_after_crash(&reopened), Some(0o600));
+}

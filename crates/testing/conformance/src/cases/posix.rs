@@ -464,6 +464,21 @@ pub fn fallocate_modes(h: &dyn Harness) {
         before,
         m.allocated
     );
+    // A punch across one block boundary with no whole block inside, starting in a hole:
+    // the tail in the next block is zeroed too.
+    ok(
+        s.fallocate(fh, Fallocate::PunchHole, 30 * K + 100, 4 * K),
+        "punch across a boundary from a hole",
+    );
+    want[(30 * K + 100) as usize..(34 * K + 100) as usize].fill(0);
+    let got = contents(s, fh);
+    let first = got.iter().zip(&want).position(|(a, b)| a != b);
+    assert!(
+        got.len() == want.len() && first.is_none(),
+        "punch across a boundary from a hole: first difference at byte {first:?} (length {} read, {} expected)",
+        got.len(),
+        want.len()
+    );
     ok(
         s.fallocate(
             fh,
@@ -605,6 +620,21 @@ pub fn xattrs(h: &dyn Harness) {
         s.setxattr(f, b"trusted.t", &[0, 255, 0], XattrSet::Either, None),
         "trusted",
     );
+    if !awaited(&s.engine_name()).contains(&Feature::SpecialFiles) {
+        // user. attributes live on regular files and directories only (as on Linux).
+        let fifo = ok(
+            s.mknod(ROOT_INO, b"p", FileKind::Fifo, 0o644, 0, None),
+            "mkfifo",
+        )
+        .ino;
+        assert_err!(
+            s.setxattr(fifo, b"user.a", b"1", XattrSet::Either, None),
+            Error::NotPermitted(_)
+        );
+        assert_err!(s.removexattr(fifo, b"user.a", None), Error::NotPermitted(_));
+        assert_err!(s.getxattr(fifo, b"user.a"), Error::NoAttribute(_));
+        ok(s.unlink(ROOT_INO, b"p", None), "unlink the fifo");
+    }
     ok(
         s.setxattr(d, b"user.on-a-dir", b"dir", XattrSet::Either, None),
         "on a dir",

@@ -3,8 +3,8 @@
 use super::state::{bind, check_name, name_str, Handle, Inode, State, BLOCK, MODEL_BLOCK};
 use super::MODEL_FILE_SIZE_MAX;
 use store::{
-    check_xattr_name, check_xattr_value, now_ns, Error, Fallocate, Fh, FileKind, Ino, Metadata,
-    OpenFlags, RenameMode, Result, TxId, XattrSet,
+    check_xattr_change, check_xattr_name, check_xattr_value, now_ns, Error, Fallocate, Fh,
+    FileKind, Ino, Metadata, OpenFlags, RenameMode, Result, TxId, XattrSet,
 };
 
 impl State {
@@ -233,6 +233,7 @@ impl State {
         check_xattr_name(name)?;
         check_xattr_value(value)?;
         self.tx_check(tx)?;
+        check_xattr_change(name, self.inode(ino)?.meta.kind)?;
         let exists = self.inode(ino)?.xattrs.contains_key(name);
         match how {
             XattrSet::Create if exists => return Err(Error::Exists(name_str(name))),
@@ -252,6 +253,7 @@ impl State {
     pub(crate) fn removexattr(&mut self, ino: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
         check_xattr_name(name)?;
         self.tx_check(tx)?;
+        check_xattr_change(name, self.inode(ino)?.meta.kind)?;
         if !self.inode(ino)?.xattrs.contains_key(name) {
             return Err(Error::NoAttribute(name_str(name)));
         }
