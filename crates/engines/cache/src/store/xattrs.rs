@@ -109,6 +109,7 @@ impl<R: Region, H: HostFs> CacheStore<R, H> {
         if let Some(value) = value {
             check_xattr_value(value)?;
         }
+        store::check_xattr_change(name, store::Store::getattr(self, ino)?.kind)?;
         let mut t = self.t.lock();
         Self::tx_open(&t, tx)?;
         let p = t.names.path(ino)?;

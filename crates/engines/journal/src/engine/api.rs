@@ -189,6 +189,7 @@ impl<R: Region, H: HostFs> Store for JournalStore<R, H> {
     ) -> Result<()> {
         check_xattr_name(name)?;
         check_xattr_value(value)?;
+        store::check_xattr_change(name, Store::getattr(self, ino)?.kind)?;
         let max = self.config.xattr_bytes_max;
         self.in_tx(tx, |s, t| {
             s.format.require_v2("extended attributes")?;
@@ -204,6 +205,7 @@ impl<R: Region, H: HostFs> Store for JournalStore<R, H> {
 
     fn removexattr(&self, ino: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
         check_xattr_name(name)?;
+        store::check_xattr_change(name, Store::getattr(self, ino)?.kind)?;
         let max = self.config.xattr_bytes_max;
         self.in_tx(tx, |s, t| {
             s.format.require_v2("extended attributes")?;

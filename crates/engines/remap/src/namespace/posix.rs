@@ -200,6 +200,7 @@ impl State {
         check_xattr_value(value)?;
         self.tx_check(tx)?;
         let inode = self.inode(ino)?;
+        store::check_xattr_change(name, inode.meta.kind)?;
         let old = inode.xattrs.get(name);
         match how {
             XattrSet::Create if old.is_some() => return Err(Error::Exists(name_str(name))),
@@ -228,6 +229,7 @@ impl State {
     pub fn removexattr(&mut self, ino: Ino, name: &[u8], tx: Option<TxId>) -> Result<()> {
         check_xattr_name(name)?;
         self.tx_check(tx)?;
+        store::check_xattr_change(name, self.inode(ino)?.meta.kind)?;
         if !self.inode(ino)?.xattrs.contains_key(name) {
             return Err(Error::NoAttribute(name_str(name)));
         }
