@@ -105,7 +105,7 @@ macro_rules! conformance_tests {
             tx_aborted_create_handles_not_found,
             tx_finished_transaction, released_handle, tx_uncommitted_lost_on_crash,
             tx_namespace_commit_survives_crash, atomic_invisible_until_fsync, atomic_syncv,
-            atomic_abortv, concurrent_transactions, reopen_preserves_committed,
+            atomic_two_handles_one_file, atomic_abortv, concurrent_transactions, reopen_preserves_committed,
             legacy_calls_durable, no_space_in_transaction_rolls_back, statfs_and_fsync,
             unmount_closes, symlinks, special_files, unnamed_files, rename_modes,
             fallocate_modes, fallocate_in_transaction, xattrs, xattrs_in_transaction;

@@ -305,7 +305,13 @@ impl<R: Region, H: HostFs> Store for JournalStore<R, H> {
 
     fn release(&self, fh: Fh) -> Result<()> {
         let mut s = self.lock_open()?;
-        let h = s.handles.remove(&fh.0).ok_or(Error::BadHandle(fh.0))?;
+        let mut h = s.handles.remove(&fh.0).ok_or(Error::BadHandle(fh.0))?;
+        // The file's shared O_ATOMIC shadow stays with another of its O_ATOMIC handles.
+        if let Some(shadow) = h.shadow.take() {
+            if let Some(other) = s.handles.values_mut().find(|o| o.ino == h.ino && o.atomic) {
+                other.shadow = Some(shadow);
+            }
+        }
         let orphan = s.nodes.get(&h.ino).is_some_and(|n| n.meta.nlink == 0);
         if !orphan {
             return Ok(());
@@ -341,7 +347,7 @@ impl<R: Region, H: HostFs> Store for JournalStore<R, H> {
         let s = self.lock_open()?;
         let h = s.handle(fh)?;
         let mut meta = s.node(h.ino)?.meta;
-        if let Some(shadow) = &h.shadow {
+        if let Some(shadow) = s.shadow(h.ino) {
             meta.size = shadow.size;
         }
         Ok(meta)
@@ -371,9 +377,8 @@ impl<R: Region, H: HostFs> Store for JournalStore<R, H> {
             s.live_handle(*fh)?;
         }
         for fh in fhs {
-            if let Some(h) = s.handles.get_mut(&fh.0) {
-                h.shadow = None;
-            }
+            let ino = s.handle(*fh)?.ino;
+            s.take_shadow(ino);
         }
         Ok(())
     }

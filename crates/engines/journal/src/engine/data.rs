@@ -120,8 +120,7 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
         }
         match target {
             Target::Shadow => {
-                let h = s.handle(fh)?;
-                let size = match &h.shadow {
+                let size = match s.shadow(ino) {
                     Some(sh) => sh.size,
                     None => s.node(ino)?.meta.size,
                 };
@@ -204,10 +203,12 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
         })
     }
 
+    /// The O_ATOMIC shadow of the file of `fh` (taken out of whichever of its handles holds
+    /// it; the caller puts it back into `fh`'s), or a new one.
     fn shadow_of(&self, s: &mut Inner, fh: Fh) -> Result<Shadow> {
-        let size = s.node(s.handle(fh)?.ino)?.meta.size;
-        let h = s.handles.get_mut(&fh.0).ok_or(Error::BadHandle(fh.0))?;
-        Ok(h.shadow.take().unwrap_or(Shadow {
+        let ino = s.handle(fh)?.ino;
+        let size = s.node(ino)?.meta.size;
+        Ok(s.take_shadow(ino).unwrap_or(Shadow {
             core: crate::Tx::new(),
             size,
         }))
@@ -299,7 +300,7 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
             return Err(Error::BadMode(fh.0, "reading"));
         }
         let ino = h.ino;
-        let (size, core) = match &h.shadow {
+        let (size, core) = match s.shadow(ino) {
             Some(sh) => (sh.size, Some(&sh.core)),
             None => {
                 let size = s.file_node(ino)?.meta.size;
@@ -323,10 +324,11 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
         let t = s.begin();
         let mut r = Ok(());
         for fh in fhs {
-            let Some(shadow) = s.handles.get_mut(&fh.0).and_then(|h| h.shadow.take()) else {
+            let ino = s.handle(*fh)?.ino;
+            // Two handles of one file share its shadow: the first installs it.
+            let Some(shadow) = s.take_shadow(ino) else {
                 continue;
             };
-            let ino = s.handle(*fh)?.ino;
             // The shadow keeps no ranges: every punched block counts as allocated again.
             r = s
                 .save(t, ino)

@@ -274,6 +274,25 @@ impl Inner {
         self.handles.get(&fh.0).ok_or(Error::BadHandle(fh.0))
     }
 
+    /// The O_ATOMIC shadow of file `ino`, if it has one. A file has at most one, shared by
+    /// its handles (as a page cache is): the writes through any O_ATOMIC handle of the file
+    /// are read through all of them, and an fsync, `syncv` or `abortv` of any one commits or
+    /// drops them together. It lives in the handle that wrote last.
+    pub fn shadow(&self, ino: Ino) -> Option<&Shadow> {
+        self.handles
+            .values()
+            .find(|h| h.ino == ino && h.shadow.is_some())
+            .and_then(|h| h.shadow.as_ref())
+    }
+
+    /// Take file `ino`'s O_ATOMIC shadow out of the handle holding it.
+    pub fn take_shadow(&mut self, ino: Ino) -> Option<Shadow> {
+        self.handles
+            .values_mut()
+            .find(|h| h.ino == ino && h.shadow.is_some())
+            .and_then(|h| h.shadow.take())
+    }
+
     /// A handle whose file still exists (a handle on an aborted create answers NotFound).
     pub fn live_handle(&self, fh: Fh) -> Result<&Handle> {
         let h = self.handle(fh)?;

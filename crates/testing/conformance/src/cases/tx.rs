@@ -521,6 +521,56 @@ pub fn atomic_syncv(h: &dyn Harness) {
     finish(store);
 }
 
+/// Two O_ATOMIC handles of one file (through two of its names) share its pending writes:
+/// each reads the other's, and one syncv of both commits all of them.
+pub fn atomic_two_handles_one_file(h: &dyn Harness) {
+    let store = h.fresh();
+    let s = store.as_ref();
+    let mut want = pattern(3, 8000);
+    write_path(s, "/a", &want);
+    let a = ok(resolve(s, "/a"), "resolve /a").ino;
+    ok(s.link(a, ROOT_INO, b"b", None), "link");
+    let open = |p| {
+        ok(
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .atomic(true)
+                .open(s, p, None),
+            p,
+        )
+    };
+    let (fa, fb) = (open("/a"), open("/b"));
+    put(s, fa, 7900, &[7; 300]);
+    put(s, fb, 100, b"BB");
+    want.resize(8200, 0);
+    want[7900..8200].fill(7);
+    want[100..102].copy_from_slice(b"BB");
+    assert_eq!(
+        contents(s, fa),
+        want,
+        "one handle reads the other's pending writes"
+    );
+    assert_eq!(
+        contents(s, fb),
+        want,
+        "one handle reads the other's pending writes"
+    );
+    ok(s.syncv(&[fa, fb]), "syncv");
+    let store = crash_or_reopen(h, store);
+    assert_eq!(
+        file(store.as_ref(), "/a"),
+        want,
+        "both handles' writes committed"
+    );
+    assert_eq!(
+        file(store.as_ref(), "/b"),
+        want,
+        "both handles' writes committed"
+    );
+    finish(store);
+}
+
 /// abortv drops the pending writes of O_ATOMIC files at once; release drops them too.
 pub fn atomic_abortv(h: &dyn Harness) {
     let store = h.fresh();
