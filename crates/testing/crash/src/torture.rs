@@ -49,7 +49,15 @@ fn child_units(steps: PosixSteps, seed: u64, n: usize) -> impl Iterator<Item = U
         .map(move |u| u.offered_by(steps))
 }
 
-/// Run one unit on `s` (prefix `/t0`) or on a model (prefix ""). Returns the outcomes.
+/// Whether an outcome says the store ran out of room (a legitimate outcome the model, which
+/// has no limits, does not share; the unit must then have had no effect).
+fn out_of_space(outcome: &str) -> bool {
+    outcome == "err:NoSpace" || outcome == "err:LogFull"
+}
+
+/// Run one unit on `s` (prefix `/t0`) or on a model (prefix ""). Returns the outcomes. A
+/// unit that ran out of room is rolled back (its transaction aborted, its O_ATOMIC writes
+/// dropped), as the crash driver does.
 fn exec_unit(s: &dyn Store, prefix: &str, unit: &Unit) -> Vec<String> {
     let mut h = Handles::new();
     let mut out = Vec::new();
@@ -59,6 +67,10 @@ fn exec_unit(s: &dyn Store, prefix: &str, unit: &Unit) -> Vec<String> {
                 for op in ops {
                     out.push(workload::exec_op(s, prefix, op, Some(tx), &mut h));
                 }
+                let end = match out.iter().any(|o| out_of_space(o)) {
+                    true => workload::TxEnd::Abort,
+                    false => *end,
+                };
                 out.push(workload::outcome(&match end {
                     workload::TxEnd::Commit => s.tx_commit(tx),
                     workload::TxEnd::Abort => s.tx_abort(tx),
@@ -69,11 +81,26 @@ fn exec_unit(s: &dyn Store, prefix: &str, unit: &Unit) -> Vec<String> {
         Unit::Legacy(op) => out.push(workload::exec_op(s, prefix, op, None, &mut h)),
         Unit::Atomic { writes, end } => {
             out.extend(workload::exec_atomic_writes(s, prefix, writes, &mut h));
-            out.push(workload::exec_atomic_end(s, *end, &h));
+            let end = match out.iter().any(|o| out_of_space(o)) {
+                true => workload::AtomicEnd::Abortv,
+                false => *end,
+            };
+            out.push(workload::exec_atomic_end(s, end, &h));
         }
     }
     h.release_all(s);
     out
+}
+
+/// Whether the store's outcomes `got` differ from the model's `want` only where the store ran
+/// out of room (and the unit was rolled back).
+fn rolled_back_for_space(got: &[String], want: &[String]) -> bool {
+    got.len() == want.len()
+        && got.iter().any(|g| out_of_space(g))
+        && got
+            .iter()
+            .zip(want)
+            .all(|(g, w)| g == w || (w == "ok" && out_of_space(g)))
 }
 
 /// The directory `/t0` of a store, as a tree relative to it; `Err` names an entry outside it.
@@ -207,8 +234,9 @@ fn read_all(s: &dyn Store, ino: Ino, size: u64) -> Result<Vec<u8>> {
 
 /// The child side. When `path` exists, open it (recovery) and continue from its contents;
 /// otherwise create the pool and set it up. Then print `ready`, run the workload of `seed` and
-/// print `ack N` after unit N returned (each line flushed before the next unit starts). Ends
-/// with `done`, or `diverge ...` when the store and the model disagree.
+/// print `ack N` after unit N returned (each line flushed before the next unit starts; `ack N
+/// rolled-back` when the store ran out of room and the unit had no effect). Ends with `done`,
+/// or `diverge ...` when the store and the model disagree.
 pub fn run_child(target: &dyn KillTarget, path: &Path, seed: u64) -> Result<()> {
     let (s, model) = if path.exists() {
         let s = target.open_pool(path)?;
@@ -230,7 +258,13 @@ pub fn run_child(target: &dyn KillTarget, path: &Path, seed: u64) -> Result<()> 
     say(&mut out, "\nready".into());
     for (i, unit) in child_units(target.posix_steps(), seed, CHILD_UNITS).enumerate() {
         let got = exec_unit(s.as_ref(), "/t0", &unit);
+        let saved = model.fork();
         let want = exec_unit(&model, "", &unit);
+        if got != want && rolled_back_for_space(&got, &want) {
+            model.restore(saved);
+            say(&mut out, format!("ack {i} rolled-back"));
+            continue;
+        }
         if got != want {
             say(
                 &mut out,
@@ -281,13 +315,15 @@ fn model_candidates(
     steps: PosixSteps,
     start: Option<&ModelStore>,
     seed: u64,
-    done: usize,
+    (done, rolled_back): (usize, &[usize]),
     ready: bool,
 ) -> Result<Vec<Tree>> {
     let model = model_from(start)?;
     let mut units = child_units(steps, seed, done + usize::from(ready));
-    for unit in units.by_ref().take(done) {
-        exec_unit(&model, "", &unit);
+    for (i, unit) in units.by_ref().take(done).enumerate() {
+        if !rolled_back.contains(&i) {
+            exec_unit(&model, "", &unit);
+        }
     }
     let mut states = vec![snapshot(&model.crash())?];
     for unit in units {
@@ -375,13 +411,28 @@ pub fn torture_observed(
             Ok(None) // killed while creating the pool: nothing to check, start again
         } else {
             // Killed before `ready` on an existing pool: inside recovery; no unit ran.
-            let acked = lines
+            let ack = |l: &String| -> Option<(usize, bool)> {
+                let mut words = l.strip_prefix("ack ")?.split(' ');
+                let n = words.next()?.parse::<usize>().ok()?;
+                Some((n, words.next() == Some("rolled-back")))
+            };
+            let acked = lines.iter().filter_map(ack).map(|(n, _)| n).max();
+            let rolled_back: Vec<usize> = lines
                 .iter()
-                .filter_map(|l| l.strip_prefix("ack ")?.parse::<usize>().ok())
-                .max();
+                .filter_map(ack)
+                .filter_map(|(n, rolled)| rolled.then_some(n))
+                .collect();
             let done = if ready { acked.map_or(0, |a| a + 1) } else { 0 };
             report.images += 1;
-            check_pool(target, &pool, start.as_ref(), seed, done, ready).map(Some)
+            check_pool(
+                target,
+                &pool,
+                start.as_ref(),
+                seed,
+                (done, &rolled_back),
+                ready,
+            )
+            .map(Some)
         };
         match outcome {
             Ok(recovered) if cfg.continue_pool => start = recovered,
@@ -451,11 +502,17 @@ fn check_pool(
     pool: &Path,
     start: Option<&ModelStore>,
     seed: u64,
-    done: usize,
+    (done, rolled_back): (usize, &[usize]),
     ready: bool,
 ) -> std::result::Result<ModelStore, String> {
-    let candidates = model_candidates(target.posix_steps(), start, seed, done, ready)
-        .map_err(|e| format!("model: {e}"))?;
+    let candidates = model_candidates(
+        target.posix_steps(),
+        start,
+        seed,
+        (done, rolled_back),
+        ready,
+    )
+    .map_err(|e| format!("model: {e}"))?;
     let store = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| target.open_pool(pool)))
         .map_err(|_| "panic in recovery".to_string())?
         .map_err(|e| format!("recovery failed: {e}"))?;
@@ -475,4 +532,39 @@ fn check_pool(
     Err(format!(
         "{done} units acknowledged; the pool matches neither that state nor the next: {d}"
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rolled_back_for_space;
+
+    fn outcomes(v: &[&str]) -> Vec<String> {
+        v.iter().map(|o| o.to_string()).collect()
+    }
+
+    #[test]
+    fn running_out_of_room_where_the_model_did_not_is_a_rollback_and_nothing_else_is() {
+        let model = outcomes(&["ok", "ok", "ok"]);
+        assert!(rolled_back_for_space(
+            &outcomes(&["ok", "err:NoSpace", "ok"]),
+            &model
+        ));
+        assert!(rolled_back_for_space(
+            &outcomes(&["err:LogFull", "ok", "ok"]),
+            &model
+        ));
+        assert!(!rolled_back_for_space(
+            &outcomes(&["ok", "err:NotFound", "ok"]),
+            &model
+        ));
+        assert!(!rolled_back_for_space(&model, &model));
+        assert!(!rolled_back_for_space(
+            &outcomes(&["err:NoSpace", "err:Exists", "ok"]),
+            &model
+        ));
+        assert!(!rolled_back_for_space(
+            &outcomes(&["err:NoSpace", "ok"]),
+            &outcomes(&["err:NotFound", "ok"])
+        ));
+    }
 }
