@@ -16,6 +16,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+mod attrs;
 mod names;
 mod ops;
 mod pools;
@@ -23,6 +24,7 @@ mod tx;
 pub mod umask;
 pub mod xattrs;
 
+pub use attrs::{chown, utimens, TimeArg};
 pub use names::{linkat, mknod, readlink, rename2, rename_mode, symlink, tmpfile};
 pub use ops::*;
 pub use pools::{

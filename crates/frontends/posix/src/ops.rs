@@ -10,7 +10,7 @@ use crate::{OpenFile, PResult, Pool, Target, O_ATOMIC};
 /// Largest byte count one read or write moves (as Linux: 0x7ffff000).
 pub const IO_BYTES_MAX: usize = 0x7fff_f000;
 
-fn err(e: Error) -> i32 {
+pub(crate) fn err(e: Error) -> i32 {
     e.errno()
 }
 

@@ -800,7 +800,16 @@ pub unsafe extern "C" fn fchmod(fd: c_int, mode: c_uint) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn fchown(fd: c_int, uid: c_uint, gid: c_uint) -> c_int {
     match shim_file(fd) {
-        Some(_) => 0,
+        Some(f) => ret(with(&f, |f| {
+            let meta = f.pool.store.getattr(f.ino).map_err(|e| e.errno())?;
+            px::chown(
+                &f.pool,
+                &meta,
+                crate::paths::id_arg(uid),
+                crate::paths::id_arg(gid),
+            )
+            .map(|()| 0)
+        })),
         None => call_real!(fchown: FchownFn, fd, uid, gid),
     }
 }
@@ -808,7 +817,15 @@ pub unsafe extern "C" fn fchown(fd: c_int, uid: c_uint, gid: c_uint) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn futimens(fd: c_int, times: *const libc::timespec) -> c_int {
     match shim_file(fd) {
-        Some(_) => 0,
+        Some(f) => {
+            // SAFETY: `times` is the caller's NULL or array of two timespecs.
+            let times = unsafe { crate::paths::time_args(times) };
+            ret(with(&f, |f| {
+                let [atime, mtime] = times?;
+                let meta = f.pool.store.getattr(f.ino).map_err(|e| e.errno())?;
+                px::utimens(&f.pool, &meta, atime, mtime).map(|()| 0)
+            }))
+        }
         None => call_real!(futimens: FutimensFn, fd, times),
     }
 }

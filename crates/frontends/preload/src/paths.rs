@@ -640,10 +640,6 @@ pub unsafe extern "C" fn truncate64(path: *const c_char, len: i64) -> c_int {
 
 // ----- attributes the store keeps as-is: accepted when the file exists -----
 
-fn exists_ours(p: &[u8]) -> c_int {
-    ret(ours(|| px::stat(&*pool()?, p)).map(|_| 0))
-}
-
 type ChmodFn = unsafe extern "C" fn(*const c_char, c_uint) -> c_int;
 type FchmodatFn = unsafe extern "C" fn(c_int, *const c_char, c_uint, c_int) -> c_int;
 type ChownFn = unsafe extern "C" fn(*const c_char, c_uint, c_uint) -> c_int;
@@ -691,10 +687,69 @@ pub unsafe extern "C" fn fchmodat(
     }
 }
 
+/// An owner argument of chown(2): -1 leaves it.
+pub(crate) fn id_arg(id: c_uint) -> Option<u32> {
+    (id != u32::MAX).then_some(id)
+}
+
+/// chown of a pool path (a symbolic link followed when `follow`).
+fn chown_ours(p: &[u8], uid: c_uint, gid: c_uint, follow: bool) -> c_int {
+    ret(ours(|| {
+        let pool = pool()?;
+        let meta = match follow {
+            true => px::stat(&pool, p)?,
+            false => px::lstat(&pool, p)?,
+        };
+        px::chown(&pool, &meta, id_arg(uid), id_arg(gid)).map(|()| 0)
+    }))
+}
+
+/// One timespec of utimensat(2): UTIME_NOW, UTIME_OMIT or a time (EINVAL out of range; the
+/// store keeps times from the epoch on).
+pub(crate) fn time_arg(t: &libc::timespec) -> PResult<px::TimeArg> {
+    match t.tv_nsec {
+        libc::UTIME_NOW => Ok(px::TimeArg::Now),
+        libc::UTIME_OMIT => Ok(px::TimeArg::Omit),
+        ns if (0..1_000_000_000).contains(&ns) && t.tv_sec >= 0 => Ok(px::TimeArg::At(
+            (t.tv_sec as u64)
+                .checked_mul(1_000_000_000)
+                .and_then(|s| s.checked_add(ns as u64))
+                .ok_or(libc::EINVAL)?,
+        )),
+        _ => Err(libc::EINVAL),
+    }
+}
+
+/// The two time arguments of a `times` array (NULL: both now).
+///
+/// # Safety
+/// `times` is NULL or valid for two `timespec`s.
+pub(crate) unsafe fn time_args(times: *const libc::timespec) -> PResult<[px::TimeArg; 2]> {
+    if times.is_null() {
+        return Ok([px::TimeArg::Now; 2]);
+    }
+    // SAFETY: the caller passes NULL (handled above) or an array of two timespecs.
+    let (a, m) = unsafe { (&*times, &*times.add(1)) };
+    Ok([time_arg(a)?, time_arg(m)?])
+}
+
+/// utimensat of a pool path (a symbolic link followed when `follow`).
+fn utimens_ours(p: &[u8], times: PResult<[px::TimeArg; 2]>, follow: bool) -> c_int {
+    ret(ours(|| {
+        let [atime, mtime] = times?;
+        let pool = pool()?;
+        let meta = match follow {
+            true => px::stat(&pool, p)?,
+            false => px::lstat(&pool, p)?,
+        };
+        px::utimens(&pool, &meta, atime, mtime).map(|()| 0)
+    }))
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn chown(path: *const c_char, uid: c_uint, gid: c_uint) -> c_int {
     match classify(libc::AT_FDCWD, path) {
-        Some(p) => exists_ours(&p),
+        Some(p) => chown_ours(&p, uid, gid, true),
         None => call_real!(chown: ChownFn, path, uid, gid),
     }
 }
@@ -702,7 +757,7 @@ pub unsafe extern "C" fn chown(path: *const c_char, uid: c_uint, gid: c_uint) ->
 #[no_mangle]
 pub unsafe extern "C" fn lchown(path: *const c_char, uid: c_uint, gid: c_uint) -> c_int {
     match classify(libc::AT_FDCWD, path) {
-        Some(p) => exists_ours(&p),
+        Some(p) => chown_ours(&p, uid, gid, false),
         None => call_real!(lchown: ChownFn, path, uid, gid),
     }
 }
@@ -716,7 +771,7 @@ pub unsafe extern "C" fn fchownat(
     flags: c_int,
 ) -> c_int {
     match classify(dirfd, path) {
-        Some(p) => exists_ours(&p),
+        Some(p) => chown_ours(&p, uid, gid, flags & libc::AT_SYMLINK_NOFOLLOW == 0),
         None => call_real!(fchownat: FchownatFn, dirfd, path, uid, gid, flags),
     }
 }
@@ -729,7 +784,12 @@ pub unsafe extern "C" fn utimensat(
     flags: c_int,
 ) -> c_int {
     match classify(dirfd, path) {
-        Some(p) => exists_ours(&p),
+        // SAFETY: `times` is the caller's NULL or array of two timespecs.
+        Some(p) => utimens_ours(
+            &p,
+            unsafe { time_args(times) },
+            flags & libc::AT_SYMLINK_NOFOLLOW == 0,
+        ),
         None => call_real!(utimensat: UtimensatFn, dirfd, path, times, flags),
     }
 }
@@ -737,7 +797,22 @@ pub unsafe extern "C" fn utimensat(
 #[no_mangle]
 pub unsafe extern "C" fn utime(path: *const c_char, times: *const c_void) -> c_int {
     match classify(libc::AT_FDCWD, path) {
-        Some(p) => exists_ours(&p),
+        Some(p) => {
+            let times = if times.is_null() {
+                Ok([px::TimeArg::Now; 2])
+            } else {
+                // SAFETY: a non-NULL `times` of utime(2) points to a `struct utimbuf`.
+                let t = unsafe { &*(times as *const libc::utimbuf) };
+                let at = |sec: libc::time_t| {
+                    time_arg(&libc::timespec {
+                        tv_sec: sec,
+                        tv_nsec: 0,
+                    })
+                };
+                at(t.actime).and_then(|a| Ok([a, at(t.modtime)?]))
+            };
+            utimens_ours(&p, times, true)
+        }
         None => call_real!(utime: UtimeFn, path, times),
     }
 }
@@ -745,7 +820,25 @@ pub unsafe extern "C" fn utime(path: *const c_char, times: *const c_void) -> c_i
 #[no_mangle]
 pub unsafe extern "C" fn utimes(path: *const c_char, times: *const c_void) -> c_int {
     match classify(libc::AT_FDCWD, path) {
-        Some(p) => exists_ours(&p),
+        Some(p) => {
+            let times = if times.is_null() {
+                Ok([px::TimeArg::Now; 2])
+            } else {
+                // SAFETY: a non-NULL `times` of utimes(2) points to two `struct timeval`s.
+                let tv = unsafe { std::slice::from_raw_parts(times as *const libc::timeval, 2) };
+                let at = |t: &libc::timeval| {
+                    if !(0..1_000_000).contains(&t.tv_usec) {
+                        return Err(libc::EINVAL);
+                    }
+                    time_arg(&libc::timespec {
+                        tv_sec: t.tv_sec,
+                        tv_nsec: t.tv_usec * 1000,
+                    })
+                };
+                at(&tv[0]).and_then(|a| Ok([a, at(&tv[1])?]))
+            };
+            utimens_ours(&p, times, true)
+        }
         None => call_real!(utimes: UtimeFn, path, times),
     }
 }

@@ -490,3 +490,37 @@ fn shell_redirections_reach_the_programs_they_run() {
     );
     assert_eq!(cat(&dir, "/atomfs/solo"), "solo");
 }
+
+#[test]
+fn chown_and_utimes_are_stored_in_the_pool() {
+    if !have("sh") || !have("touch") || !have("stat") || !have("chown") || !have("chmod") {
+        return;
+    }
+    let dir = scratch("owner-times");
+    // touch -d sets explicit times (utimensat); each command is its own process, so what the
+    // last one prints was read back from the pool.
+    let script = "touch /atomfs/f && touch -m -d @981173106 /atomfs/f \
+                  && touch -a -d @1000000000 /atomfs/f && ln -s f /atomfs/l \
+                  && touch -h -m -d @1234567890 /atomfs/l && stat -c '%Y %X' /atomfs/f";
+    let out = under_shim(&dir, "sh", &["-c", script], None);
+    assert_eq!(ok(&out, "utimes"), "981173106 1000000000\n");
+    let out = under_shim(&dir, "stat", &["-c", "%Y", "/atomfs/l"], None);
+    assert_eq!(ok(&out, "a symlink's own mtime"), "1234567890\n");
+    // SAFETY: geteuid takes no arguments and cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        // Root gives the file away; the change clears set-user-ID and (group-executable)
+        // set-group-ID, as Linux does.
+        let script = "chmod 6755 /atomfs/f && chown 1234:5678 /atomfs/f \
+                      && stat -c '%u %g %a' /atomfs/f";
+        let out = under_shim(&dir, "sh", &["-c", script], None);
+        assert_eq!(ok(&out, "chown"), "1234 5678 755\n");
+    } else {
+        let out = under_shim(&dir, "chown", &["0", "/atomfs/f"], None);
+        assert!(!out.status.success(), "a file given away without privilege");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("Operation not permitted"),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
