@@ -18,14 +18,16 @@ use store::{
     Result, SetAttr, StatFs, Store, TxId, XattrSet,
 };
 
-use crate::conn::{self, Shm};
+use crate::channel::{Channel, Side, SPIN};
+use crate::conn;
 use crate::locks::{Conflict, LockKind, LockRange};
 use crate::op::*;
 use crate::server::memfile;
+use crate::shm::Shm;
 use crate::wire::{malformed, Dec, Enc};
 
-/// Size of the shared buffer a client creates: writes and reads up to it take no copy
-/// through the socket.
+/// Size of the data area of the shared memory a client creates: writes and reads up to it
+/// take no copy through the socket.
 pub const SHM_LEN: usize = 4 << 20;
 
 /// A store served by another process.
@@ -36,8 +38,7 @@ pub struct RemoteStore {
 }
 
 struct Conn {
-    stream: UnixStream,
-    shm: Shm,
+    channel: Channel,
 }
 
 fn io(socket: &Path, op: &'static str, source: std::io::Error) -> Error {
@@ -77,7 +78,9 @@ impl RemoteStore {
         };
         d.finish()?;
         Ok(RemoteStore {
-            conn: Mutex::new(Some(Conn { stream, shm })),
+            conn: Mutex::new(Some(Conn {
+                channel: Channel::new(stream, shm, Side::Client),
+            })),
             engine,
             socket: socket.to_path_buf(),
         })
@@ -92,7 +95,10 @@ impl RemoteStore {
     /// that shares the descriptor table with an application (the LD_PRELOAD shim) keeps the
     /// application's `close`/`dup2` off it with [`RemoteStore::relocate_fd`].
     pub fn fd(&self) -> Option<i32> {
-        self.conn.lock().as_ref().map(|c| c.stream.as_raw_fd())
+        self.conn
+            .lock()
+            .as_ref()
+            .map(|c| c.channel.stream().as_raw_fd())
     }
 
     /// Move the connection's descriptor from `fd` to a free number at or above `floor`
@@ -102,7 +108,7 @@ impl RemoteStore {
         let Some(conn) = guard.as_mut() else {
             return false;
         };
-        if conn.stream.as_raw_fd() != fd {
+        if conn.channel.stream().as_raw_fd() != fd {
             return false;
         }
         // SAFETY: duplicating the descriptor this client owns; F_DUPFD_CLOEXEC picks a free
@@ -113,7 +119,8 @@ impl RemoteStore {
         }
         // SAFETY: `new` is a fresh descriptor nothing else owns; the old stream (and with it
         // the number `fd`) is closed when replaced.
-        conn.stream = unsafe { UnixStream::from_raw_fd(new) };
+        conn.channel
+            .set_stream(unsafe { UnixStream::from_raw_fd(new) });
         true
     }
 
@@ -128,12 +135,9 @@ impl RemoteStore {
     ) -> Result<()> {
         let mut guard = self.conn.lock();
         let conn = guard.as_mut().ok_or(Error::Closed)?;
-        prepare(&mut conn.shm)?;
-        let sent = match fd {
-            Some(fd) => conn::send_with_fd(&mut conn.stream, &req.0, fd),
-            None => conn::send(&mut conn.stream, &req.0),
-        };
-        let reply = sent.and_then(|()| conn::recv_with_fd(&mut conn.stream));
+        prepare(conn.channel.shm_mut())?;
+        let channel = &mut conn.channel;
+        let reply = channel.send(&req.0, fd).and_then(|()| channel.recv(SPIN));
         let (body, fd) = match reply {
             Ok(r) => r,
             Err(e) => {
@@ -146,7 +150,7 @@ impl RemoteStore {
         let mut d = Dec::new(&body);
         match d.u8()? {
             OK => {
-                finish(&mut d, &conn.shm, fd)?;
+                finish(&mut d, conn.channel.shm(), fd)?;
                 d.finish()
             }
             ERR => Err(d.error()?),

@@ -5,8 +5,9 @@
 
 /// First bytes of a client's handshake.
 pub(crate) const MAGIC: &[u8; 8] = b"ATFSRMT\0";
-/// Protocol version; a server refuses any other.
-pub(crate) const VERSION: u32 = 3;
+/// Protocol version; a server refuses any other. Version 4: requests and replies posted in
+/// the shared memory (channel.rs, layout in shm.rs).
+pub(crate) const VERSION: u32 = 4;
 
 pub(crate) const OK: u8 = 0;
 pub(crate) const ERR: u8 = 1;
