@@ -18,6 +18,7 @@ use store::{
     Result, SetAttr, StatFs, Store, TxId, XattrSet,
 };
 
+use crate::batch::Batcher;
 use crate::channel::{Channel, Side, SPIN};
 use crate::conn;
 use crate::locks::{Conflict, LockKind, LockRange};
@@ -39,6 +40,7 @@ pub struct RemoteStore {
 
 struct Conn {
     channel: Channel,
+    batcher: Batcher,
 }
 
 fn io(socket: &Path, op: &'static str, source: std::io::Error) -> Error {
@@ -80,6 +82,7 @@ impl RemoteStore {
         Ok(RemoteStore {
             conn: Mutex::new(Some(Conn {
                 channel: Channel::new(stream, shm, Side::Client),
+                batcher: Batcher::default(),
             })),
             engine,
             socket: socket.to_path_buf(),
@@ -125,7 +128,8 @@ impl RemoteStore {
     }
 
     /// Send a request and return the reply's result bytes (after the status), with the
-    /// descriptor the server passed, if any. `prepare` may use the shared buffer first.
+    /// descriptor the server passed, if any. `prepare` may use the shared buffer first. The
+    /// pending batch of writes goes first, as a request of its own.
     fn call_with(
         &self,
         req: &Enc,
@@ -134,6 +138,19 @@ impl RemoteStore {
         finish: impl FnOnce(&mut Dec<'_>, &Shm, Option<OwnedFd>) -> Result<()>,
     ) -> Result<()> {
         let mut guard = self.conn.lock();
+        self.flush(&mut guard)?;
+        self.exchange(&mut guard, req, fd, prepare, finish)
+    }
+
+    /// One request and its reply.
+    fn exchange(
+        &self,
+        guard: &mut Option<Conn>,
+        req: &Enc,
+        fd: Option<&OwnedFd>,
+        prepare: impl FnOnce(&mut Shm) -> Result<()>,
+        finish: impl FnOnce(&mut Dec<'_>, &Shm, Option<OwnedFd>) -> Result<()>,
+    ) -> Result<()> {
         let conn = guard.as_mut().ok_or(Error::Closed)?;
         prepare(conn.channel.shm_mut())?;
         let channel = &mut conn.channel;
@@ -155,6 +172,73 @@ impl RemoteStore {
             }
             ERR => Err(d.error()?),
             _ => Err(malformed("bad reply status")),
+        }
+    }
+
+    /// Send the pending batch of writes, if any. Returns the transactions the server found
+    /// doomed while applying it, each with the error of its failed write (see batch.rs).
+    fn flush(&self, guard: &mut Option<Conn>) -> Result<Vec<(u64, Error)>> {
+        let conn = guard.as_mut().ok_or(Error::Closed)?;
+        if conn.batcher.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut r = req(BATCH);
+        conn.batcher.take_into(&mut r);
+        let mut doomed = Vec::new();
+        self.exchange(
+            guard,
+            &r,
+            None,
+            |_| Ok(()),
+            |d, _, _| {
+                for _ in 0..d.count(9)? {
+                    doomed.push((d.u64()?, d.error()?));
+                }
+                Ok(())
+            },
+        )?;
+        if let Some(conn) = guard.as_mut() {
+            for (tx, _) in &doomed {
+                conn.batcher.doom(*tx);
+            }
+        }
+        Ok(doomed)
+    }
+
+    /// Batch a write through `fh` if it is bound to one of this client's transactions and
+    /// fits the data area: Some(result) when batched (or refused: its transaction doomed by
+    /// the batch it made room by sending), None when it must go as its own request.
+    fn batch_write(&self, fh: Fh, off: u64, data: &[u8]) -> Option<Result<usize>> {
+        let mut guard = self.conn.lock();
+        let conn = guard.as_mut()?;
+        let tx = conn.batcher.target(fh)?;
+        let data_len = conn.channel.shm().data_len();
+        if data.len() > data_len {
+            return None;
+        }
+        if conn.batcher.room(data.len(), data_len).is_none() {
+            match self.flush(&mut guard) {
+                Err(e) => return Some(Err(e)),
+                Ok(doomed) => {
+                    if let Some((_, e)) = doomed.into_iter().find(|(t, _)| *t == tx) {
+                        return Some(Err(e));
+                    }
+                }
+            }
+        }
+        let conn = guard.as_mut()?;
+        let at = conn.batcher.room(data.len(), data_len)?;
+        if let Err(e) = conn.channel.shm_mut().put_at(at, data) {
+            return Some(Err(e));
+        }
+        conn.batcher.push(tx, fh, off, at, data.len());
+        Some(Ok(data.len()))
+    }
+
+    /// Update what the client knows to batch writes.
+    fn batcher(&self, f: impl FnOnce(&mut Batcher)) {
+        if let Some(conn) = self.conn.lock().as_mut() {
+            f(&mut conn.batcher);
         }
     }
 
@@ -346,12 +430,15 @@ impl Store for RemoteStore {
     fn open(&self, ino: Ino, flags: OpenFlags) -> Result<Fh> {
         let mut r = req(OPEN);
         r.u64(ino).flags(flags);
-        self.call(&r, |d| Ok(Fh(d.u64()?)))
+        let fh = self.call(&r, |d| Ok(Fh(d.u64()?)))?;
+        self.batcher(|b| b.opened(fh, flags));
+        Ok(fh)
     }
 
     fn release(&self, fh: Fh) -> Result<()> {
         let mut r = req(RELEASE);
         r.u64(fh.0);
+        self.batcher(|b| b.forget(fh));
         self.unit(&r)
     }
 
@@ -387,6 +474,9 @@ impl Store for RemoteStore {
     }
 
     fn write(&self, fh: Fh, off: u64, data: &[u8]) -> Result<usize> {
+        if let Some(batched) = self.batch_write(fh, off, data) {
+            return batched;
+        }
         let mut r = req(WRITE);
         let mut written = 0usize;
         let decode = |d: &mut Dec<'_>, _: &Shm, _: Option<OwnedFd>| {
@@ -428,6 +518,10 @@ impl Store for RemoteStore {
     fn set_atomic(&self, fh: Fh, atomic: bool) -> Result<()> {
         let mut r = req(SET_ATOMIC);
         r.u64(fh.0).bool(atomic);
+        if atomic {
+            // Its writes are O_ATOMIC's from now on: never batched again.
+            self.batcher(|b| b.forget(fh));
+        }
         self.unit(&r)
     }
 
@@ -467,7 +561,9 @@ impl Store for RemoteStore {
     ) -> Result<(Metadata, Fh)> {
         let mut r = req(TMPFILE);
         r.u64(parent).u32(perm).flags(flags).opt_u64(tx_arg(tx));
-        self.call(&r, |d| Ok((d.meta()?, Fh(d.u64()?))))
+        let (meta, fh) = self.call(&r, |d| Ok((d.meta()?, Fh(d.u64()?))))?;
+        self.batcher(|b| b.opened(fh, flags));
+        Ok((meta, fh))
     }
 
     fn rename_with(
@@ -532,24 +628,36 @@ impl Store for RemoteStore {
     fn tx_begin(&self, files: &[Fh]) -> Result<TxId> {
         let mut r = req(TX_BEGIN);
         r.u64s(&fh_list(files));
-        self.call(&r, |d| Ok(TxId(d.u64()?)))
+        let tx = self.call(&r, |d| Ok(TxId(d.u64()?)))?;
+        self.batcher(|b| b.bind(tx, files));
+        Ok(tx)
     }
 
     fn tx_add(&self, tx: TxId, fh: Fh) -> Result<()> {
         let mut r = req(TX_ADD);
         r.u64(tx.0).u64(fh.0);
-        self.unit(&r)
+        self.unit(&r)?;
+        self.batcher(|b| b.bind(tx, &[fh]));
+        Ok(())
     }
 
+    /// The commit carries the pending batch: one round trip for the writes and the commit.
     fn tx_commit(&self, tx: TxId) -> Result<()> {
+        let mut guard = self.conn.lock();
+        let conn = guard.as_mut().ok_or(Error::Closed)?;
         let mut r = req(TX_COMMIT);
         r.u64(tx.0);
-        self.unit(&r)
+        conn.batcher.take_into(&mut r);
+        // Whatever the answer, the client batches nothing more in it: a transaction the
+        // server still holds gets its writes one by one, as without batching.
+        conn.batcher.ended(tx);
+        self.exchange(&mut guard, &r, None, |_| Ok(()), |_, _, _| Ok(()))
     }
 
     fn tx_abort(&self, tx: TxId) -> Result<()> {
         let mut r = req(TX_ABORT);
         r.u64(tx.0);
+        self.batcher(|b| b.ended(tx));
         self.unit(&r)
     }
 

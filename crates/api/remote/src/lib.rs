@@ -11,8 +11,10 @@
 //!   socket for a side that sleeps.
 //! - `server.rs`: the owner side — per-client handles and transactions, cleaned up when a
 //!   client goes away (its transactions aborted, as a crash of that client alone).
+//! - `batch.rs`: writes inside a transaction batched in the client, sent with the commit.
 //! - `client.rs`: [`RemoteStore`].
 
+mod batch;
 mod channel;
 mod client;
 mod conn;

@@ -21,6 +21,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use store::{Error, Fh, Ino, Result, Store, TxId};
 
+use crate::batch::{self, BatchedWrite};
 use crate::channel::{Channel, Side, SPIN};
 use crate::conn;
 use crate::locks::{LockKind, LockOwner, LockRange, LockTable};
@@ -329,6 +330,8 @@ struct Connection {
     observer: Option<Observer>,
     fhs: HashMap<u64, Ino>,
     txs: HashMap<u64, Vec<Touched>>,
+    /// Transactions a batched write failed in, with its error (batch.rs).
+    doomed: HashMap<u64, Error>,
     channel: Option<Channel>,
     locks: Locks,
 }
@@ -346,6 +349,7 @@ impl Connection {
             observer,
             fhs: HashMap::new(),
             txs: HashMap::new(),
+            doomed: HashMap::new(),
             channel: None,
             locks,
         }
@@ -445,6 +449,7 @@ impl Connection {
 
     /// What a crash of this client leaves: its transactions aborted, its handles closed.
     fn end(&mut self) {
+        self.doomed.clear();
         let txs: Vec<u64> = self.txs.keys().copied().collect();
         for tx in txs {
             let _ = self.store.tx_abort(TxId(tx));
@@ -718,14 +723,42 @@ impl Connection {
                     self.touch(Some(tx), Touched::Inode(ino));
                 }
             }
-            TX_COMMIT | TX_ABORT => {
+            BATCH => {
+                let writes = batch::decode(&mut d)?;
+                d.finish()?;
+                let doomed = self.apply(&writes)?;
+                out.u32(doomed.len() as u32);
+                for tx in doomed {
+                    if let Some(e) = self.doomed.get(&tx) {
+                        out.u64(tx).error(e);
+                    }
+                }
+            }
+            TX_COMMIT => {
+                let tx = d.u64()?;
+                let writes = batch::decode(&mut d)?;
+                d.finish()?;
+                // The batch first: it may hold writes of other transactions too.
+                self.apply(&writes)?;
+                let tx = self.tx(tx)?;
+                if let Some(e) = self.doomed.remove(&tx.0) {
+                    // A batched write failed: the commit fails with nothing applied.
+                    let _ = st.tx_abort(tx);
+                    self.tx_ended(tx.0);
+                    return Err(e);
+                }
+                let result = st.tx_commit(tx);
+                // Finished (or unknown to the engine): no longer this client's.
+                if result.is_ok() || matches!(result, Err(Error::NoSuchTransaction(_))) {
+                    self.tx_ended(tx.0);
+                }
+                result?;
+            }
+            TX_ABORT => {
                 let tx = self.tx(d.u64()?)?;
                 d.finish()?;
-                let result = if op == TX_COMMIT {
-                    st.tx_commit(tx)
-                } else {
-                    st.tx_abort(tx)
-                };
+                self.doomed.remove(&tx.0);
+                let result = st.tx_abort(tx);
                 // Finished (or unknown to the engine): no longer this client's.
                 if result.is_ok() || matches!(result, Err(Error::NoSuchTransaction(_))) {
                     self.tx_ended(tx.0);
@@ -754,6 +787,43 @@ impl Connection {
             }
             _ => return self.dispatch_posix(op, &mut d, out),
         }
+        Ok(())
+    }
+
+    /// Apply batched writes in order. A write that fails dooms its transaction: its later
+    /// writes are skipped and its commit fails with that error. Returns the transactions
+    /// doomed now.
+    fn apply(&mut self, writes: &[BatchedWrite]) -> Result<Vec<u64>> {
+        let mut doomed = Vec::new();
+        for w in writes {
+            // A batch names only this client's transactions (the client batches only in
+            // those); anything else is a client out of step.
+            self.tx(w.tx)?;
+            if self.doomed.contains_key(&w.tx) {
+                continue;
+            }
+            if let Err(e) = self.batched_write(w) {
+                self.doomed.insert(w.tx, e);
+                doomed.push(w.tx);
+            }
+        }
+        Ok(doomed)
+    }
+
+    fn batched_write(&mut self, w: &BatchedWrite) -> Result<()> {
+        let fh = self.fh(w.fh)?;
+        let (at, len) = (
+            usize::try_from(w.at).map_err(|_| malformed("batched write offset"))?,
+            usize::try_from(w.len).map_err(|_| malformed("batched write length"))?,
+        );
+        let data_len = self.shm()?.data_len();
+        if at.checked_add(len).is_none_or(|end| end > data_len) {
+            return Err(malformed("batched write beyond the shared data area"));
+        }
+        let mut data = vec![0u8; len];
+        self.shm()?.get_at(at, &mut data)?;
+        self.store.write(fh, w.off, &data)?;
+        self.handle_changed(fh);
         Ok(())
     }
 
