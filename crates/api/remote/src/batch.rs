@@ -110,7 +110,10 @@ impl Batcher {
     /// batch has room for it.
     pub(crate) fn room(&self, len: usize, data_len: usize) -> Option<usize> {
         let fits = self.writes.len() < BATCH_WRITES_MAX
-            && self.data_used.checked_add(len).is_some_and(|e| e <= data_len);
+            && self
+                .data_used
+                .checked_add(len)
+                .is_some_and(|e| e <= data_len);
         fits.then_some(self.data_used)
     }
 
@@ -175,13 +178,7 @@ mod tests {
         let (w, r, a, stranger) = (Fh(1), Fh(2), Fh(3), Fh(4));
         b.opened(w, RW);
         b.opened(r, OpenFlags::default());
-        b.opened(
-            a,
-            OpenFlags {
-                atomic: true,
-                ..RW
-            },
-        );
+        b.opened(a, OpenFlags { atomic: true, ..RW });
         b.bind(TxId(7), &[w, r, a, stranger]);
         assert_eq!(b.target(w), Some(7));
         assert_eq!(b.target(r), None, "read-only");

@@ -192,7 +192,10 @@ impl Shm {
 
     /// The u32 word at `at` of the header, as an atomic.
     pub(crate) fn word(&self, at: usize) -> &AtomicU32 {
-        assert!(at.is_multiple_of(4) && at + 4 <= HEADER_LEN, "header word {at}");
+        assert!(
+            at.is_multiple_of(4) && at + 4 <= HEADER_LEN,
+            "header word {at}"
+        );
         // SAFETY: `at` is 4-aligned inside the header, which is inside the mapping (a page
         // aligned, live for as long as `self`); AtomicU32 has the size and alignment of u32,
         // and every access to a header word from either process is atomic.
