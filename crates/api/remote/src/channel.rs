@@ -5,7 +5,9 @@
 //! send, a side copies the message into its message area (or, when it is longer than the
 //! area or carries a descriptor, sends it as a socket frame first), writes its length and
 //! where it is, then bumps its sequence word. The receiver spins on that word for at most
-//! [`SPIN`] (a round trip then costs no system call and no scheduler wakeup), then
+//! [`SPIN`] (a round trip then costs no system call and no scheduler wakeup) — but only
+//! while the peer last ran on another CPU: spinning on the peer's own CPU would keep it
+//! from answering (on a loaded machine the scheduler often puts both on one CPU). Then it
 //! announces that it sleeps (its state word) and blocks on the socket. A sender that finds
 //! the peer asleep rings its doorbell: an empty socket frame. The state store and the
 //! sequence load on one side, and the sequence store and the state load on the other, are
@@ -33,6 +35,9 @@ pub(crate) const SPIN: Duration = Duration::from_micros(50);
 /// A side's state word.
 const AWAKE: u32 = 0;
 const SLEEPING: u32 = 1;
+/// In a side's state line after the state: the CPU it last ran on, as far as it knows.
+const CPU: usize = 4;
+const UNKNOWN_CPU: u32 = u32::MAX;
 
 /// Where a message is: in the message area, or the next message frame on the socket.
 const IN_MEMORY: u32 = 1;
@@ -152,13 +157,18 @@ impl Channel {
         Ok(())
     }
 
-    /// Receive the next message: spin on the sequence word for at most `spin`, then sleep
-    /// on the socket. An error when the peer is gone or out of step.
+    /// Receive the next message: spin on the sequence word for at most `spin` while the
+    /// peer last ran on another CPU, then sleep on the socket. An error when the peer is
+    /// gone or out of step.
     pub(crate) fn recv(&mut self, spin: Duration) -> Result<Message> {
         let want = self.received.wrapping_add(1);
         let until = Instant::now() + spin;
+        let mut cpu = self.publish_cpu(UNKNOWN_CPU);
         while !self.arrived(want, Ordering::Acquire)? {
-            if Instant::now() < until {
+            cpu = self.publish_cpu(cpu);
+            // Spinning on the peer's CPU would only keep the peer from running: sleep, and
+            // let the scheduler run it here.
+            if Instant::now() < until && !self.peer_on(cpu) {
                 std::hint::spin_loop();
                 continue;
             }
@@ -166,6 +176,29 @@ impl Channel {
         }
         self.received = want;
         self.take()
+    }
+
+    /// Write the CPU this side runs on into its state line, if it is not `last` already;
+    /// returns it.
+    fn publish_cpu(&self, last: u32) -> u32 {
+        // SAFETY: sched_getcpu has no preconditions (-1 on failure: unknown).
+        let cpu = u32::try_from(unsafe { libc::sched_getcpu() }).unwrap_or(UNKNOWN_CPU);
+        if cpu != last {
+            self.shm
+                .word(self.roles.own_state + CPU)
+                .store(cpu, Ordering::Relaxed);
+        }
+        cpu
+    }
+
+    /// Whether the peer last said it runs on `cpu`.
+    fn peer_on(&self, cpu: u32) -> bool {
+        cpu != UNKNOWN_CPU
+            && self
+                .shm
+                .word(self.roles.peer_state + CPU)
+                .load(Ordering::Relaxed)
+                == cpu
     }
 
     /// Whether message `want` is posted (any other new number is a peer out of step).

@@ -9,9 +9,9 @@
 //!  0                 magic "ATFSSHM\0", layout version, message     client (once)
 //!                    area length, data area length
 //!  64                request word: seq, len, where                  client
-//!  128               server state: AWAKE / SLEEPING                 server
+//!  128               server state: AWAKE / SLEEPING, its CPU        server
 //!  192               reply word: seq, len, where                    server
-//!  256               client state: AWAKE / SLEEPING                 client
+//!  256               client state: AWAKE / SLEEPING, its CPU        client
 //!  4096              request area  (message area length bytes)      client
 //!  4096 + M          reply area    (message area length bytes)      server
 //!  4096 + 2M         data area     (data area length bytes)         either, one at a time
