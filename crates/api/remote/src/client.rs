@@ -18,14 +18,17 @@ use store::{
     Result, SetAttr, StatFs, Store, TxId, XattrSet,
 };
 
-use crate::conn::{self, Shm};
+use crate::batch::Batcher;
+use crate::channel::{Channel, Side, SPIN};
+use crate::conn;
 use crate::locks::{Conflict, LockKind, LockRange};
 use crate::op::*;
 use crate::server::memfile;
+use crate::shm::Shm;
 use crate::wire::{malformed, Dec, Enc};
 
-/// Size of the shared buffer a client creates: writes and reads up to it take no copy
-/// through the socket.
+/// Size of the data area of the shared memory a client creates: writes and reads up to it
+/// take no copy through the socket.
 pub const SHM_LEN: usize = 4 << 20;
 
 /// A store served by another process.
@@ -36,8 +39,8 @@ pub struct RemoteStore {
 }
 
 struct Conn {
-    stream: UnixStream,
-    shm: Shm,
+    channel: Channel,
+    batcher: Batcher,
 }
 
 fn io(socket: &Path, op: &'static str, source: std::io::Error) -> Error {
@@ -77,7 +80,10 @@ impl RemoteStore {
         };
         d.finish()?;
         Ok(RemoteStore {
-            conn: Mutex::new(Some(Conn { stream, shm })),
+            conn: Mutex::new(Some(Conn {
+                channel: Channel::new(stream, shm, Side::Client),
+                batcher: Batcher::default(),
+            })),
             engine,
             socket: socket.to_path_buf(),
         })
@@ -92,7 +98,10 @@ impl RemoteStore {
     /// that shares the descriptor table with an application (the LD_PRELOAD shim) keeps the
     /// application's `close`/`dup2` off it with [`RemoteStore::relocate_fd`].
     pub fn fd(&self) -> Option<i32> {
-        self.conn.lock().as_ref().map(|c| c.stream.as_raw_fd())
+        self.conn
+            .lock()
+            .as_ref()
+            .map(|c| c.channel.stream().as_raw_fd())
     }
 
     /// Move the connection's descriptor from `fd` to a free number at or above `floor`
@@ -102,7 +111,7 @@ impl RemoteStore {
         let Some(conn) = guard.as_mut() else {
             return false;
         };
-        if conn.stream.as_raw_fd() != fd {
+        if conn.channel.stream().as_raw_fd() != fd {
             return false;
         }
         // SAFETY: duplicating the descriptor this client owns; F_DUPFD_CLOEXEC picks a free
@@ -113,12 +122,14 @@ impl RemoteStore {
         }
         // SAFETY: `new` is a fresh descriptor nothing else owns; the old stream (and with it
         // the number `fd`) is closed when replaced.
-        conn.stream = unsafe { UnixStream::from_raw_fd(new) };
+        conn.channel
+            .set_stream(unsafe { UnixStream::from_raw_fd(new) });
         true
     }
 
     /// Send a request and return the reply's result bytes (after the status), with the
-    /// descriptor the server passed, if any. `prepare` may use the shared buffer first.
+    /// descriptor the server passed, if any. `prepare` may use the shared buffer first. The
+    /// pending batch of writes goes first, as a request of its own.
     fn call_with(
         &self,
         req: &Enc,
@@ -127,13 +138,23 @@ impl RemoteStore {
         finish: impl FnOnce(&mut Dec<'_>, &Shm, Option<OwnedFd>) -> Result<()>,
     ) -> Result<()> {
         let mut guard = self.conn.lock();
+        self.flush(&mut guard)?;
+        self.exchange(&mut guard, req, fd, prepare, finish)
+    }
+
+    /// One request and its reply.
+    fn exchange(
+        &self,
+        guard: &mut Option<Conn>,
+        req: &Enc,
+        fd: Option<&OwnedFd>,
+        prepare: impl FnOnce(&mut Shm) -> Result<()>,
+        finish: impl FnOnce(&mut Dec<'_>, &Shm, Option<OwnedFd>) -> Result<()>,
+    ) -> Result<()> {
         let conn = guard.as_mut().ok_or(Error::Closed)?;
-        prepare(&mut conn.shm)?;
-        let sent = match fd {
-            Some(fd) => conn::send_with_fd(&mut conn.stream, &req.0, fd),
-            None => conn::send(&mut conn.stream, &req.0),
-        };
-        let reply = sent.and_then(|()| conn::recv_with_fd(&mut conn.stream));
+        prepare(conn.channel.shm_mut())?;
+        let channel = &mut conn.channel;
+        let reply = channel.send(&req.0, fd).and_then(|()| channel.recv(SPIN));
         let (body, fd) = match reply {
             Ok(r) => r,
             Err(e) => {
@@ -146,11 +167,78 @@ impl RemoteStore {
         let mut d = Dec::new(&body);
         match d.u8()? {
             OK => {
-                finish(&mut d, &conn.shm, fd)?;
+                finish(&mut d, conn.channel.shm(), fd)?;
                 d.finish()
             }
             ERR => Err(d.error()?),
             _ => Err(malformed("bad reply status")),
+        }
+    }
+
+    /// Send the pending batch of writes, if any. Returns the transactions the server found
+    /// doomed while applying it, each with the error of its failed write (see batch.rs).
+    fn flush(&self, guard: &mut Option<Conn>) -> Result<Vec<(u64, Error)>> {
+        let conn = guard.as_mut().ok_or(Error::Closed)?;
+        if conn.batcher.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut r = req(BATCH);
+        conn.batcher.take_into(&mut r);
+        let mut doomed = Vec::new();
+        self.exchange(
+            guard,
+            &r,
+            None,
+            |_| Ok(()),
+            |d, _, _| {
+                for _ in 0..d.count(9)? {
+                    doomed.push((d.u64()?, d.error()?));
+                }
+                Ok(())
+            },
+        )?;
+        if let Some(conn) = guard.as_mut() {
+            for (tx, _) in &doomed {
+                conn.batcher.doom(*tx);
+            }
+        }
+        Ok(doomed)
+    }
+
+    /// Batch a write through `fh` if it is bound to one of this client's transactions and
+    /// fits the data area: Some(result) when batched (or refused: its transaction doomed by
+    /// the batch it made room by sending), None when it must go as its own request.
+    fn batch_write(&self, fh: Fh, off: u64, data: &[u8]) -> Option<Result<usize>> {
+        let mut guard = self.conn.lock();
+        let conn = guard.as_mut()?;
+        let tx = conn.batcher.target(fh)?;
+        let data_len = conn.channel.shm().data_len();
+        if data.len() > data_len {
+            return None;
+        }
+        if conn.batcher.room(data.len(), data_len).is_none() {
+            match self.flush(&mut guard) {
+                Err(e) => return Some(Err(e)),
+                Ok(doomed) => {
+                    if let Some((_, e)) = doomed.into_iter().find(|(t, _)| *t == tx) {
+                        return Some(Err(e));
+                    }
+                }
+            }
+        }
+        let conn = guard.as_mut()?;
+        let at = conn.batcher.room(data.len(), data_len)?;
+        if let Err(e) = conn.channel.shm_mut().put_at(at, data) {
+            return Some(Err(e));
+        }
+        conn.batcher.push(tx, fh, off, at, data.len());
+        Some(Ok(data.len()))
+    }
+
+    /// Update what the client knows to batch writes.
+    fn batcher(&self, f: impl FnOnce(&mut Batcher)) {
+        if let Some(conn) = self.conn.lock().as_mut() {
+            f(&mut conn.batcher);
         }
     }
 
@@ -342,12 +430,15 @@ impl Store for RemoteStore {
     fn open(&self, ino: Ino, flags: OpenFlags) -> Result<Fh> {
         let mut r = req(OPEN);
         r.u64(ino).flags(flags);
-        self.call(&r, |d| Ok(Fh(d.u64()?)))
+        let fh = self.call(&r, |d| Ok(Fh(d.u64()?)))?;
+        self.batcher(|b| b.opened(fh, flags));
+        Ok(fh)
     }
 
     fn release(&self, fh: Fh) -> Result<()> {
         let mut r = req(RELEASE);
         r.u64(fh.0);
+        self.batcher(|b| b.forget(fh));
         self.unit(&r)
     }
 
@@ -383,6 +474,9 @@ impl Store for RemoteStore {
     }
 
     fn write(&self, fh: Fh, off: u64, data: &[u8]) -> Result<usize> {
+        if let Some(batched) = self.batch_write(fh, off, data) {
+            return batched;
+        }
         let mut r = req(WRITE);
         let mut written = 0usize;
         let decode = |d: &mut Dec<'_>, _: &Shm, _: Option<OwnedFd>| {
@@ -424,6 +518,10 @@ impl Store for RemoteStore {
     fn set_atomic(&self, fh: Fh, atomic: bool) -> Result<()> {
         let mut r = req(SET_ATOMIC);
         r.u64(fh.0).bool(atomic);
+        if atomic {
+            // Its writes are O_ATOMIC's from now on: never batched again.
+            self.batcher(|b| b.forget(fh));
+        }
         self.unit(&r)
     }
 
@@ -463,7 +561,9 @@ impl Store for RemoteStore {
     ) -> Result<(Metadata, Fh)> {
         let mut r = req(TMPFILE);
         r.u64(parent).u32(perm).flags(flags).opt_u64(tx_arg(tx));
-        self.call(&r, |d| Ok((d.meta()?, Fh(d.u64()?))))
+        let (meta, fh) = self.call(&r, |d| Ok((d.meta()?, Fh(d.u64()?))))?;
+        self.batcher(|b| b.opened(fh, flags));
+        Ok((meta, fh))
     }
 
     fn rename_with(
@@ -528,24 +628,36 @@ impl Store for RemoteStore {
     fn tx_begin(&self, files: &[Fh]) -> Result<TxId> {
         let mut r = req(TX_BEGIN);
         r.u64s(&fh_list(files));
-        self.call(&r, |d| Ok(TxId(d.u64()?)))
+        let tx = self.call(&r, |d| Ok(TxId(d.u64()?)))?;
+        self.batcher(|b| b.bind(tx, files));
+        Ok(tx)
     }
 
     fn tx_add(&self, tx: TxId, fh: Fh) -> Result<()> {
         let mut r = req(TX_ADD);
         r.u64(tx.0).u64(fh.0);
-        self.unit(&r)
+        self.unit(&r)?;
+        self.batcher(|b| b.bind(tx, &[fh]));
+        Ok(())
     }
 
+    /// The commit carries the pending batch: one round trip for the writes and the commit.
     fn tx_commit(&self, tx: TxId) -> Result<()> {
+        let mut guard = self.conn.lock();
+        let conn = guard.as_mut().ok_or(Error::Closed)?;
         let mut r = req(TX_COMMIT);
         r.u64(tx.0);
-        self.unit(&r)
+        conn.batcher.take_into(&mut r);
+        // Whatever the answer, the client batches nothing more in it: a transaction the
+        // server still holds gets its writes one by one, as without batching.
+        conn.batcher.ended(tx);
+        self.exchange(&mut guard, &r, None, |_| Ok(()), |_, _, _| Ok(()))
     }
 
     fn tx_abort(&self, tx: TxId) -> Result<()> {
         let mut r = req(TX_ABORT);
         r.u64(tx.0);
+        self.batcher(|b| b.ended(tx));
         self.unit(&r)
     }
 

@@ -1,10 +1,7 @@
-//! Frames over a Unix stream socket, a descriptor passed with SCM_RIGHTS, and the shared
-//! memory buffer that carries bulk data (a memfd the client creates and both sides map).
+//! Frames over a Unix stream socket, and a descriptor passed with SCM_RIGHTS.
 //!
-//! A frame is a 4-byte little-endian length, then that many bytes. One request is in flight
-//! per connection, so one buffer serves both directions: the client copies a write's data
-//! into it before sending the request; the server copies a read's data into it before
-//! replying.
+//! A frame is a 4-byte little-endian length, then that many bytes. An empty frame is a
+//! doorbell (channel.rs): "look at the shared memory"; every message has at least one byte.
 
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -12,9 +9,6 @@ use std::os::unix::net::UnixStream;
 
 use crate::wire::{malformed, BYTES_MAX};
 use store::{Error, Result};
-
-/// How long a receive polls before it blocks.
-const SPIN: std::time::Duration = std::time::Duration::from_micros(50);
 
 /// Longest frame: the largest inline byte string plus room for the rest of a request.
 const FRAME_MAX: usize = BYTES_MAX + 4096;
@@ -106,7 +100,23 @@ pub(crate) fn send_with_fd(stream: &mut UnixStream, body: &[u8], fd: &OwnedFd) -
     Ok(())
 }
 
-/// Receive one frame that may carry a descriptor.
+/// Ring the peer's doorbell: an empty frame, sent without blocking (when the socket's buffer
+/// is full the peer has frames to read and wakes anyway) and without SIGPIPE (a peer that is
+/// gone is found by the next receive).
+pub(crate) fn ring(stream: &UnixStream) {
+    let frame = 0u32.to_le_bytes();
+    // SAFETY: send of 4 bytes from a live buffer on an open socket.
+    unsafe {
+        libc::send(
+            stream.as_raw_fd(),
+            frame.as_ptr().cast(),
+            frame.len(),
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+        )
+    };
+}
+
+/// Receive one frame that may carry a descriptor (blocking).
 pub(crate) fn recv_with_fd(stream: &mut UnixStream) -> Result<(Vec<u8>, Option<OwnedFd>)> {
     let mut len = [0u8; 4];
     let mut iov = libc::iovec {
@@ -120,30 +130,21 @@ pub(crate) fn recv_with_fd(stream: &mut UnixStream) -> Result<(Vec<u8>, Option<O
     msg.msg_iovlen = 1;
     msg.msg_control = control.as_mut_ptr().cast();
     msg.msg_controllen = std::mem::size_of_val(&control) as _;
-    // The peer usually answers within microseconds: poll without sleeping for a short while
-    // before blocking, which saves the two scheduler wakeups of a blocking round trip.
-    let spin_until = std::time::Instant::now() + SPIN;
     let n = loop {
-        let spinning = std::time::Instant::now() < spin_until;
-        let flags = libc::MSG_CMSG_CLOEXEC | if spinning { libc::MSG_DONTWAIT } else { 0 };
         // SAFETY: msg describes the live iovec (4 bytes) and control buffer above;
         // MSG_CMSG_CLOEXEC makes a received descriptor close-on-exec.
-        let n = unsafe { libc::recvmsg(stream.as_raw_fd(), &mut msg, flags) };
+        let n = unsafe { libc::recvmsg(stream.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
         if n < 0 {
             let e = std::io::Error::last_os_error();
-            match e.kind() {
-                std::io::ErrorKind::Interrupted => continue,
-                std::io::ErrorKind::WouldBlock if spinning => {
-                    std::hint::spin_loop();
-                    continue;
-                }
-                _ => return Err(io("receive", e)),
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
             }
+            return Err(io("receive", e));
         }
         break n as usize;
     };
     if n == 0 {
-        return Err(malformed("connection closed during the handshake"));
+        return Err(malformed("connection closed"));
     }
     let mut fd = None;
     // SAFETY: the kernel filled msg_control/msg_controllen; CMSG_FIRSTHDR/NXTHDR walk only
@@ -175,110 +176,4 @@ pub(crate) fn recv_with_fd(stream: &mut UnixStream) -> Result<(Vec<u8>, Option<O
     }
     let body = body(stream, u32::from_le_bytes(len) as usize)?;
     Ok((body, fd))
-}
-
-/// The shared buffer: a memfd mapped shared, by the client that created it and by the
-/// server it was passed to.
-pub(crate) struct Shm {
-    ptr: *mut u8,
-    len: usize,
-}
-
-// SAFETY: the mapping is process-wide memory owned by this value; access goes through
-// &mut self (one request in flight per connection), so no two threads of this process use
-// it at once.
-unsafe impl Send for Shm {}
-
-impl Shm {
-    /// A new buffer of `len` bytes (client side), and its descriptor to pass to the server
-    /// (the mapping stays when the descriptor is closed).
-    pub(crate) fn create(len: usize) -> Result<(Shm, OwnedFd)> {
-        // SAFETY: a NUL-terminated name; memfd_create has no other preconditions.
-        let raw = unsafe { libc::memfd_create(c"atomfs-remote".as_ptr(), libc::MFD_CLOEXEC) };
-        if raw < 0 {
-            return Err(io("memfd_create", std::io::Error::last_os_error()));
-        }
-        // SAFETY: memfd_create returned a new descriptor that nothing else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        // SAFETY: ftruncate on the descriptor just created.
-        if unsafe { libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) } != 0 {
-            return Err(io("ftruncate", std::io::Error::last_os_error()));
-        }
-        Ok((Shm::map(&fd, len)?, fd))
-    }
-
-    /// Map a buffer received from a client (server side): its size is the descriptor's.
-    pub(crate) fn open(fd: OwnedFd, max: usize) -> Result<Shm> {
-        // SAFETY: an all-zero stat is valid for fstat to fill.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: fstat on an open descriptor into a valid stat buffer.
-        if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
-            return Err(io("fstat", std::io::Error::last_os_error()));
-        }
-        if st.st_mode & libc::S_IFMT != libc::S_IFREG {
-            return Err(malformed("the shared buffer is not a memory file"));
-        }
-        let len = usize::try_from(st.st_size).map_err(|_| malformed("shared buffer size"))?;
-        if len == 0 || len > max {
-            return Err(malformed("shared buffer size out of range"));
-        }
-        Shm::map(&fd, len)
-    }
-
-    fn map(fd: &OwnedFd, len: usize) -> Result<Shm> {
-        // SAFETY: a shared read-write mapping of `len` bytes of a regular file of that size;
-        // the result is checked against MAP_FAILED.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(io("mmap", std::io::Error::last_os_error()));
-        }
-        Ok(Shm {
-            ptr: ptr.cast(),
-            len,
-        })
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Copy `data` to the start of the buffer.
-    pub(crate) fn put(&mut self, data: &[u8]) -> Result<()> {
-        if data.len() > self.len {
-            return Err(malformed("data larger than the shared buffer"));
-        }
-        // SAFETY: the mapping is `self.len` bytes long and data.len() <= self.len; the
-        // mapping and `data` do not overlap (data is private memory of this process).
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr, data.len()) };
-        Ok(())
-    }
-
-    /// Copy the first `out.len()` bytes of the buffer out.
-    pub(crate) fn get(&self, out: &mut [u8]) -> Result<()> {
-        if out.len() > self.len {
-            return Err(malformed("length larger than the shared buffer"));
-        }
-        // SAFETY: in bounds as above. The peer may write the mapping concurrently (only a
-        // misbehaving peer would, and only during its own request): the bytes are then
-        // garbage for that peer's request, copied as plain bytes into private memory and
-        // never interpreted as anything but file data.
-        unsafe { std::ptr::copy_nonoverlapping(self.ptr, out.as_mut_ptr(), out.len()) };
-        Ok(())
-    }
-}
-
-impl Drop for Shm {
-    fn drop(&mut self) {
-        // SAFETY: unmapping exactly the mapping made in `map`, once.
-        unsafe { libc::munmap(self.ptr.cast(), self.len) };
-    }
 }

@@ -5,16 +5,23 @@
 //!
 //! - `wire.rs`: the encoding of the Store API's values, checked on decode.
 //! - `op.rs`: the operation codes and the protocol version.
-//! - `conn.rs`: frames, descriptor passing, the shared memory buffer for bulk data.
+//! - `conn.rs`: socket frames and descriptor passing.
+//! - `shm.rs`: the shared memory of a connection (its layout).
+//! - `channel.rs`: requests and replies posted in the shared memory, a doorbell on the
+//!   socket for a side that sleeps.
 //! - `server.rs`: the owner side — per-client handles and transactions, cleaned up when a
 //!   client goes away (its transactions aborted, as a crash of that client alone).
+//! - `batch.rs`: writes inside a transaction batched in the client, sent with the commit.
 //! - `client.rs`: [`RemoteStore`].
 
+mod batch;
+mod channel;
 mod client;
 mod conn;
 pub mod locks;
 mod op;
 mod server;
+mod shm;
 mod wire;
 
 pub use client::{RemoteStore, SHM_LEN};

@@ -5,8 +5,10 @@
 
 /// First bytes of a client's handshake.
 pub(crate) const MAGIC: &[u8; 8] = b"ATFSRMT\0";
-/// Protocol version; a server refuses any other.
-pub(crate) const VERSION: u32 = 3;
+/// Protocol version; a server refuses any other. Version 4: requests and replies posted in
+/// the shared memory (channel.rs, layout in shm.rs); writes batched in the client (BATCH,
+/// and TX_COMMIT carries a batch; batch.rs).
+pub(crate) const VERSION: u32 = 4;
 
 pub(crate) const OK: u8 = 0;
 pub(crate) const ERR: u8 = 1;
@@ -63,6 +65,8 @@ ops! {
     SETXATTR = 38,
     LISTXATTR = 39,
     REMOVEXATTR = 40,
+    // Writes batched in the client (batch.rs).
+    BATCH = 48,
     // Advisory locks (locks.rs), numbered apart from the Store calls.
     LOCK = 64,
     LOCK_TEST = 65,

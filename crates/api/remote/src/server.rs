@@ -21,12 +21,15 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use store::{Error, Fh, Ino, Result, Store, TxId};
 
-use crate::conn::{self, Shm};
+use crate::batch::{self, BatchedWrite};
+use crate::channel::{Channel, Side, SPIN};
+use crate::conn;
 use crate::locks::{LockKind, LockOwner, LockRange, LockTable};
 use crate::op::*;
+use crate::shm::Shm;
 use crate::wire::{malformed, Dec, Enc};
 
-/// Largest shared buffer a client may pass.
+/// Largest shared memory a client may pass.
 const SHM_MAX: usize = 64 << 20;
 
 /// The transaction number given to the engine in place of one the client does not hold.
@@ -234,7 +237,7 @@ fn accept_loop(
     listener: &UnixListener,
     store: &Arc<dyn Store>,
     hooks: &Hooks,
-    stop: &AtomicBool,
+    stop: &Arc<AtomicBool>,
     connections: &Mutex<Vec<Running>>,
 ) {
     let (observer, on_thread) = (hooks.observer.as_ref(), hooks.on_thread);
@@ -254,7 +257,7 @@ fn accept_loop(
                 let Ok(handle) = stream.try_clone() else {
                     continue;
                 };
-                let (store, observer) = (store.clone(), observer.cloned());
+                let (store, observer, stop) = (store.clone(), observer.cloned(), stop.clone());
                 let locks = Locks {
                     table: hooks.locks.clone(),
                     conn: NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed),
@@ -265,7 +268,7 @@ fn accept_loop(
                         if let Some(f) = on_thread {
                             f();
                         }
-                        Connection::new(store, observer, locks).run(stream)
+                        Connection::new(store, observer, locks).run(stream, &stop)
                     });
                 if let Ok(thread) = spawned {
                     let mut s = connections.lock();
@@ -321,13 +324,15 @@ enum Touched {
 }
 
 /// One client: its handles (and their inodes), its transactions (and what they touched),
-/// its shared buffer.
+/// its channel (after the handshake).
 struct Connection {
     store: Arc<dyn Store>,
     observer: Option<Observer>,
     fhs: HashMap<u64, Ino>,
     txs: HashMap<u64, Vec<Touched>>,
-    shm: Option<Shm>,
+    /// Transactions a batched write failed in, with its error (batch.rs).
+    doomed: HashMap<u64, Error>,
+    channel: Option<Channel>,
     locks: Locks,
 }
 
@@ -344,7 +349,8 @@ impl Connection {
             observer,
             fhs: HashMap::new(),
             txs: HashMap::new(),
-            shm: None,
+            doomed: HashMap::new(),
+            channel: None,
             locks,
         }
     }
@@ -384,16 +390,22 @@ impl Connection {
         self.store.lookup(parent, name).ok().map(|m| m.ino)
     }
 
-    fn run(mut self, mut stream: UnixStream) {
-        if self.handshake(&mut stream).is_ok() {
-            while let Ok((body, fd)) = conn::recv_with_fd(&mut stream) {
+    /// Answer the client's requests until it says goodbye or goes away, or the server
+    /// stops; then end what it left open.
+    fn run(mut self, mut stream: UnixStream, stop: &AtomicBool) {
+        if let Ok(shm) = self.handshake(&mut stream) {
+            self.channel = Some(Channel::new(stream, shm, Side::Server));
+            while let Some(Ok((body, fd))) = self.channel.as_mut().map(|c| c.recv(SPIN)) {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
                 let bye = body.first() == Some(&BYE);
                 let (reply, out_fd) = self.answer(&body, fd);
-                let sent = match &out_fd {
-                    Some(fd) => conn::send_with_fd(&mut stream, &reply, fd),
-                    None => conn::send(&mut stream, &reply),
-                };
-                if bye || sent.is_err() {
+                let sent = self
+                    .channel
+                    .as_mut()
+                    .map(|c| c.send(&reply, out_fd.as_ref()));
+                if bye || !matches!(sent, Some(Ok(()))) {
                     break;
                 }
             }
@@ -401,7 +413,8 @@ impl Connection {
         self.end();
     }
 
-    fn handshake(&mut self, stream: &mut UnixStream) -> Result<()> {
+    /// Check the client's protocol version and take its shared memory.
+    fn handshake(&mut self, stream: &mut UnixStream) -> Result<Shm> {
         let (body, fd) = conn::recv_with_fd(stream)?;
         let mut d = Dec::new(&body);
         let magic = d.bytes()?;
@@ -422,9 +435,9 @@ impl Connection {
             .and_then(|fd| Shm::open(fd, SHM_MAX));
         match shm {
             Ok(shm) => {
-                self.shm = Some(shm);
                 reply.u8(OK).str(&self.store.engine_name());
-                conn::send(stream, &reply.0)
+                conn::send(stream, &reply.0)?;
+                Ok(shm)
             }
             Err(e) => {
                 reply.u8(ERR).error(&e);
@@ -436,6 +449,7 @@ impl Connection {
 
     /// What a crash of this client leaves: its transactions aborted, its handles closed.
     fn end(&mut self) {
+        self.doomed.clear();
         let txs: Vec<u64> = self.txs.keys().copied().collect();
         for tx in txs {
             let _ = self.store.tx_abort(TxId(tx));
@@ -709,14 +723,42 @@ impl Connection {
                     self.touch(Some(tx), Touched::Inode(ino));
                 }
             }
-            TX_COMMIT | TX_ABORT => {
+            BATCH => {
+                let writes = batch::decode(&mut d)?;
+                d.finish()?;
+                let doomed = self.apply(&writes)?;
+                out.u32(doomed.len() as u32);
+                for tx in doomed {
+                    if let Some(e) = self.doomed.get(&tx) {
+                        out.u64(tx).error(e);
+                    }
+                }
+            }
+            TX_COMMIT => {
+                let tx = d.u64()?;
+                let writes = batch::decode(&mut d)?;
+                d.finish()?;
+                // The batch first: it may hold writes of other transactions too.
+                self.apply(&writes)?;
+                let tx = self.tx(tx)?;
+                if let Some(e) = self.doomed.remove(&tx.0) {
+                    // A batched write failed: the commit fails with nothing applied.
+                    let _ = st.tx_abort(tx);
+                    self.tx_ended(tx.0);
+                    return Err(e);
+                }
+                let result = st.tx_commit(tx);
+                // Finished (or unknown to the engine): no longer this client's.
+                if result.is_ok() || matches!(result, Err(Error::NoSuchTransaction(_))) {
+                    self.tx_ended(tx.0);
+                }
+                result?;
+            }
+            TX_ABORT => {
                 let tx = self.tx(d.u64()?)?;
                 d.finish()?;
-                let result = if op == TX_COMMIT {
-                    st.tx_commit(tx)
-                } else {
-                    st.tx_abort(tx)
-                };
+                self.doomed.remove(&tx.0);
+                let result = st.tx_abort(tx);
                 // Finished (or unknown to the engine): no longer this client's.
                 if result.is_ok() || matches!(result, Err(Error::NoSuchTransaction(_))) {
                     self.tx_ended(tx.0);
@@ -745,6 +787,43 @@ impl Connection {
             }
             _ => return self.dispatch_posix(op, &mut d, out),
         }
+        Ok(())
+    }
+
+    /// Apply batched writes in order. A write that fails dooms its transaction: its later
+    /// writes are skipped and its commit fails with that error. Returns the transactions
+    /// doomed now.
+    fn apply(&mut self, writes: &[BatchedWrite]) -> Result<Vec<u64>> {
+        let mut doomed = Vec::new();
+        for w in writes {
+            // A batch names only this client's transactions (the client batches only in
+            // those); anything else is a client out of step.
+            self.tx(w.tx)?;
+            if self.doomed.contains_key(&w.tx) {
+                continue;
+            }
+            if let Err(e) = self.batched_write(w) {
+                self.doomed.insert(w.tx, e);
+                doomed.push(w.tx);
+            }
+        }
+        Ok(doomed)
+    }
+
+    fn batched_write(&mut self, w: &BatchedWrite) -> Result<()> {
+        let fh = self.fh(w.fh)?;
+        let (at, len) = (
+            usize::try_from(w.at).map_err(|_| malformed("batched write offset"))?,
+            usize::try_from(w.len).map_err(|_| malformed("batched write length"))?,
+        );
+        let data_len = self.shm()?.data_len();
+        if at.checked_add(len).is_none_or(|end| end > data_len) {
+            return Err(malformed("batched write beyond the shared data area"));
+        }
+        let mut data = vec![0u8; len];
+        self.shm()?.get_at(at, &mut data)?;
+        self.store.write(fh, w.off, &data)?;
+        self.handle_changed(fh);
         Ok(())
     }
 
@@ -861,14 +940,10 @@ impl Connection {
         out_fd: &mut Option<OwnedFd>,
     ) -> Result<()> {
         let len = usize::try_from(len).map_err(|_| malformed("read length"))?;
-        let shm = self
-            .shm
-            .as_mut()
-            .ok_or_else(|| malformed("no shared buffer"))?;
-        if len <= shm.len() {
+        if len <= self.shm()?.data_len() {
             let mut buf = vec![0u8; len];
             let n = self.store.read(fh, off, &mut buf)?;
-            shm.put(&buf[..n])?;
+            self.shm()?.put(&buf[..n])?;
             out.u8(DATA_SHM).u64(n as u64);
             return Ok(());
         }
@@ -882,15 +957,20 @@ impl Connection {
         Ok(())
     }
 
+    /// The shared memory (its data area carries reads' and writes' bytes).
+    fn shm(&mut self) -> Result<&mut Shm> {
+        self.channel
+            .as_mut()
+            .map(Channel::shm_mut)
+            .ok_or_else(|| malformed("no shared memory"))
+    }
+
     /// A write's bytes: from the shared buffer, or from the memory file passed with it.
     fn incoming(&mut self, how: u8, len: u64, fd: Option<OwnedFd>) -> Result<Vec<u8>> {
         let len = usize::try_from(len).map_err(|_| malformed("write length"))?;
         match how {
             DATA_SHM => {
-                let shm = self
-                    .shm
-                    .as_ref()
-                    .ok_or_else(|| malformed("no shared buffer"))?;
+                let shm = self.shm()?;
                 let mut data = vec![0u8; len];
                 shm.get(&mut data)?;
                 Ok(data)

@@ -291,7 +291,7 @@ impl<'a> Dec<'a> {
             .transpose()
     }
     /// A count of items that each take at least `min_size` bytes: bounded by what is left.
-    fn count(&mut self, min_size: usize) -> Result<usize> {
+    pub(crate) fn count(&mut self, min_size: usize) -> Result<usize> {
         let n = self.u32()? as usize;
         if n.saturating_mul(min_size) > self.buf.len() - self.pos {
             return Err(malformed("count larger than the frame"));

@@ -1,6 +1,8 @@
 //! The two-file update from another process than the store's owner (docs/serve.md):
 //! - `fcfs-served`: the Store API of a `remote::RemoteStore` client, the store owned and
-//!   served by an `atomfs serve` process (pool in /dev/shm, FCFS);
+//!   served by an `atomfs serve` process (pool in /dev/shm, FCFS): `tx_begin`, two writes
+//!   (batched in the client) and `tx_commit` (which carries them) — two round trips through
+//!   the shared memory (docs/serve.md);
 //! - `fcfs-fuse-ioctl`: the FUSE mount's transaction ioctls (`atomfs mount`, docs/fuse.md):
 //!   TX_BEGIN on one file, TX_ADD of the other, two pwrites, TX_COMMIT.
 //!
