@@ -83,6 +83,11 @@ impl CrashTarget for PoolTarget {
     fn durable_times(&self) -> bool {
         self.check_times
     }
+    /// Times are undo-logged (or redone from the log) with the unit that changes them: a
+    /// recovered state shows exactly its times.
+    fn atomic_times(&self) -> bool {
+        self.check_times
+    }
 }
 
 /// Reruns one workload from a failure's settings (the ignored `repro` test of

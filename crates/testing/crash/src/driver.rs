@@ -11,7 +11,7 @@
 //! tree.
 
 use crate::images::{for_each_chosen, give_back, reuse, take_back, Used};
-use crate::meta::{self, read_metas, Metas};
+use crate::meta::{self, read_metas, Metas, Times};
 use crate::oracle::{
     judge, model_tree, panic_text, prefix, recover_tree, Outcomes, Partition, Recovered,
 };
@@ -236,7 +236,7 @@ fn check_image(
     let recovered = recover_tree(ctx.target.as_ref(), region.clone());
     // Remove the hook as soon as recovery is over (a store may keep the region alive).
     let _ = region.take_fence_hook();
-    let times = ctx.target.durable_times();
+    let times = Times::of(ctx.target.as_ref());
     let checked = recovered.and_then(|got| judge(&got, parts, times).map(|()| got));
     match checked {
         Err(what) => ctx.violation(what, unit, at.to_string()),
@@ -275,7 +275,7 @@ fn second_recovery(
         }
         (Err(_), _) => None,
     };
-    let times = ctx.target.durable_times();
+    let times = Times::of(ctx.target.as_ref());
     match second {
         Ok(second) if second.0 != first.0 => {
             let d = conformance::diff(&first.0, &second.0, 4).join(", ");
@@ -717,7 +717,7 @@ fn final_reopen(ctx: &Ctx, store: Box<dyn Store>, region: &SimRegion, parts: &[P
     let image = Arc::new(SimRegion::from_image(region.persistent_image()));
     match recover_tree(ctx.target.as_ref(), image) {
         Ok(tree) => {
-            if let Err(what) = judge(&tree, parts, ctx.target.durable_times()) {
+            if let Err(what) = judge(&tree, parts, Times::of(ctx.target.as_ref())) {
                 ctx.violation(format!("after a clean unmount: {what}"), None, "end".into());
             }
         }

@@ -15,6 +15,8 @@
 //! - [`Flaw::ChecksumFallback`]: correct, relying on its checksum to detect a torn slot;
 //!   [`Flaw::SkipsChecksum`]: the same without verifying the checksum.
 //! - [`Flaw::LosesTimes`]: claims durable file times, loses them at recovery.
+//! - [`Flaw::TimesAhead`]: claims file times logged with each unit, stamps them anew at
+//!   recovery (later than every acknowledged time).
 //! - [`Flaw::LazyCommit`]: correct protocol, but only one change in four is written (the
 //!   others wait for a later one): calls return before their effect is durable.
 //! - [`Flaw::TornRecovery`]: correct at run time; recovery rewrites the active slot in place.
@@ -60,6 +62,12 @@ pub enum Flaw {
     /// Correct in names and bytes, but claims durable times and loses them: recovery sets
     /// every file's mtime back to the epoch. Only an oracle comparing times catches it.
     LosesTimes,
+    /// Correct in names and bytes, but claims that file times are part of each unit's
+    /// atomicity (as the pool's are) while persisting none: recovery stamps every file with
+    /// the time of the recovery, later than every acknowledged time — as an unfinished unit's
+    /// times left in place by a recovery that did not undo them would be. An oracle requiring
+    /// times at least the acknowledged ones passes it; only comparing them exactly catches it.
+    TimesAhead,
     /// Correct while running, but recovery rewrites the active slot in place: a crash during
     /// recovery tears the only good copy. Only crashing the recovery itself can catch it.
     TornRecovery,
@@ -357,6 +365,7 @@ impl<R: Region> ShadowStore<R> {
             | Flaw::LateNoFenceBeforeCommit
             | Flaw::NtSealWithoutChecksum
             | Flaw::LosesTimes
+            | Flaw::TimesAhead
             | Flaw::ChecksumFallback
             | Flaw::SkipsChecksum
             | Flaw::TornRecovery
@@ -584,6 +593,7 @@ pub fn fixture_name(flaw: Flaw) -> String {
         Flaw::LateNoFenceBeforeCommit => "fixture-latenofence",
         Flaw::NtSealWithoutChecksum => "fixture-ntseal",
         Flaw::LosesTimes => "fixture-losestimes",
+        Flaw::TimesAhead => "fixture-timesahead",
         Flaw::ChecksumFallback => "fixture-checksumfallback",
         Flaw::SkipsChecksum => "fixture-skipschecksum",
         Flaw::LazyCommit => "fixture-lazy",
@@ -602,6 +612,7 @@ pub fn flaw_by_name(name: &str) -> Option<Flaw> {
         Flaw::LateNoFenceBeforeCommit,
         Flaw::NtSealWithoutChecksum,
         Flaw::LosesTimes,
+        Flaw::TimesAhead,
         Flaw::ChecksumFallback,
         Flaw::SkipsChecksum,
         Flaw::LazyCommit,
@@ -639,9 +650,12 @@ impl CrashTarget for ShadowTarget {
     }
     /// The fixtures persist names and bytes only and rebuild their state at recovery (new
     /// times): they do not claim durable times, except [`Flaw::LosesTimes`], which claims
-    /// them and loses them.
+    /// them and loses them, and [`Flaw::TimesAhead`], which claims them atomic.
     fn durable_times(&self) -> bool {
-        self.flaw == Flaw::LosesTimes
+        matches!(self.flaw, Flaw::LosesTimes | Flaw::TimesAhead)
+    }
+    fn atomic_times(&self) -> bool {
+        self.flaw == Flaw::TimesAhead
     }
     fn region_len(&self) -> u64 {
         SLOTS_AT + 2 * self.slot_len

@@ -68,6 +68,13 @@ pub trait CrashTarget: Send + Sync + 'static {
     fn durable_times(&self) -> bool {
         true
     }
+    /// Whether file times are part of each unit's atomicity (logged with the unit that
+    /// changes them, as the pool's are): a recovered store showing a known state (before a
+    /// unit, or after an acknowledged one) must then show exactly its times, not merely times
+    /// at least as new. Only with [`CrashTarget::durable_times`].
+    fn atomic_times(&self) -> bool {
+        false
+    }
     /// The mode an open file of `store` is in (e.g. its logging policy), if the engine has
     /// such modes: the driver counts, for each legacy write through a handle kept open, the
     /// mode the file was in (`CrashReport::store_stats`, key `write in MODE`), so a run shows

@@ -85,10 +85,48 @@ pub fn split(metas: &Metas, threads: usize) -> Vec<Metas> {
     parts
 }
 
-/// The first difference between `want` and `got`, or `None`. With `times`, a file's mtime
-/// and ctime must not be older than `want`'s: an acknowledged change's times survive (a later
-/// unit in flight may have moved them forward: times are not part of a unit's atomicity).
-pub fn differ(want: &Metas, got: &Metas, times: bool) -> Option<String> {
+/// How the oracle compares file times (mtime and ctime) of a state it knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Times {
+    /// Not compared: the target does not keep times durable.
+    Ignored,
+    /// A file's times must not be older than the acknowledged ones: an acknowledged change's
+    /// times survive, and a later unit in flight may have moved them forward (times not part
+    /// of a unit's atomicity).
+    AtLeast,
+    /// A file's times must equal the state's: times are logged with the unit that changes
+    /// them, so a state before a unit shows that state's times, not the unit's.
+    Exact,
+}
+
+impl Times {
+    /// The comparison a target asks for ([`crate::CrashTarget::durable_times`] and
+    /// [`crate::CrashTarget::atomic_times`]).
+    pub fn of(target: &dyn crate::CrashTarget) -> Times {
+        match (target.durable_times(), target.atomic_times()) {
+            (false, _) => Times::Ignored,
+            (true, false) => Times::AtLeast,
+            (true, true) => Times::Exact,
+        }
+    }
+
+    /// The name of the first of `want`'s times that `got` breaks, if any.
+    fn broken(self, want: &Meta, got: &Meta) -> Option<&'static str> {
+        match self {
+            Times::Ignored => None,
+            Times::AtLeast if got.mtime < want.mtime => Some("mtime went back"),
+            Times::AtLeast if got.ctime < want.ctime => Some("ctime went back"),
+            Times::AtLeast => None,
+            Times::Exact if got.mtime != want.mtime => Some("mtime differs"),
+            Times::Exact if got.ctime != want.ctime => Some("ctime differs"),
+            Times::Exact => None,
+        }
+    }
+}
+
+/// The first difference between `want` and `got`, or `None`: kinds, sizes, permissions and
+/// link counts exactly, times as `times` says.
+pub fn differ(want: &Metas, got: &Metas, times: Times) -> Option<String> {
     for (path, w) in want {
         let name = String::from_utf8_lossy(path);
         let Some(g) = got.get(path) else {
@@ -102,10 +140,8 @@ pub fn differ(want: &Metas, got: &Metas, times: bool) -> Option<String> {
             "permissions"
         } else if w.nlink != g.nlink {
             "link count"
-        } else if times && g.mtime < w.mtime {
-            "mtime went back"
-        } else if times && g.ctime < w.ctime {
-            "ctime went back"
+        } else if let Some(what) = times.broken(w, g) {
+            what
         } else {
             continue;
         };

@@ -1,7 +1,7 @@
 //! The oracle of the simulator driver: what a crash may show for each thread's directory, and
 //! how a recovered store is judged against it.
 
-use crate::meta::{self, read_metas, Metas};
+use crate::meta::{self, read_metas, Metas, Times};
 use crate::CrashTarget;
 use conformance::{snapshot, ModelStore, Node, Tree};
 use pmem::SimRegion;
@@ -88,10 +88,10 @@ pub(crate) fn recover_tree(
 }
 
 /// Compare a recovered store with the acceptable sets: its tree must equal an acceptable
-/// tree, and its metas that tree's metas when they are known (times when `times`, for the
-/// acknowledged state only). Trees can be equal (a unit changing only metadata): any one
+/// tree, and its metas that tree's metas when they are known (times as `times` says, for the
+/// acknowledged state only: the model's clock is not the store's). Trees can be equal (a unit changing only metadata): any one
 /// whose metas match will do.
-pub(crate) fn judge(got: &Recovered, parts: &[Partition], times: bool) -> Result<(), String> {
+pub(crate) fn judge(got: &Recovered, parts: &[Partition], times: Times) -> Result<(), String> {
     let split_metas = meta::split(&got.1, parts.len());
     let split = split(&got.0, parts.len())?;
     for (t, (got, part)) in split.iter().zip(parts).enumerate() {
@@ -103,7 +103,13 @@ pub(crate) fn judge(got: &Recovered, parts: &[Partition], times: bool) -> Result
             }
             matched = true;
             let metas = part.metas.get(k).and_then(Option::as_ref);
-            match metas.and_then(|w| meta::differ(w, &split_metas[t], times && k == 0)) {
+            match metas.and_then(|w| {
+                meta::differ(
+                    w,
+                    &split_metas[t],
+                    if k == 0 { times } else { Times::Ignored },
+                )
+            }) {
                 None => {
                     first_diff = None;
                     break;

@@ -396,3 +396,28 @@ fn lost_times_are_caught() {
         report.violations[0]
     );
 }
+
+/// Times stamped anew at recovery are later than the acknowledged ones: an oracle that only
+/// requires acknowledged times to survive (not go back) passes this store, which claims its
+/// times are logged with each unit. The exact comparison of a known state's times catches it.
+#[test]
+fn times_moved_forward_are_caught() {
+    let report = run(Flaw::TimesAhead, 1..3, 1);
+    checked_at_least(&report, 100);
+    assert!(
+        report
+            .violations
+            .iter()
+            .any(|v| v.what.contains("time differs")),
+        "file times moved past the acknowledged ones went unnoticed: {:?}",
+        report.violations.first()
+    );
+    assert!(
+        report
+            .violations
+            .iter()
+            .all(|v| !v.what.contains("went back")),
+        "the fixture's times only move forward: {}",
+        report.violations[0]
+    );
+}
