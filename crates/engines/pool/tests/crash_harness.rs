@@ -101,3 +101,24 @@ fn pool_acknowledged_times_survive() {
         crash::suite::sim(std::sync::Arc::new(target), &case);
     }
 }
+
+/// The times of an unfinished transaction must not survive a crash (the oracle compares the
+/// times of a known state exactly: `PoolTarget::atomic_times`). In SCSP, a shrinking truncate
+/// inside a transaction (seed 2: `Truncate { file: 5, len: 12983 }` after a transaction
+/// that wrote file 5) first zeroes the tail of the partial block — a pure overwrite, whose
+/// times' undo entry is deferred (`Core::stage_times`) — then sets size and times in place
+/// through `meta_update`, which found the times range logged and fenced without storing
+/// the deferred entry: a crash before the commit recovered the old size with the new times.
+#[test]
+fn pool_uncommitted_times_are_undone() {
+    let target = pool::crash_target::PoolTarget::by_name("pool-scsp").expect("pool-scsp target");
+    let case = Sim {
+        seeds: Seeds::List(&[2]),
+        units: 24,
+        threads: 1,
+        images_per_fence: 16,
+        images_per_workload: 2000,
+        images_min: 500,
+    };
+    crash::suite::sim(std::sync::Arc::new(target), &case);
+}

@@ -322,7 +322,11 @@ impl<R: Region> Core<R> {
     /// commit's first fence). In NC mode the bytes are written in place with no log.
     pub(crate) fn meta_update(&self, tx: &mut Tx, writes: &[(u64, &[u8])]) -> Result<()> {
         if self.mode() != Mode::Nc {
-            let mut logged = false;
+            // Entries deferred by `stage_times` may cover these ranges (a shrink's zeroing
+            // write stages the times, then the shrink sets them in place): they are stored
+            // now, under the fence below, like the entries logged here.
+            let mut logged = !tx.deferred_undo.is_empty();
+            self.emit_deferred_undo(tx);
             for (addr, bytes) in writes {
                 logged |= self.log_old_bytes(tx, *addr, bytes.len())?;
             }
