@@ -127,10 +127,16 @@ impl<R: Region> Core<R> {
         let ino = st.ino;
         let first_whole = off.div_ceil(BLOCK_SIZE);
         let end_whole = end / BLOCK_SIZE;
-        // One edge when the range lies in one block; else the partial head and tail (in
-        // different blocks, whether or not whole blocks lie between them).
-        let edges = if off / BLOCK_SIZE == (end - 1) / BLOCK_SIZE {
-            vec![(off, end)]
+        // No whole block inside: the range lies in one block, or straddles one boundary (a
+        // partial block on each side of it). Else the partial head and tail around the whole
+        // blocks.
+        let edges = if first_whole >= end_whole {
+            if off / BLOCK_SIZE == (end - 1) / BLOCK_SIZE {
+                vec![(off, end)]
+            } else {
+                let boundary = first_whole * BLOCK_SIZE;
+                vec![(off, boundary), (boundary, end)]
+            }
         } else {
             vec![
                 (off, first_whole * BLOCK_SIZE),
