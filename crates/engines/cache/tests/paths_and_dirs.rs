@@ -60,6 +60,6 @@ fn a_tree_deeper_than_a_host_path_stops_at_the_host_with_enametoolong() {
 #[test]
 fn a_directory_holds_as_many_entries_as_the_host_allows() {
     let (s, dir) = new_store("many");
-    let n = fill_directory(&s, 10_000);
+    let n = fill_directory(&s, 5_000);
     directory_holds(&reopen(s, &dir), n);
 }
