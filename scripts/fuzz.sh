@@ -8,13 +8,15 @@
 #   scripts/fuzz.sh mmio_open [SECONDS]   # AddressSanitizer
 #   scripts/fuzz.sh pool_ops  [SECONDS]   # no sanitizer: it has no unsafe code of its own
 #   scripts/fuzz.sh journal_open|cache_open|remap_open [SECONDS]   # AddressSanitizer
+#   scripts/fuzz.sh sqlite_uri [SECONDS]  # AddressSanitizer (it calls the VFS's C name rule)
+#   scripts/fuzz.sh cli_args [SECONDS]    # no sanitizer: pure Rust parsers
 #   FUZZ_ARGS="-fork=1 -ignore_crashes=1" scripts/fuzz.sh pool_ops 600
 #
 # Exit status: libFuzzer's (non-zero when it found a crash; the input is in
 # fuzz/artifacts/TARGET/). The log is fuzz/fuzz-TARGET.log.
 set -euo pipefail
 
-target="${1:?usage: scripts/fuzz.sh pool_open|pool_ops|mmio_open|journal_open|cache_open|remap_open [SECONDS]}"
+target="${1:?usage: scripts/fuzz.sh pool_open|pool_ops|mmio_open|journal_open|cache_open|remap_open|sqlite_uri|cli_args [SECONDS]}"
 seconds="${2:-600}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root/fuzz"
@@ -22,8 +24,10 @@ cd "$root/fuzz"
 case "$target" in
     pool_open) sanitizer=address timeout=10 ;;
     pool_ops) sanitizer=none timeout=20 ;;
+    sqlite_uri) sanitizer=address timeout=10 ;;
+    cli_args) sanitizer=none timeout=10 ;;
     mmio_open | journal_open | cache_open | remap_open) sanitizer=address timeout=10 ;;
-    *) echo "fuzz.sh: unknown target '$target' (pool_open, pool_ops, mmio_open, journal_open, cache_open, remap_open)" >&2; exit 2 ;;
+    *) echo "fuzz.sh: unknown target '$target' (pool_open, pool_ops, mmio_open, journal_open, cache_open, remap_open, sqlite_uri, cli_args)" >&2; exit 2 ;;
 esac
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
@@ -54,6 +58,19 @@ if [ "$target" = mmio_open ] && [ -z "$(ls -A "corpus/$target")" ]; then
         printf "\\x$(printf %02x "$k")\\xa5\\x00\\x00\\x00\\x00\\x01\\x03\\x00\\x00\\x00\\x00\\x00\\x00" \
             >"corpus/$target/seed-$k-intent"
     done
+fi
+
+# Seeds of the text targets: a few well-formed inputs of each kind (fields NUL-separated).
+if [ "$target" = sqlite_uri ] && [ -z "$(ls -A "corpus/$target")" ]; then
+    printf '/app.db\0mmio\0home=/srv/db,size=64M' >"corpus/$target/seed-mmio"
+    printf 'a/../../etc/passwd\0pool\0mode=nc,inodes=4096' >"corpus/$target/seed-climb"
+    printf './x.db\0\0size=1.5G,data_checksums=true' >"corpus/$target/seed-pool"
+fi
+if [ "$target" = cli_args ] && [ -z "$(ls -A "corpus/$target")" ]; then
+    printf '\x001.5GiB' >"corpus/$target/seed-size"
+    printf '\x010o640' >"corpus/$target/seed-mode"
+    printf '\x02mode=nc,inodes=4096,size=64M' >"corpus/$target/seed-options"
+    printf '\x03/a/./b//../c/' >"corpus/$target/seed-path"
 fi
 
 log="$root/fuzz/fuzz-$target.log"

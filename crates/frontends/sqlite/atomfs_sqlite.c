@@ -38,6 +38,8 @@
 #include <sys/stat.h>
 
 #include <sqlite3ext.h>
+
+#include "atomfs_sqlite_names.h"
 SQLITE_EXTENSION_INIT1
 
 #include "atomfs.h"
@@ -446,34 +448,11 @@ static int x_access(sqlite3_vfs *vfs, const char *name, int flags, int *out)
     return SQLITE_OK;
 }
 
-/* Whether a name has a ".." component. */
-static int has_dotdot(const char *name)
-{
-    for (const char *p = name; (p = strstr(p, "..")) != NULL; p += 2) {
-        int starts = p == name || p[-1] == '/';
-        int ends = p[2] == '\0' || p[2] == '/';
-        if (starts && ends)
-            return 1;
-    }
-    return 0;
-}
-
-/* Names inside the pool are absolute: "/" + the name as given, "." and "" dropped. A name
- * with a ".." component is refused: a database path never climbs (inside a store ".." at
- * the root stays there, so it could only mislead). */
+/* Names inside the pool: atomfs_sqlite_names.h (a ".." component is refused). */
 static int x_full_pathname(sqlite3_vfs *vfs, const char *name, int n_out, char *out)
 {
     (void) vfs;
-    if (has_dotdot(name))
-        return SQLITE_CANTOPEN;
-    while (name[0] == '.' && name[1] == '/')
-        name += 2;
-    const char *sep = name[0] == '/' ? "" : "/";
-    if ((int) (strlen(name) + strlen(sep)) >= n_out)
-        return SQLITE_CANTOPEN;
-    strcpy(out, sep);
-    strcat(out, name);
-    return SQLITE_OK;
+    return atomfs_sqlite_full_name(name, n_out, out) == 0 ? SQLITE_OK : SQLITE_CANTOPEN;
 }
 
 static void *x_dl_open(sqlite3_vfs *v, const char *name) { (void) v; return default_vfs->xDlOpen(default_vfs, name); }

@@ -19,6 +19,7 @@ const INCLUDE: &str = "../capi/include";
 
 fn main() {
     println!("cargo::rerun-if-changed={SOURCE}");
+    println!("cargo::rerun-if-changed=atomfs_sqlite_names.h");
     println!("cargo::rerun-if-changed={INCLUDE}/atomfs.h");
     println!("cargo::rustc-check-cfg=cfg(atomfs_sqlite_stub)");
     let built = cc::Build::new()

@@ -24,6 +24,15 @@ use crate::{
 /// Most symbolic links one path resolution follows (Linux's MAXSYMLINKS); past it, ELOOP.
 pub const SYMLOOP_MAX: u32 = 40;
 
+/// Longest path one call takes, its terminating NUL counted (Linux's PATH_MAX): a path of
+/// `PATH_MAX` bytes or more is [`Error::NameTooLong`] (ENAMETOOLONG), as in the kernel,
+/// whatever it names. It is the one bound on path depth: a path has at most `PATH_MAX / 2`
+/// components. A tree may be deeper (each call of the Store API names one component, as a
+/// FUSE mount does); its deep files are reached by walking, not by one long path — exactly
+/// as on Linux. Link targets are at most [`SYMLINK_MAX`](crate::SYMLINK_MAX) bytes, so a
+/// resolution queues at most `SYMLOOP_MAX + 1` paths' worth of components.
+pub const PATH_MAX: usize = 4096;
+
 /// Whether a path's last component is followed when it is a symbolic link.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum LastLink {
@@ -35,8 +44,10 @@ pub enum LastLink {
 }
 
 /// Split a path into validated components. Empty components and `.` are dropped; `..` is
-/// kept (resolved against the tree). Fails on names longer than [`NAME_MAX`] or containing NUL.
+/// kept (resolved against the tree). Fails on paths of [`PATH_MAX`] bytes or more and on
+/// names longer than [`NAME_MAX`] or containing NUL (ENAMETOOLONG, EINVAL).
 pub fn split_path(path: &[u8]) -> Result<Vec<&[u8]>> {
+    check_path_len(path)?;
     let mut parts = Vec::new();
     for part in path.split(|&b| b == b'/') {
         if part.is_empty() || part == b"." {
@@ -46,6 +57,17 @@ pub fn split_path(path: &[u8]) -> Result<Vec<&[u8]>> {
         parts.push(part);
     }
     Ok(parts)
+}
+
+/// ENAMETOOLONG for a path of [`PATH_MAX`] bytes or more.
+pub fn check_path_len(path: &[u8]) -> Result<()> {
+    if path.len() >= PATH_MAX {
+        return Err(Error::NameTooLong {
+            len: path.len(),
+            max: PATH_MAX - 1,
+        });
+    }
+    Ok(())
 }
 
 /// Check one file name: not empty, no `/` or NUL, at most [`NAME_MAX`] bytes.

@@ -76,6 +76,8 @@ pub struct MmioConfig {
     pub tx_files_max: usize,
     /// Open transactions at once.
     pub transactions_max: usize,
+    /// Open handles at once (every `open` and `tmpfile` takes one until `release`).
+    pub open_handles_max: usize,
     /// Namespace intent records (create/unlink/rename/... inside open transactions).
     pub intents_max: u32,
     /// Bytes one file may take in one uncommitted epoch (transaction, O_ATOMIC epoch, or a
@@ -102,6 +104,7 @@ impl Default for MmioConfig {
             redo_write_percent_min: 40,
             tx_files_max: layout::TX_FILES_MAX,
             transactions_max: 1024,
+            open_handles_max: 65_536,
             intents_max: 1024,
             epoch_bytes_max: 1 << 40,
             prefault_log_pool: false,
@@ -123,6 +126,7 @@ impl MmioConfig {
             redo_write_percent_min: 40,
             tx_files_max: 4,
             transactions_max: 8,
+            open_handles_max: 1024,
             intents_max: 16,
             epoch_bytes_max: 4 << 20,
             prefault_log_pool: false,

@@ -7,8 +7,8 @@ use crate::lifecycle::MmioStore;
 use pmem::Region;
 use std::any::Any;
 use store::{
-    DirEntry, Fallocate, Fh, FileKind, FsckReport, Ino, Metadata, OpenFlags, RenameMode, Result,
-    SetAttr, StatFs, Store, TxId, XattrSet,
+    DirEntry, Fallocate, Fh, FileKind, FsckReport, Ino, Limit, Metadata, OpenFlags, RenameMode,
+    Result, SetAttr, StatFs, Store, TxId, XattrSet,
 };
 
 impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
@@ -241,6 +241,11 @@ impl<R: Region, M: FileMedia> Store for MmioStore<R, M> {
 
     fn stats(&self) -> Vec<(String, u64)> {
         self.counter_list()
+    }
+
+    fn limits(&self) -> Result<Vec<Limit>> {
+        self.check()?;
+        self.limit_list()
     }
 
     fn fsck(&self) -> Result<FsckReport> {

@@ -1,5 +1,6 @@
 //! `atomfs`: create, check, inspect, mount and demonstrate atomfs pools.
 
+mod args;
 mod bench;
 mod cache_cmds;
 mod check;
@@ -14,6 +15,7 @@ mod serve;
 mod size;
 mod workload;
 
+use args::parse_mode;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -306,16 +308,6 @@ pub enum InspectWhat {
     File { path: String },
     /// Committed versions (pending blocks) waiting for checkpoint.
     Pending,
-}
-
-/// An octal permission mode such as 0640.
-fn parse_mode(text: &str) -> Result<u32, String> {
-    u32::from_str_radix(text.trim_start_matches("0o"), 8)
-        .ok()
-        .filter(|m| *m <= 0o777)
-        .ok_or_else(|| {
-            format!("invalid mode {text:?}: expected octal permission bits such as 0640")
-        })
 }
 
 /// The access rules reach the engine registry (and every program this one starts: the mount

@@ -46,6 +46,11 @@ impl HostFsError {
     /// The errno this error stands for (for errno-speaking front ends).
     pub fn errno(&self) -> i32 {
         match self {
+            HostFsError::InvalidPath { reason, .. }
+                if *reason == crate::path::TOO_LONG || *reason == crate::path::TOO_DEEP =>
+            {
+                libc::ENAMETOOLONG
+            }
             HostFsError::InvalidPath { .. } | HostFsError::Invalid { .. } => libc::EINVAL,
             HostFsError::Root { .. } => libc::ENOTDIR,
             HostFsError::Io { source, .. } => source.raw_os_error().unwrap_or(libc::EIO),

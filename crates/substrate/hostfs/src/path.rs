@@ -16,8 +16,14 @@ use std::path::Path;
 pub const NAME_LEN_MAX: usize = 255;
 /// Longest path in bytes (Linux `PATH_MAX` less the terminating NUL).
 pub const PATH_LEN_MAX: usize = 4095;
-/// Most components in a path.
-pub const DEPTH_MAX: usize = 64;
+/// Most components in a path: as many as [`PATH_LEN_MAX`] bytes hold (`a/a/…/a`), so the
+/// path's length is the one bound on depth, as in the kernel (and in `store::path`).
+pub const DEPTH_MAX: usize = PATH_LEN_MAX / 2 + 1;
+
+/// Why a path is refused for its length or depth: ENAMETOOLONG rather than EINVAL.
+pub(crate) const TOO_LONG: &str = "longer than 4095 bytes";
+pub(crate) const TOO_DEEP: &str = "more than 2048 components";
+const _: () = assert!(DEPTH_MAX == 2048 && PATH_LEN_MAX == 4095);
 
 /// A validated relative path: its components, each a valid file name.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -46,7 +52,7 @@ impl RelPath {
     pub fn dir(path: &Path) -> HostFsResult<RelPath> {
         let bytes = path.as_os_str().as_bytes();
         if bytes.len() > PATH_LEN_MAX {
-            return Err(refuse(path, "longer than 4095 bytes"));
+            return Err(refuse(path, TOO_LONG));
         }
         if bytes.contains(&0) {
             return Err(refuse(path, "contains a NUL byte"));
@@ -70,7 +76,7 @@ impl RelPath {
             }
         }
         if components.len() > DEPTH_MAX {
-            return Err(refuse(path, "more than 64 components"));
+            return Err(refuse(path, TOO_DEEP));
         }
         Ok(RelPath { components })
     }
@@ -131,8 +137,16 @@ mod tests {
         assert_eq!(reason(&[b'n'; 256]), "component longer than 255 bytes");
         let long: Vec<u8> = [b"abcdefg/".as_slice(); 600].concat();
         assert_eq!(reason(&long), "longer than 4095 bytes");
-        let deep: Vec<u8> = [b"a/".as_slice(); 70].concat();
-        assert_eq!(reason(&deep[..deep.len() - 1]), "more than 64 components");
+        // 2,048 one-byte components fill 4,095 bytes: the length is the bound on depth.
+        let deep: Vec<u8> = [b"a/".as_slice(); DEPTH_MAX].concat();
+        assert!(RelPath::new(Path::new(std::ffi::OsStr::from_bytes(
+            &deep[..deep.len() - 1]
+        )))
+        .is_ok());
+        assert_eq!(
+            reason(&[deep.as_slice(), b"a"].concat()),
+            "longer than 4095 bytes"
+        );
     }
 
     #[test]

@@ -60,6 +60,7 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
 
     pub(crate) fn open_handle(&self, ino: Ino, flags: OpenFlags) -> Result<Fh> {
         let mut t = self.tables.lock();
+        self.check_handle_room(t.handles.len())?;
         let path = self.path_for(&mut t, ino)?;
         let file = match t.open.get(&ino) {
             Some((f, _)) => f.clone(),

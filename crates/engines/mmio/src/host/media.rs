@@ -51,6 +51,11 @@ impl<F: HostFs> HostMedia<F> {
 pub(crate) fn to_io(e: HostFsError) -> io::Error {
     match e {
         HostFsError::Io { source, .. } => source,
+        // A path past the host's PATH_MAX (a tree deeper than one path can name): the errno
+        // itself, so the Store error is ENAMETOOLONG (the engine's io_err names the path).
+        HostFsError::InvalidPath { .. } if e.errno() == libc::ENAMETOOLONG => {
+            io::Error::from_raw_os_error(libc::ENAMETOOLONG)
+        }
         HostFsError::InvalidPath { .. } => {
             io::Error::new(io::ErrorKind::InvalidInput, e.to_string())
         }

@@ -4,6 +4,7 @@
 //! by `store_api.rs` from the namespace, file handle and transaction subsystems.
 
 mod host_open;
+mod limits;
 mod report;
 
 pub use host_open::{recorded_home, HostMmioStore};

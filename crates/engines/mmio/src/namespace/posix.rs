@@ -190,6 +190,7 @@ impl<R: Region, M: FileMedia> MmioStore<R, M> {
         let (ino, mut meta) = {
             let mut t = self.tables.lock();
             Self::tx_open(&t, tx)?;
+            self.check_handle_room(t.handles.len())?;
             let dir = self.path_for(&mut t, parent)?;
             if self.stat_path(&dir)?.kind != FileKind::Dir {
                 return Err(Error::NotDir(dir.display().to_string()));

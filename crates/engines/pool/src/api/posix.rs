@@ -127,6 +127,15 @@ impl<R: Region> PoolStore<R> {
     ) -> Result<(Metadata, Fh)> {
         let ino = self.ns_op(tx, |core, t| core.unnamed_node(t, parent, perm))?;
         self.core.cell(ino).lock().naming = Naming::Unnamed;
+        if let Some(id) = tx {
+            // Its create is the transaction's until that ends: a release of its last handle
+            // before then must not free it (an abort frees its number, a commit reaps it),
+            // as for a file whose last link an open transaction took.
+            let cell = self.tx_cell(id.0)?;
+            let _ns = self.core.ns.lock();
+            cell.lock().orphans.push(ino);
+            *self.core.unlinking.lock().entry(ino).or_default() += 1;
+        }
         let opened = self.open(ino, flags).and_then(|fh| {
             if let Some(id) = tx {
                 if let Err(e) = self.tx_add(id, fh) {

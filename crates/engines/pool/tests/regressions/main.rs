@@ -17,6 +17,7 @@ mod block_count_overflow_getattr;
 mod block_count_overflow_write;
 mod hostile_txid_in_sealed_entry;
 mod overlapping_undo_ranges;
+mod tmpfile_released_before_its_transaction_ends;
 mod uncommitted_create_changed_from_outside;
 mod zero_length_write;
 
