@@ -199,13 +199,18 @@ impl conformance::Harness for GlusterHarness {
     fn reopen_unclean(&self, store: Box<dyn Store>) -> Box<dyn Store> {
         self.reopen(store, false)
     }
-    /// GlusterFS's FUSE client refuses RENAME_EXCHANGE (EINVAL), so mmio and cache, which
-    /// exchange the host names themselves, cannot offer it there (they answer EOPNOTSUPP).
     fn host_lacks(&self) -> &'static [conformance::cases::Feature] {
-        match self.engine {
-            HostEngine::Mmio | HostEngine::Cache => &[conformance::cases::Feature::RenameModes],
-            _ => &[],
-        }
+        gluster_lacks(self.engine)
+    }
+}
+
+/// What `engine` cannot offer with its home on GlusterFS: the FUSE client refuses
+/// RENAME_EXCHANGE (EINVAL), so mmio and cache, which exchange the host names themselves,
+/// answer EOPNOTSUPP there.
+fn gluster_lacks(engine: HostEngine) -> &'static [conformance::cases::Feature] {
+    match engine {
+        HostEngine::Mmio | HostEngine::Cache => &[conformance::cases::Feature::RenameModes],
+        _ => conformance::cases::awaited(engine.name()),
     }
 }
 
@@ -244,6 +249,10 @@ impl GlusterKill {
 impl crash::torture::KillTarget for GlusterKill {
     fn name(&self) -> String {
         format!("{} on GlusterFS", self.engine.name())
+    }
+    /// The workloads leave out what the engine cannot offer on GlusterFS.
+    fn posix_steps(&self) -> crash::workload::PosixSteps {
+        crash::workload::PosixSteps::Lacking(gluster_lacks(self.engine))
     }
     fn create_pool(&self, path: &Path) -> Result<Box<dyn Store>> {
         let home = self.home(path);
