@@ -305,12 +305,10 @@ impl<R: Region, H: HostFs> Store for JournalStore<R, H> {
 
     fn release(&self, fh: Fh) -> Result<()> {
         let mut s = self.lock_open()?;
-        let mut h = s.handles.remove(&fh.0).ok_or(Error::BadHandle(fh.0))?;
-        // The file's shared O_ATOMIC shadow stays with another of its O_ATOMIC handles.
-        if let Some(shadow) = h.shadow.take() {
-            if let Some(other) = s.handles.values_mut().find(|o| o.ino == h.ino && o.atomic) {
-                other.shadow = Some(shadow);
-            }
+        let h = s.handles.remove(&fh.0).ok_or(Error::BadHandle(fh.0))?;
+        // The file's pending O_ATOMIC writes go with its last O_ATOMIC handle.
+        if h.atomic && !s.handles.values().any(|o| o.ino == h.ino && o.atomic) {
+            s.shadows.remove(&h.ino);
         }
         let orphan = s.nodes.get(&h.ino).is_some_and(|n| n.meta.nlink == 0);
         if !orphan {
@@ -347,7 +345,7 @@ impl<R: Region, H: HostFs> Store for JournalStore<R, H> {
         let s = self.lock_open()?;
         let h = s.handle(fh)?;
         let mut meta = s.node(h.ino)?.meta;
-        if let Some(shadow) = s.shadow(h.ino) {
+        if let Some(shadow) = s.shadows.get(&h.ino) {
             meta.size = shadow.size;
         }
         Ok(meta)
@@ -378,7 +376,7 @@ impl<R: Region, H: HostFs> Store for JournalStore<R, H> {
         }
         for fh in fhs {
             let ino = s.handle(*fh)?.ino;
-            s.take_shadow(ino);
+            s.shadows.remove(&ino);
         }
         Ok(())
     }
@@ -594,7 +592,6 @@ fn new_handle(s: &mut super::namespace::Inner, ino: Ino, flags: OpenFlags) -> Fh
         ino,
         flags,
         atomic: flags.atomic,
-        shadow: None,
         tx: None,
     };
     s.handles.insert(fh, handle);

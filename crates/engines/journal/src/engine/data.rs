@@ -120,13 +120,13 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
         }
         match target {
             Target::Shadow => {
-                let size = match s.shadow(ino) {
+                let size = match s.shadows.get(&ino) {
                     Some(sh) => sh.size,
                     None => s.node(ino)?.meta.size,
                 };
                 let (off, end) = change(size)?;
                 let shadow = self.shadow_of(&mut s, fh)?;
-                let r = self.shadow_write(&mut s, ino, shadow, off, end, data, fh);
+                let r = self.shadow_write(&mut s, ino, shadow, (off, end), data);
                 r.map(|_| data.len())
             }
             Target::Tx(t) => {
@@ -203,12 +203,12 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
         })
     }
 
-    /// The O_ATOMIC shadow of the file of `fh` (taken out of whichever of its handles holds
-    /// it; the caller puts it back into `fh`'s), or a new one.
+    /// The O_ATOMIC shadow of the file of `fh` (taken out; the caller puts it back), or a
+    /// new one.
     fn shadow_of(&self, s: &mut Inner, fh: Fh) -> Result<Shadow> {
         let ino = s.handle(fh)?.ino;
         let size = s.node(ino)?.meta.size;
-        Ok(s.take_shadow(ino).unwrap_or(Shadow {
+        Ok(s.shadows.remove(&ino).unwrap_or(Shadow {
             core: crate::Tx::new(),
             size,
         }))
@@ -216,16 +216,13 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
 
     /// A write to an O_ATOMIC handle's shadow (journal only: nothing reaches the home file
     /// before the fsync commits it).
-    #[allow(clippy::too_many_arguments)]
     fn shadow_write(
         &self,
         s: &mut Inner,
         ino: Ino,
         mut shadow: Shadow,
-        off: u64,
-        end: u64,
+        (off, end): (u64, u64),
         data: &[u8],
-        fh: Fh,
     ) -> Result<()> {
         let mut r = self.capacity_check(s, ino, shadow.size.max(end));
         if r.is_ok() && off > shadow.size {
@@ -241,9 +238,7 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
             r = self.raise_high_water(s, ino, end);
             shadow.size = shadow.size.max(end);
         }
-        if let Some(h) = s.handles.get_mut(&fh.0) {
-            h.shadow = Some(shadow);
-        }
+        s.shadows.insert(ino, shadow);
         r
     }
 
@@ -264,9 +259,7 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
                 if r.is_ok() {
                     shadow.size = len;
                 }
-                if let Some(h) = s.handles.get_mut(&fh.0) {
-                    h.shadow = Some(shadow);
-                }
+                s.shadows.insert(ino, shadow);
                 r
             }
             Target::Tx(t) => self.tx_set_len(&mut s, t, ino, len),
@@ -300,7 +293,7 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
             return Err(Error::BadMode(fh.0, "reading"));
         }
         let ino = h.ino;
-        let (size, core) = match s.shadow(ino) {
+        let (size, core) = match s.shadows.get(&ino) {
             Some(sh) => (sh.size, Some(&sh.core)),
             None => {
                 let size = s.file_node(ino)?.meta.size;
@@ -326,7 +319,7 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
         for fh in fhs {
             let ino = s.handle(*fh)?.ino;
             // Two handles of one file share its shadow: the first installs it.
-            let Some(shadow) = s.take_shadow(ino) else {
+            let Some(shadow) = s.shadows.remove(&ino) else {
                 continue;
             };
             // The shadow keeps no ranges: every punched block counts as allocated again.
@@ -423,9 +416,7 @@ impl<R: Region, H: HostFs> JournalStore<R, H> {
                 if r.is_ok() {
                     shadow.size = plan.new_size;
                 }
-                if let Some(h) = s.handles.get_mut(&fh.0) {
-                    h.shadow = Some(shadow);
-                }
+                s.shadows.insert(ino, shadow);
                 r
             }
             Target::Tx(t) => self.tx_fallocate(&mut s, t, ino, op, (off, end)),

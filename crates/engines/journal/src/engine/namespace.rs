@@ -127,7 +127,6 @@ pub struct Handle {
     pub ino: Ino,
     pub flags: OpenFlags,
     pub atomic: bool,
-    pub shadow: Option<Shadow>,
     pub tx: Option<TxId>,
 }
 
@@ -171,6 +170,10 @@ pub struct Inner {
     pub nodes: HashMap<Ino, Node>,
     pub next_ino: Ino,
     pub handles: HashMap<u64, Handle>,
+    /// Pending O_ATOMIC writes by file: one shadow per file, shared by its handles (as a page
+    /// cache is): the writes through any O_ATOMIC handle of the file are read through all
+    /// of them, and an fsync, `syncv` or `abortv` of any one commits or drops them together.
+    pub shadows: HashMap<Ino, Shadow>,
     pub next_fh: u64,
     pub txs: HashMap<u64, Tx>,
     pub next_tx: u64,
@@ -211,6 +214,7 @@ impl Inner {
             nodes,
             next_ino,
             handles: HashMap::new(),
+            shadows: HashMap::new(),
             next_fh: 1,
             txs: HashMap::new(),
             next_tx: 1,
@@ -272,25 +276,6 @@ impl Inner {
 
     pub fn handle(&self, fh: Fh) -> Result<&Handle> {
         self.handles.get(&fh.0).ok_or(Error::BadHandle(fh.0))
-    }
-
-    /// The O_ATOMIC shadow of file `ino`, if it has one. A file has at most one, shared by
-    /// its handles (as a page cache is): the writes through any O_ATOMIC handle of the file
-    /// are read through all of them, and an fsync, `syncv` or `abortv` of any one commits or
-    /// drops them together. It lives in the handle that wrote last.
-    pub fn shadow(&self, ino: Ino) -> Option<&Shadow> {
-        self.handles
-            .values()
-            .find(|h| h.ino == ino && h.shadow.is_some())
-            .and_then(|h| h.shadow.as_ref())
-    }
-
-    /// Take file `ino`'s O_ATOMIC shadow out of the handle holding it.
-    pub fn take_shadow(&mut self, ino: Ino) -> Option<Shadow> {
-        self.handles
-            .values_mut()
-            .find(|h| h.ino == ino && h.shadow.is_some())
-            .and_then(|h| h.shadow.take())
     }
 
     /// A handle whose file still exists (a handle on an aborted create answers NotFound).
